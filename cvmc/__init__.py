@@ -1,0 +1,36 @@
+"""cvmc: a compiler for CVM integer networks, CINN primitives and Task IR, built on xDSL.
+
+    import cvmc
+    m = cvmc.load_model("model.json", "params.bin")   # device="cpu" by default
+    outs = m.run(x)                                   # one int32 array per head
+    m.gas                                             # as CVMAPIGetGasFromModel
+
+Names are imported lazily so that `import cvmc` (and the command-line tools) start fast.
+"""
+
+from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+__all__ = [
+    "CVMError",
+    "CVMLogicError",
+    "CVMRuntimeError",
+    "CinnBuilder",
+    "CvmBuilder",
+    "load_model",
+]
+
+_LAZY = {
+    "load_model": "cvmc.runtime.model",
+    "Model": "cvmc.runtime.model",
+    "CvmBuilder": "cvmc.runtime.builder",
+    "CinnBuilder": "cvmc.runtime.cinn_builder",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cvmc' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
