@@ -71,20 +71,19 @@ class Graph:
         return [self.nodes[n].precisions[k] for n, k in self.heads]
 
 
-def _read_source(src: bytes | str | os.PathLike[str]) -> bytes:
-    """Bytes given as bytes, a path, or (for JSON) the text itself."""
+def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) -> bytes:
+    """The bytes of a file given as bytes or a path, or (when `json_text`) a str holding JSON itself."""
     if isinstance(src, bytes | bytearray | memoryview):
         return bytes(src)
-    if isinstance(src, os.PathLike) or (isinstance(src, str) and not src.lstrip().startswith("{")
-                                        and os.path.exists(src)):
+    if isinstance(src, str) and json_text and src.lstrip()[:1] in ("{", "["):
+        return src.encode()
+    if isinstance(src, str | os.PathLike):
         try:
             with open(src, "rb") as f:
                 return f.read()
         except OSError as e:
             raise CVMRuntimeError(f"cannot read {os.fspath(src)!r}: {e.strerror}") from None
-    if isinstance(src, str):
-        return src.encode()
-    raise CVMRuntimeError(f"expected bytes, a path or JSON text, got {type(src).__name__}")
+    raise CVMRuntimeError(f"expected bytes or a path, got {type(src).__name__}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -347,14 +346,13 @@ def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
 
 def load_graph(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str]) -> Graph:
     """Read and verify a model: graph JSON and params binary, each as bytes, a path, or (JSON) text."""
-    raw = _read_source(graph_json)
+    raw = read_source(graph_json, json_text=True)
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise CVMRuntimeError(f"graph JSON does not parse: {e}") from None
     nodes, heads, _, version, post = parse_graph(doc)
-    pbytes = _read_source(params) if not isinstance(params, str) or os.path.exists(params) else b""
-    param_arrays = read_params(pbytes)
+    param_arrays = read_params(read_source(params))
     gas = verify_graph(nodes, param_arrays)
     names = {n.name for n in nodes if n.is_variable and n.name != "data"}
     return Graph(nodes, heads, {k: v for k, v in param_arrays.items() if k in names}, version, post, gas)

@@ -1,0 +1,94 @@
+"""Malformed model files: each a clear CVMError of the runtime's class, never a crash."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+from conftest import CVM_CORPUS
+
+import cvmc
+from cvmc.runtime.graph import load_graph, read_params, write_params
+
+CONV = CVM_CORPUS / "conv2d_000"
+
+
+def _load(js, pb):
+    return cvmc.load_model(js, pb, device="reference")
+
+
+def test_paths_bytes_and_text_load_the_same_model():
+    js, pb = CONV / "model.json", CONV / "params.bin"
+    a = _load(js, pb)
+    b = _load(js.read_bytes(), pb.read_bytes())
+    c = _load(js.read_text(), str(pb))
+    assert a.gas == b.gas == c.gas == 8196
+
+
+@pytest.mark.parametrize(
+    ("graph", "error", "words"),
+    [
+        (b"", cvmc.CVMRuntimeError, "does not parse"),
+        (b"{not json", cvmc.CVMRuntimeError, "does not parse"),
+        (b"[1, 2]", cvmc.CVMRuntimeError, "object"),
+        (b'{"nodes": []}', cvmc.CVMRuntimeError, "no 'arg_nodes'"),
+        (b"\xff\xfe garbage", cvmc.CVMRuntimeError, "does not parse"),
+    ],
+)
+def test_garbage_json(graph, error, words):
+    with pytest.raises(error, match=words):
+        _load(graph, (CONV / "params.bin").read_bytes())
+
+
+def test_params_errors_name_the_problem():
+    pb = (CONV / "params.bin").read_bytes()
+    js = (CONV / "model.json").read_bytes()
+    with pytest.raises(cvmc.CVMLogicError, match="empty"):
+        _load(js, b"")
+    with pytest.raises(cvmc.CVMLogicError, match="list magic"):
+        _load(js, b"\0" * 8 + pb[8:])
+    with pytest.raises(cvmc.CVMLogicError, match="truncated"):
+        _load(js, pb[:30])
+    with pytest.raises(cvmc.CVMLogicError, match="truncated while reading the data of"):
+        read_params(pb[:-3])
+
+
+def test_params_round_trip_through_the_writer():
+    params = read_params((CONV / "params.bin").read_bytes())
+    again = read_params(write_params(params))
+    assert params.keys() == again.keys()
+    for k in params:
+        np.testing.assert_array_equal(params[k], again[k])
+
+
+def test_wrong_input_length_is_a_logic_error():
+    m = _load(CONV / "model.json", CONV / "params.bin")
+    with pytest.raises(cvmc.CVMLogicError, match="input bytes"):
+        m.infer(b"\0" * 3)
+    with pytest.raises(cvmc.CVMLogicError, match="shape"):
+        m.run(np.zeros((2, 2), np.int32))
+
+
+def test_messages_name_the_node_and_the_values():
+    doc = json.loads((CONV / "model.json").read_text())
+    doc["attrs"]["shape"][1][3] = [1, 4, 8, 12]
+    with pytest.raises(cvmc.CVMLogicError) as e:
+        load_graph(json.dumps(doc), CONV / "params.bin")
+    msg = str(e.value)
+    assert "conv2d_3" in msg and "[1, 4, 8, 12]" in msg and "[1, 4, 8, 11]" in msg
+
+
+def test_int8_params_are_sign_extended():
+    small = write_params({"w": np.array([[-127, 5]], np.int32)})
+    wide = write_params({"w": np.array([[-128, 5]], np.int32)})
+    assert len(wide) - len(small) == 6  # int8 storage for the first, int32 for the second
+    np.testing.assert_array_equal(read_params(small)["w"], [[-127, 5]])
+    np.testing.assert_array_equal(read_params(wide)["w"], [[-128, 5]])
+
+
+def test_gpu_params_are_a_runtime_error():
+    pb = bytearray((CONV / "params.bin").read_bytes())
+    at = pb.index(struct.pack("<Q", 0xDD5E40F096B4A13F)) + 16
+    pb[at:at + 4] = struct.pack("<i", 2)
+    with pytest.raises(cvmc.CVMRuntimeError, match="device_type 2"):
+        _load(CONV / "model.json", bytes(pb))

@@ -1,0 +1,48 @@
+"""`cvm-run`: outputs, and exit statuses that mirror the C API (0 ok, 1 logic error, 2 runtime error)."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import CVM_CORPUS, case_meta
+
+MLP = CVM_CORPUS / "model_digits_mlp_000"
+
+
+def cvm_run(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "cvmc.tools.cvm_run", *map(str, args)], capture_output=True,
+                          text=True, **kw)
+
+
+def test_inference_prints_the_api_output():
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--device", "reference")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(case_meta(MLP)["extra"]["label_of_input"])]
+
+
+def test_raw_output_file_equals_expected(tmp_path):
+    out = tmp_path / "out.bin"
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", MLP / "input_i32.bin", "--raw", "-o", out,
+                "--device", "reference")
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == (MLP / "expected.bin").read_bytes()
+
+
+def test_gas():
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", "--gas", "--device", "reference")
+    assert (r.returncode, r.stdout.strip()) == (0, str(case_meta(MLP)["gas"]))
+
+
+@pytest.mark.parametrize(("case", "status"), [("invalid_000", 1), ("invalid_025", 2), ("invalid_044", 1)])
+def test_exit_status_mirrors_the_c_api(case, status):
+    d = CVM_CORPUS / case
+    r = cvm_run(d / "model.json", d / "params.bin", d / "input.bin", "--device", "reference")
+    assert r.returncode == status
+    assert "Error" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_files_are_clear_errors(tmp_path):
+    r = cvm_run(tmp_path / "nope.json", tmp_path / "nope.bin", "--gas", "--device", "reference")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", tmp_path / "none.bin", "--device", "reference")
+    assert r.returncode == 2 and "cannot read" in r.stderr
