@@ -26,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/pyright
 
 bench: $(STAMP)
-	$(BIN)/pip install -q '.[bench]'
+	$(BIN)/pip install -q onnxruntime onnx
 	$(BIN)/python bench/run.py
 
 clean:

@@ -1,0 +1,194 @@
+"""`make bench`: cvmc's CPU JIT against onnxruntime's integer kernels and the numpy reference, side by side.
+
+Workloads: the ResNet-like bench model (`bench/resnet`), conv2d int (1,64,56,56) x (64,64,3,3) pad 1, dense
+(64,1024) x (1024,1024), and the digits MLP. For each: the median run time of cvmc on `cpu` and `reference`,
+onnxruntime's ConvInteger / MatMulInteger on the same ops (for the bench model: the sum over its conv2d and dense
+layers, each run alone — a lower bound of what onnxruntime would need for the model), the multiply-add rate,
+and cold and cached compile times (the cached one in a fresh process, as a user sees it).
+
+    python bench/run.py [--repeat N] [--threads T] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import cvmc
+from cvmc.runtime.graph import load_graph, write_params
+
+HERE = pathlib.Path(__file__).parent
+ROOT = HERE.parent
+
+
+def _timeit(fn, repeat: int) -> float:
+    fn()  # warm up
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _single_op_model(op: str, attrs: dict[str, str], data_shape, weight: np.ndarray, out_shape) -> tuple[bytes, bytes]:
+    """A one-operator model file (data, weight -> op) without bias, precision 8 in and out of range."""
+    shapes = [list(data_shape), list(weight.shape), list(out_shape)]
+    doc = {
+        "nodes": [
+            {"op": "null", "name": "data", "inputs": []},
+            {"op": "null", "name": "w", "inputs": []},
+            {"op": "cvm_op", "name": f"{op}_2", "inputs": [[0, 0, 0], [1, 0, 0]],
+             "attrs": {"func_name": op, "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}},
+        ],
+        "arg_nodes": [0, 1],
+        "node_row_ptr": [0, 1, 2, 3],
+        "heads": [[2, 0, 0]],
+        "attrs": {
+            "shape": ["list_shape", shapes],
+            "precision": ["list_int", [8, 8, 32]],
+            "op_attrs": ["list_str", ["{}", "{}", json.dumps(attrs)]],
+            "dltype": ["list_str", ["int32"] * 3],
+            "storage_id": ["list_int", [0, 1, 2]],
+        },
+        "version": "cvm_1.0.0",
+    }
+    return json.dumps(doc).encode(), write_params({"w": weight})
+
+
+def _ort_session(kind: str, x_shape, w: np.ndarray, pads=(0, 0), strides=(1, 1), group=1, threads=1):
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if kind == "conv":
+        node = helper.make_node("ConvInteger", ["x", "w"], ["y"], pads=[pads[0], pads[1], pads[0], pads[1]],
+                                strides=list(strides), group=group)
+    else:
+        node = helper.make_node("MatMulInteger", ["x", "w"], ["y"])
+        w = np.ascontiguousarray(w.T)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, list(x_shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+        initializer=[helper.make_tensor("w", TensorProto.INT8, list(w.shape), w.astype(np.int8).ravel().tolist())],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).integers(-127, 128, size=x_shape, dtype=np.int8)
+    return lambda: sess.run(None, {"x": x})
+
+
+def _macs(graph) -> int:
+    total = 0
+    for n in graph.nodes:
+        if n.op == "conv2d":
+            w = graph.nodes[n.inputs[1][0]].shapes[0]
+            total += int(np.prod(n.shapes[0])) * int(np.prod(w[1:]))
+        elif n.op == "dense":
+            total += int(np.prod(n.shapes[0])) * graph.nodes[n.inputs[0][0]].shapes[0][1]
+    return total
+
+
+def _ort_time_of_layers(graph, repeat: int, threads: int) -> float:
+    total = 0.0
+    for n in graph.nodes:
+        if n.op not in ("conv2d", "dense"):
+            continue
+        x_shape = graph.nodes[n.inputs[0][0]].shapes[0]
+        w = graph.params[graph.nodes[n.inputs[1][0]].name]
+        if n.op == "conv2d":
+            fn = _ort_session("conv", x_shape, w, n.attrs["padding"], n.attrs["strides"], n.attrs["groups"], threads)
+        else:
+            fn = _ort_session("matmul", x_shape, w, threads=threads)
+        total += _timeit(fn, repeat)
+    return total
+
+
+def _cached_load_seconds(json_path: str, params_path: str, cache: str) -> float:
+    code = (
+        "import time, cvmc; t = time.perf_counter(); "
+        f"cvmc.load_model({json_path!r}, {params_path!r}, device='cpu'); print(time.perf_counter() - t)"
+    )
+    env = {**os.environ, "CVMC_CACHE_DIR": cache}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1, help="threads for onnxruntime (cvmc uses its own setting)")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, no reference run on the big workloads")
+    a = ap.parse_args()
+    repeat = 3 if a.quick else a.repeat
+    rng = np.random.default_rng(0)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="cvmc-bench-"))
+
+    work = []
+    conv_w = rng.integers(-127, 128, size=(64, 64, 3, 3)).astype(np.int32)
+    js, pb = _single_op_model("conv2d", {"channels": "64", "kernel_size": "(3, 3)", "padding": "(1, 1)",
+                                         "use_bias": "False"}, (1, 64, 56, 56), conv_w, (1, 64, 56, 56))
+    (tmp / "conv.json").write_bytes(js)
+    (tmp / "conv.params").write_bytes(pb)
+    work.append(("conv2d 1x64x56x56 * 64x64x3x3", tmp / "conv.json", tmp / "conv.params"))
+    dense_w = rng.integers(-127, 128, size=(1024, 1024)).astype(np.int32)
+    js, pb = _single_op_model("dense", {"units": "1024", "use_bias": "False"}, (64, 1024), dense_w, (64, 1024))
+    (tmp / "dense.json").write_bytes(js)
+    (tmp / "dense.params").write_bytes(pb)
+    work.append(("dense 64x1024 * 1024x1024", tmp / "dense.json", tmp / "dense.params"))
+    work.append(("bench model (ResNet-like)", HERE / "resnet" / "model.json", HERE / "resnet" / "params.bin"))
+    digits = ROOT / "examples" / "digits"
+    work.append(("digits MLP", digits / "model.json", digits / "params.bin"))
+
+    try:
+        import onnxruntime  # noqa: F401
+
+        have_ort = True
+    except ImportError:
+        have_ort = False
+        print("onnxruntime is not installed: its column is left empty (make bench installs it)")
+
+    rows = []
+    for name, jpath, ppath in work:
+        graph = load_graph(jpath, ppath)
+        x = rng.integers(-127, 128, size=graph.nodes[graph.input_id].shapes[0]).astype(np.int32)
+        cache = tempfile.mkdtemp(prefix="cvmc-cache-")
+        os.environ["CVMC_CACHE_DIR"] = cache
+        t = time.perf_counter()
+        cpu = cvmc.load_model(jpath, ppath, device="cpu")
+        cold = time.perf_counter() - t
+        cached = _cached_load_seconds(str(jpath), str(ppath), cache)
+        t_cpu = _timeit(lambda: cpu.run(x), repeat)
+        ref = cvmc.load_model(jpath, ppath, device="reference")
+        t_ref = _timeit(lambda: ref.run(x), 1 if a.quick else 3)
+        same = all(np.array_equal(p, q) for p, q in zip(cpu.run(x), ref.run(x)))
+        t_ort = _ort_time_of_layers(graph, repeat, a.threads) if have_ort and name != "digits MLP" else None
+        macs = _macs(graph)
+        rows.append((name, t_cpu, t_ref, t_ort, macs, cold, cached, same, cpu.stats if hasattr(cpu, "stats") else {}))
+
+    print(f"\n{'workload':32} {'cvmc cpu':>10} {'reference':>10} {'ort int':>10} {'ort/cvmc':>9} {'ref/cvmc':>9} "
+          f"{'GMAC/s':>7} {'cold':>7} {'cached':>7} exact")
+    for name, t_cpu, t_ref, t_ort, macs, cold, cached, same, _ in rows:
+        ort_s = f"{t_ort * 1e3:8.2f}ms" if t_ort else f"{'-':>10}"
+        ratio = f"{t_ort / t_cpu:8.2f}x" if t_ort else f"{'-':>9}"
+        print(f"{name:32} {t_cpu * 1e3:8.2f}ms {t_ref * 1e3:8.1f}ms {ort_s} {ratio} {t_ref / t_cpu:8.1f}x "
+              f"{macs / t_cpu / 1e9:7.1f} {cold:6.2f}s {cached:6.3f}s {'yes' if same else 'NO'}")
+    for name, *_, stats in rows:
+        if stats:
+            print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+    return 0 if all(r[7] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
