@@ -147,7 +147,7 @@ def _check_results(op: IRDLOperation, expected: Sequence[TensorType]) -> None:
             raise VerifyException(f"expected {which} {want}, got {result.type}")
 
 
-def _ints(attr: DenseArrayBase) -> tuple[int, ...]:
+def _ints(attr: DenseArrayBase[IntegerType]) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.iter_values())
 
 
@@ -517,9 +517,10 @@ class ConstScalarOp(IRDLOperation):
         value = parser.parse_attribute()
         if not isinstance(value, IntegerAttr | FloatAttr):
             parser.raise_error("expected an integer, float or bool literal", pos, parser.pos)
-        op = cls(value)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
+        attributes = parser.parse_optional_attr_dict()
+        return cls.create(
+            properties={"value": value}, attributes=attributes, result_types=[TensorType(value.type, [])]
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------

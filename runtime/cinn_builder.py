@@ -1,0 +1,384 @@
+"""`CinnBuilder`: build a program of cinn primitives from Python, as Paddle CINN's CinnBuilder, and run it.
+
+    from cvmc import CinnBuilder
+    b = CinnBuilder("net")
+    x = b.create_input("float32", [4, 8], "x")
+    y = b.max(x, b.const_scalar(0.0, "zero"))
+    z = b.reduce(y, "sum", [1], False)
+    fn = b.compile(outputs=[z], device="reference")
+    (out,) = fn(x=np_x)
+    print(b.build())                      # a builtin.module with one func.func of cinn ops
+
+A variable is the xDSL SSA value of a block argument or op result. Every method creates its op with the op's own
+shape inference and verifier: misuse raises `CVMLogicError` with the verifier's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from cvmc.dialects import cinn
+from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.runtime.cinn_reference import ELEMENT_TYPES, numpy_dtype, run_function
+
+Variable = SSAValue
+DEVICES = ("reference", "cpu", "cuda")
+
+
+def _dtype(name: str) -> np.dtype:
+    dtype = next((d for d in ELEMENT_TYPES if d.name == name), None)
+    if dtype is None:
+        names = ", ".join(d.name for d in ELEMENT_TYPES)
+        raise CVMLogicError(f"expected a dtype in [{names}], got {name!r}")
+    return dtype
+
+
+class CompiledFunction:
+    """A compiled program: call it with the inputs by name, get the outputs as a list of numpy arrays."""
+
+    def __init__(self, function: func.FuncOp, names: Sequence[str], run: Callable[[list[np.ndarray]], list]):
+        self.function = function
+        self.names = list(names)
+        self._run = run
+
+    def __call__(self, **inputs: np.ndarray) -> list[np.ndarray]:
+        missing = [n for n in self.names if n not in inputs]
+        extra = [n for n in inputs if n not in self.names]
+        if missing or extra:
+            raise CVMLogicError(f"expected inputs {self.names}, missing {missing}, unexpected {extra}")
+        arrays = []
+        for name, t in zip(self.names, self.function.function_type.inputs):
+            assert isinstance(t, TensorType)
+            array = np.asarray(inputs[name])
+            want_dtype, want_shape = numpy_dtype(t), t.get_shape()
+            if array.dtype != want_dtype or array.shape != want_shape:
+                raise CVMLogicError(
+                    f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
+                )
+            arrays.append(np.ascontiguousarray(array))
+        return self._run(arrays)
+
+
+class CinnBuilder:
+    """Builds one function of cinn primitives; `build` gives it as IR, `compile` makes it callable."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._region = Region(Block())
+        self._block = self._region.block
+        self._inputs: list[tuple[str, SSAValue]] = []
+
+    # -- program ------------------------------------------------------------------------------------------------
+
+    def create_input(self, dtype: str, shape: Sequence[int], name: str) -> Variable:
+        """A function argument of numpy dtype `dtype` (float32, int32, bool, uint8, ...) and static `shape`."""
+        element = ELEMENT_TYPES[_dtype(dtype)]
+        if not name.isidentifier() or any(n == name for n, _ in self._inputs):
+            raise CVMLogicError(f"expected a new Python identifier as input name, got {name!r}")
+        if any(not isinstance(d, int | np.integer) or d < 1 for d in shape):
+            raise CVMLogicError(f"expected 'shape' of integers >= 1, got {list(shape)}")
+        arg = self._block.insert_arg(TensorType(element, [int(d) for d in shape]), len(self._inputs))
+        arg.name_hint = name
+        self._inputs.append((name, arg))
+        return arg
+
+    def build(self, outputs: Sequence[Variable] | None = None) -> ModuleOp:
+        """The program as a builtin.module holding one func.func returning `outputs` (by default, the results
+        no op uses). `str()` of it is the IR text."""
+        if outputs is None:
+            outputs = [r for op in self._block.ops for r in op.results if not r.uses]
+        for v in outputs:
+            if not isinstance(v, SSAValue) or (v.owner is not self._block and v.owner.parent is not self._block):
+                raise CVMLogicError(f"expected outputs created by this builder, got {v}")
+        mapping: dict[SSAValue, SSAValue] = {}
+        body = Region()
+        self._region.clone_into(body, value_mapper=mapping)
+        body.block.add_op(func.ReturnOp(*[mapping[v] for v in outputs]))
+        function = func.FuncOp(self.name, ([a.type for _, a in self._inputs], [v.type for v in outputs]), body)
+        module = ModuleOp([function])
+        module.verify()
+        return module
+
+    def compile(self, outputs: Sequence[Variable], device: str = "reference") -> CompiledFunction:
+        """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`."""
+        if device not in DEVICES:
+            raise CVMLogicError(f"expected 'device' in {list(DEVICES)}, got {device!r}")
+        function = self.build(outputs).body.block.first_op
+        assert isinstance(function, func.FuncOp)
+        names = [n for n, _ in self._inputs]
+        if device == "reference":
+            return CompiledFunction(function, names, lambda arrays: run_function(function, arrays))
+        raise CVMRuntimeError(f"device '{device}' is not available for cinn yet")
+
+    def _add(self, make: Callable[[], Operation]) -> Operation:
+        try:
+            op = make()
+            op.verify()
+        except VerifyException as e:
+            raise CVMLogicError(str(e)) from None
+        self._block.add_op(op)
+        return op
+
+    def _one(self, make: Callable[[], Operation]) -> Variable:
+        return self._add(make).results[0]
+
+    # -- scalar -------------------------------------------------------------------------------------------------
+
+    def const_scalar(self, value: bool | int | float, name: str, dtype: str | None = None) -> Variable:
+        """A rank-0 constant; dtype defaults to bool, int32 or float32 after the Python type of `value`."""
+        if dtype is None:
+            dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+        element = ELEMENT_TYPES[_dtype(dtype)]
+        if cinn.is_float(element):
+            attr = FloatAttr(float(value), element)
+        else:
+            info = np.iinfo(np.int8 if dtype == "bool" else dtype)
+            low, high = (0, 1) if dtype == "bool" else (int(info.min), int(info.max))
+            if int(value) != value or not low <= value <= high:
+                raise CVMLogicError(f"expected 'value' an integer in [{low}, {high}] for {dtype}, got {value}")
+            attr = IntegerAttr(int(value), element)
+        result = self._one(lambda: cinn.ConstScalarOp(attr))
+        if name.isidentifier():
+            result.name_hint = name
+        return result
+
+    # -- unary --------------------------------------------------------------------------------------------------
+
+    def _unary(self, op: type[cinn.UnaryOp], x: Variable) -> Variable:
+        return self._one(lambda: op(x))
+
+    def abs(self, x: Variable) -> Variable:
+        return self._unary(cinn.AbsOp, x)
+
+    def acos(self, x: Variable) -> Variable:
+        return self._unary(cinn.AcosOp, x)
+
+    def acosh(self, x: Variable) -> Variable:
+        return self._unary(cinn.AcoshOp, x)
+
+    def asin(self, x: Variable) -> Variable:
+        return self._unary(cinn.AsinOp, x)
+
+    def asinh(self, x: Variable) -> Variable:
+        return self._unary(cinn.AsinhOp, x)
+
+    def atan(self, x: Variable) -> Variable:
+        return self._unary(cinn.AtanOp, x)
+
+    def atanh(self, x: Variable) -> Variable:
+        return self._unary(cinn.AtanhOp, x)
+
+    def bitwise_not(self, x: Variable) -> Variable:
+        return self._unary(cinn.BitwiseNotOp, x)
+
+    def ceil(self, x: Variable) -> Variable:
+        return self._unary(cinn.CeilOp, x)
+
+    def cos(self, x: Variable) -> Variable:
+        return self._unary(cinn.CosOp, x)
+
+    def cosh(self, x: Variable) -> Variable:
+        return self._unary(cinn.CoshOp, x)
+
+    def erf(self, x: Variable) -> Variable:
+        return self._unary(cinn.ErfOp, x)
+
+    def exp(self, x: Variable) -> Variable:
+        return self._unary(cinn.ExpOp, x)
+
+    def floor(self, x: Variable) -> Variable:
+        return self._unary(cinn.FloorOp, x)
+
+    def identity(self, x: Variable) -> Variable:
+        return self._unary(cinn.IdentityOp, x)
+
+    def is_finite(self, x: Variable) -> Variable:
+        return self._unary(cinn.IsFiniteOp, x)
+
+    def is_inf(self, x: Variable) -> Variable:
+        return self._unary(cinn.IsInfOp, x)
+
+    def is_nan(self, x: Variable) -> Variable:
+        return self._unary(cinn.IsNanOp, x)
+
+    def log(self, x: Variable) -> Variable:
+        return self._unary(cinn.LogOp, x)
+
+    def log10(self, x: Variable) -> Variable:
+        return self._unary(cinn.Log10Op, x)
+
+    def log2(self, x: Variable) -> Variable:
+        return self._unary(cinn.Log2Op, x)
+
+    def logical_not(self, x: Variable) -> Variable:
+        return self._unary(cinn.LogicalNotOp, x)
+
+    def negative(self, x: Variable) -> Variable:
+        return self._unary(cinn.NegativeOp, x)
+
+    def round(self, x: Variable) -> Variable:
+        return self._unary(cinn.RoundOp, x)
+
+    def rsqrt(self, x: Variable) -> Variable:
+        return self._unary(cinn.RsqrtOp, x)
+
+    def sign(self, x: Variable) -> Variable:
+        return self._unary(cinn.SignOp, x)
+
+    def sin(self, x: Variable) -> Variable:
+        return self._unary(cinn.SinOp, x)
+
+    def sinh(self, x: Variable) -> Variable:
+        return self._unary(cinn.SinhOp, x)
+
+    def sqrt(self, x: Variable) -> Variable:
+        return self._unary(cinn.SqrtOp, x)
+
+    def tan(self, x: Variable) -> Variable:
+        return self._unary(cinn.TanOp, x)
+
+    def tanh(self, x: Variable) -> Variable:
+        return self._unary(cinn.TanhOp, x)
+
+    def trunc(self, x: Variable) -> Variable:
+        return self._unary(cinn.TruncOp, x)
+
+    # -- binary -------------------------------------------------------------------------------------------------
+
+    def _binary(self, op: type[cinn.BinaryOp], x: Variable, y: Variable) -> Variable:
+        return self._one(lambda: op(x, y))
+
+    def add(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.AddOp, x, y)
+
+    def bitwise_and(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.BitwiseAndOp, x, y)
+
+    def bitwise_or(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.BitwiseOrOp, x, y)
+
+    def bitwise_xor(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.BitwiseXorOp, x, y)
+
+    def div(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.DivOp, x, y)
+
+    def dot(self, x: Variable, y: Variable) -> Variable:
+        return self._one(lambda: cinn.DotOp(x, y))
+
+    def floor_div(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.FloorDivOp, x, y)
+
+    def floor_mod(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.FloorModOp, x, y)
+
+    def left_shift(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.LeftShiftOp, x, y)
+
+    def logical_and(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.LogicalAndOp, x, y)
+
+    def logical_or(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.LogicalOrOp, x, y)
+
+    def logical_xor(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.LogicalXorOp, x, y)
+
+    def max(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.MaxOp, x, y)
+
+    def min(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.MinOp, x, y)
+
+    def mod(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.ModOp, x, y)
+
+    def mul(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.MulOp, x, y)
+
+    def power(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.PowerOp, x, y)
+
+    def right_shift(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.RightShiftOp, x, y)
+
+    def sub(self, x: Variable, y: Variable) -> Variable:
+        return self._binary(cinn.SubOp, x, y)
+
+    # -- complex ------------------------------------------------------------------------------------------------
+
+    def bn_grad_bias_scale(self, x: Variable, grad: Variable, save_mean: Variable) -> tuple[Variable, Variable]:
+        bias_grad, scale_grad = self._add(lambda: cinn.BnGradBiasScaleOp(x, grad, save_mean)).results
+        return bias_grad, scale_grad
+
+    def bn_mean_variance(self, x: Variable) -> tuple[Variable, Variable]:
+        total, total_square = self._add(lambda: cinn.BnMeanVarianceOp(x)).results
+        return total, total_square
+
+    def broadcast_to(self, x: Variable, out_shape: Sequence[int], broadcast_axes: Sequence[int]) -> Variable:
+        return self._one(lambda: cinn.BroadcastToOp(x, out_shape, broadcast_axes))
+
+    def compare(self, x: Variable, y: Variable, kind: str) -> Variable:
+        """kind: eq, ne, ge, gt, le or lt."""
+        if kind not in list(cinn.CompareKind):
+            raise CVMLogicError(f"expected 'kind' in {[k.value for k in cinn.CompareKind]}, got {kind!r}")
+        return self._one(lambda: cinn.CompareOp(x, y, kind))
+
+    def concat(self, inputs: Sequence[Variable], axis: int = 0) -> Variable:
+        return self._one(lambda: cinn.ConcatOp(inputs, axis))
+
+    def conv(
+        self,
+        lhs: Variable,
+        rhs: Variable,
+        strides: Sequence[int] = (1, 1),
+        paddings: Sequence[int] = (0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+        conv_type: str = "forward",
+        data_format: str = "NCHW",
+        padding_algorithm: str = "EXPLICIT",
+        output_shape: Sequence[int] = (),
+    ) -> Variable:
+        """forward(x, w), backward_data(w, dy, output_shape = x's shape), backward_filter(x, dy, output_shape =
+        w's shape)."""
+        for field, value, enum in (
+            ("conv_type", conv_type, cinn.ConvType),
+            ("data_format", data_format, cinn.DataFormat),
+            ("padding_algorithm", padding_algorithm, cinn.PaddingAlgorithm),
+        ):
+            if value not in list(enum):
+                raise CVMLogicError(f"expected '{field}' in {[k.value for k in enum]}, got {value!r}")
+        return self._one(
+            lambda: cinn.ConvOp(
+                lhs, rhs, strides, paddings, dilations, groups, conv_type, data_format, padding_algorithm,
+                output_shape,
+            )  # fmt: skip
+        )
+
+    def reduce(self, x: Variable, kind: str, dim: Sequence[int] = (), keep_dim: bool = False) -> Variable:
+        """kind: sum, prod, max or min; an empty `dim` reduces every axis."""
+        if kind not in list(cinn.ReduceKind):
+            raise CVMLogicError(f"expected 'kind' in {[k.value for k in cinn.ReduceKind]}, got {kind!r}")
+        return self._one(lambda: cinn.ReduceOp(x, kind, dim, keep_dim))
+
+    def reshape(self, x: Variable, shape: Sequence[int]) -> Variable:
+        return self._one(lambda: cinn.ReshapeOp(x, shape))
+
+    def reverse(self, x: Variable, axis: Sequence[int]) -> Variable:
+        return self._one(lambda: cinn.ReverseOp(x, axis))
+
+    def select(self, condition: Variable, true_value: Variable, false_value: Variable) -> Variable:
+        return self._one(lambda: cinn.SelectOp(condition, true_value, false_value))
+
+    def slice(self, x: Variable, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Variable:
+        return self._one(lambda: cinn.SliceOp(x, axes, starts, ends))
+
+    def transpose(self, x: Variable, axis: Sequence[int]) -> Variable:
+        return self._one(lambda: cinn.TransposeOp(x, axis))
