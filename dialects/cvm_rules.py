@@ -248,12 +248,11 @@ def precision_bound(p: int) -> int:
 
 @dataclass(frozen=True)
 class Signature:
-    """What an operator node produces: output shapes and precisions, and gas ops per element of `gas_output`."""
+    """What an operator node produces: output shapes and precisions, and gas ops per element of output 0."""
 
     shapes: tuple[Shape, ...]
     precisions: tuple[int, ...]
     base_ops: int
-    gas_output: int = 0
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -438,7 +437,7 @@ def _get_valid_counts(a: Attrs, s: list[Shape], p: list[int]) -> Signature:
     _ndim("data", s[0], 3)
     b, n, k = s[0]
     _check(2 <= k < 32, f"expected data.shape[2] in [2, 31], got {k}")
-    return Signature(((b,), (b, n, k)), (next_precision(n * k), p[0]), 1, gas_output=1)
+    return Signature(((b,), (b, n, k)), (next_precision(n * k), p[0]), 1)
 
 
 @_rule("non_max_suppression", arity=2)
@@ -760,8 +759,8 @@ def infer(op: str, attrs: Attrs, shapes: Sequence[Shape], precisions: Sequence[i
 
 
 def node_gas(sig: Signature) -> int:
-    """Gas of one operator node: base_ops x size(gas output) + 5 x the size of all outputs."""
-    return sig.base_ops * prod(sig.shapes[sig.gas_output]) + 5 * sum(prod(x) for x in sig.shapes)
+    """Gas of one operator node: base_ops x size(output 0) + 5 x the size of all outputs."""
+    return sig.base_ops * prod(sig.shapes[0]) + 5 * sum(prod(x) for x in sig.shapes)
 
 
 def variable_gas(shape: Shape) -> int:
