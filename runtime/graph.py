@@ -250,8 +250,8 @@ def parse_graph(doc: Any) -> tuple[list[Node], list[tuple[int, int]], list[int],
             _expect(row_ptr[nid + 1] - row_ptr[nid] == 1, f"{where}: a variable has exactly one output")
         else:
             na = rn.get("attrs")
-            _expect(isinstance(na, dict) and isinstance(na.get("func_name"), str),
-                    f"{where}: expected 'attrs' with a 'func_name'")
+            if not (isinstance(na, dict) and isinstance(na.get("func_name"), str)):
+                raise CVMRuntimeError(f"{where}: expected 'attrs' with a 'func_name'")
             for key in na:
                 _expect(key in _NODE_ATTR_KEYS, f"{where}: node attributes do not support key {key!r}")
             op = op_name(na["func_name"])

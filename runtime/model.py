@@ -55,6 +55,7 @@ class Model:
         self.graph = graph
         self.device = device
         self._run = DEVICES[device](graph)
+        self.stats: dict[str, object] = dict(getattr(self._run, "stats", {}))
         nid = graph.input_id
         self.input_shape: tuple[int, ...] | None = graph.nodes[nid].shapes[0] if nid is not None else None
         self.input_precision: int | None = graph.nodes[nid].precisions[0] if nid is not None else None

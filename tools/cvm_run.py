@@ -74,7 +74,7 @@ def _run(a: argparse.Namespace) -> int:
         for v in np.frombuffer(out, "i1" if width == 1 else "<i4"):
             print(int(v))
     if a.stats:
-        stats = getattr(model, "stats", {}) or {}
+        stats = model.stats
         print(f"device {model.device}: load+compile {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms, "
               f"gas {model.gas}", file=sys.stderr)
         for k, v in stats.items():
