@@ -61,7 +61,7 @@ class CompiledFunction:
                 raise CVMLogicError(
                     f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
                 )
-            arrays.append(np.ascontiguousarray(array))
+            arrays.append(np.require(array, requirements="C"))
         return self._run(arrays)
 
 

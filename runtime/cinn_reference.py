@@ -357,7 +357,7 @@ def evaluate(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         assert isinstance(t, TensorType)
         array = np.asarray(value).astype(numpy_dtype(t), copy=False)
         assert array.shape == t.get_shape(), f"{op.name}: reference shape {array.shape}, expected {t}"
-        out.append(np.ascontiguousarray(array))
+        out.append(np.require(array, requirements="C"))  # ascontiguousarray would make a 0-d array 1-d
     return out
 
 

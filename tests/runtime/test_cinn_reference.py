@@ -1,0 +1,305 @@
+"""The numpy reference of the cinn primitives against hand-computed values and independent definitions."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.parser import Parser
+
+from cvmc.dialects import cinn
+from cvmc.runtime import cinn_reference as ref
+
+SIGNED = [np.int8, np.int16, np.int32, np.int64]
+INTS = [*SIGNED, np.uint8]
+
+
+def a(values, dtype) -> np.ndarray:
+    return np.array(values, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Integer edge cases
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_division_family_signs(dtype):
+    x, y = a([7, -7, 7, -7, 6, 0], dtype), a([2, 2, -2, -2, 3, 5], dtype)
+    np.testing.assert_array_equal(ref.div(x, y), a([3, -3, -3, 3, 2, 0], dtype))
+    np.testing.assert_array_equal(ref.mod(x, y), a([1, -1, 1, -1, 0, 0], dtype))
+    np.testing.assert_array_equal(ref.floor_div(x, y), a([3, -4, -4, 3, 2, 0], dtype))
+    np.testing.assert_array_equal(ref.floor_mod(x, y), a([1, 1, -1, -1, 0, 0], dtype))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_division_by_zero_gives_zero(dtype):
+    info = np.iinfo(dtype)
+    x, zero = a([1, 0, info.max, info.min], dtype), a([0, 0, 0, 0], dtype)
+    for f in (ref.div, ref.mod, ref.floor_div, ref.floor_mod):
+        np.testing.assert_array_equal(f(x, zero), zero, err_msg=f.__name__)
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_int_min_by_minus_one(dtype):
+    low = np.iinfo(dtype).min
+    x, y = a([low], dtype), a([-1], dtype)
+    assert ref.div(x, y)[0] == low and ref.floor_div(x, y)[0] == low
+    assert ref.mod(x, y)[0] == 0 and ref.floor_mod(x, y)[0] == 0
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_division_family_matches_python(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(0)
+    x = rng.integers(info.min, int(info.max) + 1, 300, dtype=dtype)
+    y = rng.integers(info.min, int(info.max) + 1, 300, dtype=dtype)
+    y[::7] = rng.integers(-3, 4, len(y[::7])).astype(dtype)
+
+    def wrap(v: int) -> int:
+        return int(np.array(v).astype(np.int64).astype(dtype)) if info.min <= v <= info.max else int(x.dtype.type(v))
+
+    for xi, yi, d, m, fd, fm in zip(
+        x.tolist(), y.tolist(), ref.div(x, y), ref.mod(x, y), ref.floor_div(x, y), ref.floor_mod(x, y)
+    ):
+        if yi == 0:
+            assert d == m == fd == fm == 0
+            continue
+        if xi == info.min and yi == -1:
+            continue
+        trunc = abs(xi) // abs(yi) * (1 if (xi < 0) == (yi < 0) else -1)
+        assert (d, m, fd, fm) == (trunc, xi - trunc * yi, xi // yi, xi % yi), (xi, yi)
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_shifts_out_of_range(dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    x = a([1, -1, 5, -128, 64], dtype)
+    for amount in (bits, bits + 3, -1, np.iinfo(dtype).max, np.iinfo(dtype).min):
+        y = np.full(5, amount, dtype)
+        np.testing.assert_array_equal(ref.left_shift(x, y), np.zeros(5, dtype))
+        np.testing.assert_array_equal(ref.right_shift(x, y), a([0, -1, 0, -1, 0], dtype))
+
+
+def test_shifts_unsigned_and_in_range():
+    x = a([200, 1, 255], np.uint8)
+    np.testing.assert_array_equal(ref.right_shift(x, a([8, 0, 200], np.uint8)), a([0, 1, 0], np.uint8))
+    np.testing.assert_array_equal(ref.right_shift(x, a([1, 0, 7], np.uint8)), a([100, 1, 1], np.uint8))
+    np.testing.assert_array_equal(ref.left_shift(x, a([1, 7, 8], np.uint8)), a([144, 128, 0], np.uint8))
+    s = a([-128, -7, 100], np.int8)
+    np.testing.assert_array_equal(ref.right_shift(s, a([7, 1, 2], np.int8)), a([-1, -4, 25], np.int8))
+    np.testing.assert_array_equal(ref.left_shift(s, a([0, 1, 1], np.int8)), a([-128, -14, -56], np.int8))
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_wrapping_arithmetic(dtype):
+    info = np.iinfo(dtype)
+    x = a([info.max, info.min, info.min], dtype)
+    np.testing.assert_array_equal(np.add(x, a([1, -1, 0], dtype)), a([info.min, info.max, info.min], dtype))
+    np.testing.assert_array_equal(np.abs(x), a([info.max, info.min, info.min], dtype))
+    np.testing.assert_array_equal(np.negative(x), a([-info.max, info.min, info.min], dtype))
+
+
+def test_integer_power():
+    x = a([3, 2, -1, -1, 1, 2, 0, -3, 5], np.int32)
+    y = a([4, 31, -3, -2, -5, -1, 0, 3, 0], np.int32)
+    np.testing.assert_array_equal(ref.power(x, y), a([81, -(2**31), -1, 1, 1, 0, 1, -27, 1], np.int32))
+    rng = np.random.default_rng(1)
+    for dtype in INTS:
+        bits = np.dtype(dtype).itemsize * 8
+        info = np.iinfo(dtype)
+        bx = rng.integers(info.min, int(info.max) + 1, 200, dtype=dtype)
+        by = rng.integers(0, min(int(info.max), 70) + 1, 200).astype(dtype)
+        got = ref.power(bx, by)
+        for xi, yi, g in zip(bx.tolist(), by.tolist(), got.tolist()):
+            want = pow(xi, yi, 2**bits)
+            if np.issubdtype(dtype, np.signedinteger) and want >= 2 ** (bits - 1):
+                want -= 2**bits
+            assert g == want, (dtype, xi, yi)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Floats
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_round_half_away_from_zero(dtype):
+    below_half = np.nextafter(dtype(0.5), dtype(0))  # floor(x + 0.5) would give 1
+    x = a([0.5, 1.5, 2.5, -0.5, -2.5, below_half, -1.2, 3.7, np.nan, np.inf, -np.inf], dtype)
+    want = a([1, 2, 3, -1, -3, 0, -1, 4, np.nan, np.inf, -np.inf], dtype)
+    np.testing.assert_array_equal(ref.round_half_away(x), want)
+
+
+def test_float_division_family():
+    x, y = a([7.5, -7.5, 7.5, -7.5, 1.0], np.float64), a([2.0, 2.0, -2.0, -2.0, 0.0], np.float64)
+    np.testing.assert_array_equal(ref.div(x, y), x / y)
+    np.testing.assert_array_equal(ref.mod(x, y)[:4], [1.5, -1.5, 1.5, -1.5])
+    np.testing.assert_array_equal(ref.floor_mod(x, y)[:4], [1.5, 0.5, -0.5, -1.5])
+    np.testing.assert_array_equal(ref.floor_div(x, y)[:4], [3.0, -4.0, -4.0, 3.0])
+    assert np.isnan(ref.mod(x, y)[4]) and np.isnan(ref.floor_mod(x, y)[4])
+
+
+def test_nan_and_inf_through_the_interpreter():
+    f = run_text(
+        """
+        func.func @f(%x: tensor<5xf32>, %y: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xi1>,
+            tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, tensor<5xf32>) {
+          %0 = cinn.max %x, %y : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+          %1 = cinn.min %x, %y : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+          %2 = cinn.is_nan %x : (tensor<5xf32>) -> tensor<5xi1>
+          %3 = cinn.is_inf %x : (tensor<5xf32>) -> tensor<5xi1>
+          %4 = cinn.is_finite %x : (tensor<5xf32>) -> tensor<5xi1>
+          %5 = cinn.compare ne %x, %x : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>
+          %6 = cinn.sign %x : (tensor<5xf32>) -> tensor<5xf32>
+          func.return %0, %1, %2, %3, %4, %5, %6 : tensor<5xf32>, tensor<5xf32>, tensor<5xi1>, tensor<5xi1>,
+            tensor<5xi1>, tensor<5xi1>, tensor<5xf32>
+        }
+        """,
+        a([np.nan, np.inf, -np.inf, 1.0, -0.0], np.float32),
+        a([1.0, 2.0, 2.0, np.nan, 0.0], np.float32),
+    )
+    mx, mn, isnan, isinf, isfinite, ne, sign = f
+    assert np.isnan(mx[0]) and np.isnan(mx[3]) and mx[1] == np.inf and mx[2] == 2.0
+    assert np.isnan(mn[0]) and np.isnan(mn[3]) and mn[1] == 2.0 and mn[2] == -np.inf
+    assert isnan.tolist() == [True, False, False, False, False]
+    assert isinf.tolist() == [False, True, True, False, False]
+    assert isfinite.tolist() == [False, False, False, True, True]
+    assert ne.tolist() == [True, False, False, False, False]
+    assert np.isnan(sign[0]) and sign[1:].tolist() == [1.0, -1.0, 1.0, 0.0]
+
+
+def test_erf_and_rsqrt():
+    x = a([-1.0, 0.0, 0.5, 2.0], np.float64)
+    np.testing.assert_allclose(ref.erf(x), [math.erf(v) for v in x], rtol=1e-15)
+    np.testing.assert_allclose(ref.UNARY[cinn.RsqrtOp](a([4.0, 0.25], np.float64)), [0.5, 2.0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Complex primitives
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_reduce_wraps_and_reduces_all_for_empty_dim():
+    x = a([[100, 100], [100, 100]], np.int8)
+    assert ref.reduce(x, cinn.ReduceKind.SUM, [], False).tolist() == np.int8(400 - 512)
+    assert ref.reduce(x, cinn.ReduceKind.SUM, [1], True).tolist() == [[-56], [-56]]
+    y = a([[1.0, np.nan], [3.0, 2.0]], np.float32)
+    assert np.isnan(ref.reduce(y, cinn.ReduceKind.MAX, [1], False)[0])
+    assert ref.reduce(y, cinn.ReduceKind.MIN, [0], False)[0] == 1.0
+    assert ref.reduce(a([[2, 3], [4, 5]], np.int32), cinn.ReduceKind.PROD, [0, 1], False) == 120
+
+
+def test_broadcast_to_maps_axes():
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    y = ref.broadcast_to(x.T, [2, 4, 3], [2, 0])  # x.T's axis 0 goes to axis 2, its axis 1 to axis 0
+    for i, j, k in itertools.product(range(2), range(4), range(3)):
+        assert y[i, j, k] == x[i, k]
+    z = ref.broadcast_to(a([[5], [6]], np.int32), [2, 3], [0, 1])
+    assert z.tolist() == [[5, 5, 5], [6, 6, 6]]
+
+
+def test_slice_bounds_negative_and_clamped():
+    assert cinn.slice_bounds((4, 8), [1], [-3], [100]) == [(0, 4), (5, 8)]
+    assert cinn.slice_bounds((4, 8), [0, 1], [-100, 2], [-1, 3]) == [(0, 3), (2, 3)]
+
+
+def test_bn_primitives():
+    rng = np.random.default_rng(2)
+    x, dy = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 3, 4, 5))
+    mean = rng.standard_normal(3)
+    s, s2 = ref.bn_mean_variance(x)
+    for c in range(3):
+        np.testing.assert_allclose(s[c], x[:, c].sum())
+        np.testing.assert_allclose(s2[c], (x[:, c] ** 2).sum())
+    db, ds = ref.bn_grad_bias_scale(x, dy, mean)
+    for c in range(3):
+        np.testing.assert_allclose(db[c], dy[:, c].sum())
+        np.testing.assert_allclose(ds[c], (dy[:, c] * (x[:, c] - mean[c])).sum())
+
+
+def naive_conv(x, w, g: cinn.ConvGeometry) -> np.ndarray:
+    """y[n, o, i, j] straight from the definition, NCHW."""
+    y = np.zeros((g.n, g.o, g.oh, g.ow))
+    cg, og = g.c // g.groups, g.o // g.groups
+    for n, o, i, j in itertools.product(range(g.n), range(g.o), range(g.oh), range(g.ow)):
+        for c, p, q in itertools.product(range(cg), range(g.kh), range(g.kw)):
+            r = i * g.stride_h + p * g.dilation_h - g.pad_top
+            s = j * g.stride_w + q * g.dilation_w - g.pad_left
+            if 0 <= r < g.h and 0 <= s < g.w:
+                y[n, o, i, j] += x[n, (o // og) * cg + c, r, s] * w[o, c, p, q]
+    return y
+
+
+CONV_CASES = [
+    # x shape (NCHW), w shape, strides, paddings, dilations, groups, padding algorithm
+    ((1, 3, 6, 7), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1, "EXPLICIT"),
+    ((2, 4, 7, 6), (6, 2, 3, 2), (2, 3), (1, 0), (1, 1), 2, "EXPLICIT"),
+    ((1, 2, 9, 9), (2, 2, 3, 3), (1, 1), (0, 2), (2, 3), 1, "EXPLICIT"),
+    ((1, 2, 7, 8), (3, 2, 3, 4), (2, 2), (0, 0), (1, 1), 1, "SAME"),
+    ((1, 2, 7, 8), (3, 2, 3, 4), (1, 1), (5, 5), (1, 1), 1, "VALID"),
+]
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_forward_and_adjoints(case, layout):
+    xs, ws, strides, paddings, dilations, groups, algorithm = case
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    to_layout = (lambda t: t) if layout == "NCHW" else (lambda t: np.transpose(t, (0, 2, 3, 1)))
+    xl = to_layout(x)
+    fwd = cinn.ConvType.FORWARD
+    g = cinn.conv_geometry(
+        xl.shape, ws, strides, paddings, dilations, groups, fwd, cinn.DataFormat(layout),
+        cinn.PaddingAlgorithm(algorithm), (),
+    )  # fmt: skip
+    y = ref.conv(xl, w, g, fwd)
+    np.testing.assert_allclose(y, to_layout(naive_conv(x, w, g)), rtol=1e-12, atol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    dx = ref.conv(w, dy, g, cinn.ConvType.BACKWARD_DATA)
+    dw = ref.conv(xl, dy, g, cinn.ConvType.BACKWARD_FILTER)
+    assert dx.shape == xl.shape and dw.shape == w.shape
+    inner = np.vdot(y, dy)
+    np.testing.assert_allclose(np.vdot(xl, dx), inner, rtol=1e-10)
+    np.testing.assert_allclose(np.vdot(w, dw), inner, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The interpreter
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def run_text(text: str, *inputs: np.ndarray) -> list[np.ndarray]:
+    ctx = Context()
+    for d in (builtin.Builtin, func.Func, cinn.Cinn):
+        ctx.load_dialect(d)
+    module = Parser(ctx, text).parse_module()
+    module.verify()
+    function = module.body.block.first_op
+    assert isinstance(function, func.FuncOp)
+    return ref.run_function(function, list(inputs))
+
+
+def test_run_function_walks_ops_in_order():
+    (out, total) = run_text(
+        """
+        func.func @f(%x: tensor<2x3xi32>) -> (tensor<3x2xi32>, tensor<i32>) {
+          %c = cinn.const_scalar 10 : i32
+          %0 = cinn.mul %x, %c : (tensor<2x3xi32>, tensor<i32>) -> tensor<2x3xi32>
+          %1 = cinn.transpose %0 {axis = array<i64: 1, 0>} : (tensor<2x3xi32>) -> tensor<3x2xi32>
+          %2 = cinn.reduce sum %1 {dim = array<i64>, keep_dim = false} : (tensor<3x2xi32>) -> tensor<i32>
+          func.return %1, %2 : tensor<3x2xi32>, tensor<i32>
+        }
+        """,
+        np.arange(6, dtype=np.int32).reshape(2, 3),
+    )
+    assert out.dtype == np.int32 and out.tolist() == [[0, 30], [10, 40], [20, 50]]
+    assert total.shape == () and total == 150
+
+
+def test_every_op_has_reference_semantics():
+    covered = set(ref.UNARY) | set(ref.BINARY)
+    assert covered == set(cinn.UNARY_OPS) | set(cinn.BINARY_OPS)
