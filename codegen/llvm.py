@@ -1,0 +1,1004 @@
+"""Print the loop level (func/scf/memref/arith/math) as an `llvmlite.ir.Module`.
+
+This is a printer: it walks the xDSL IR once and never rewrites it. `emit_llvm(module)` gives the LLVM module,
+`kernel_specs(module)` what a caller needs to know to run its kernels (argument layouts, which arguments are
+written, how far the kernel can be split over threads).
+
+Kernel ABI. Every `func.func @name` becomes
+
+    define void @name(ptr noalias %arg0, ..., ptr noalias %argN-1, i64 %begin, i64 %end)
+
+A memref argument is passed as its *base* pointer: element `(i0, ..., ik)` of a memref with static strides `s`
+and offset `o` lives at `base + o + sum(i * s)` elements (MLIR's aligned pointer; for the identity layout `o` is 0
+and `s` the row-major strides). The kernel splits its work into `trip` units (see `KernelSpec.trip`) and runs
+the units in `[max(begin, 0), min(end, trip))`:
+- a kernel whose top level is one `scf.parallel` with constant bounds, next to ops that neither write memory nor
+  hold regions, is *splittable*: a unit is one iteration of that loop's first dimension, `trip` its iteration
+  count, so calls on disjoint ranges can run on several threads at once;
+- any other kernel has `trip == 1` and runs everything when `begin <= 0 < end`.
+Calling `name(args..., 0, trip)` always runs the whole kernel.
+
+Values. An index is an i64. An i1 is an `i1` in registers and an `i8` (0 or 1) in memory; a load of i1 reads
+`byte != 0`. A memref value is its base pointer; views (`subview`, `reinterpret_cast`, `cast`) keep the base
+pointer and read their static strides and offset from the result type. Addresses are one `getelementptr` per
+access (never ptrtoint arithmetic), so LLVM sees the loop structure and vectorizes.
+
+Integer semantics are total, as the loop level promises (no trap, no poison, branch free): division and
+remainder by zero give 0, INT_MIN / -1 gives INT_MIN and INT_MIN % -1 gives 0, a shift amount outside
+[0, bits - 1] gives 0 for shli and shrui and the sign fill for shrsi, fptosi / fptoui saturate (NaN gives 0).
+
+Allocation: `memref.alloca` becomes an `alloca` in the entry block (so it runs once per call, on the caller's
+thread stack), `memref.alloc` / `memref.dealloc` call `aligned_alloc` (64 bytes) and `free`. `scf.parallel` runs
+as nested sequential loops inside one call.
+
+Run `python -m cvmc.codegen.llvm FILE.mlir` to print the LLVM IR of a loop-level file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llvmlite import ir
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    UnregisteredOp,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from cvmc.errors import CVMRuntimeError
+
+# An llvmlite value. llvmlite ships no type information (its builder methods are wrapped by decorators that hide
+# their signatures from a type checker), so values and builders are `Any` here.
+_Value = Any
+
+_I1 = ir.IntType(1)
+_I8 = ir.IntType(8)
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_PTR = ir.PointerType()
+_VOID = ir.VoidType()
+
+# Bytes of alignment for `memref.alloc` buffers and `memref.alloca` slots (one AVX-512 register, one cache line).
+_BUFFER_ALIGN = 64
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What a caller needs to know about a kernel
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One memref argument: element `(i0, ..., ik)` is at `base + offset + sum(i * strides)` elements."""
+
+    shape: tuple[int, ...]
+    element: str  # "i1", "i8", "i16", "i32", "i64", "f32" or "f64"
+    strides: tuple[int, ...]
+    offset: int
+    written: bool  # the kernel stores into this argument (or a view of it)
+
+    @property
+    def contiguous(self) -> bool:
+        """True when the layout is row-major without gaps (the identity layout, up to the offset)."""
+        return self.strides == _row_major(self.shape)
+
+    def element_span(self) -> tuple[int, int]:
+        """The smallest and one past the largest element index touched, relative to the base pointer."""
+        if any(n == 0 for n in self.shape):
+            return self.offset, self.offset
+        lo = self.offset + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
+        hi = self.offset + sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
+        return lo, hi + 1
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel's arguments and its `trip`: the number of units that `(begin, end)` selects from."""
+
+    name: str
+    args: tuple[KernelArg, ...]
+    trip: int
+    splittable: bool  # units are iterations of the top-level scf.parallel (else trip == 1)
+
+
+def kernel_specs(module: ModuleOp) -> dict[str, KernelSpec]:
+    """The `KernelSpec` of every kernel of `module`, by name, in module order."""
+    specs: dict[str, KernelSpec] = {}
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            specs[op.sym_name.data] = _kernel_spec(op)
+    return specs
+
+
+def _kernel_spec(op: func.FuncOp) -> KernelSpec:
+    block = op.body.block
+    written = _written_args(op)
+    args: list[KernelArg] = []
+    for arg in block.args:
+        if not isinstance(arg.type, MemRefType):
+            raise CVMRuntimeError(f"kernel '{op.sym_name.data}': expected memref arguments, got {arg.type}")
+        shape, strides, offset = _layout(arg.type)
+        args.append(KernelArg(shape, _element_name(arg.type.element_type), strides, offset, arg in written))
+    split = _split_loop(op)
+    trip = 1 if split is None else split[1]
+    return KernelSpec(op.sym_name.data, tuple(args), trip, split is not None)
+
+
+def _written_args(op: func.FuncOp) -> set[SSAValue]:
+    """Arguments that a store or copy writes through (directly or through a view)."""
+    written: set[SSAValue] = set()
+    for inner in op.walk():
+        name = _op_name(inner)
+        if name == "memref.store":
+            target = inner.operands[1]
+        elif name == "memref.copy":
+            target = inner.operands[1]
+        else:
+            continue
+        while isinstance(target.owner, Operation) and _op_name(target.owner) in _VIEW_OPS:
+            target = target.owner.operands[0]
+        written.add(target)
+    return written
+
+
+def _split_loop(op: func.FuncOp) -> tuple[scf.ParallelOp, int] | None:
+    """The top-level scf.parallel whose first dimension may be split over threads, and its trip count."""
+    ops = list(op.body.block.ops)
+    loops = [o for o in ops if isinstance(o, scf.ParallelOp)]
+    if len(loops) != 1:
+        return None
+    loop = loops[0]
+    for other in ops:
+        if other is loop:
+            continue
+        if other.regions or _op_name(other) in ("memref.store", "memref.copy"):
+            return None
+    if loop.initVals:
+        return None
+    lb, ub, step = (_constant_int(v[0]) for v in (loop.lowerBound, loop.upperBound, loop.step))
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return loop, max(0, -(-(ub - lb) // step))
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Types and layouts
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+def _layout(t: MemRefType) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """(shape, strides, offset) of a static memref type, strides and offset in elements."""
+    shape = t.get_shape()
+    if any(n == DYNAMIC_INDEX or n < 0 for n in shape):
+        raise CVMRuntimeError(f"expected a static memref shape, got {t}")
+    layout = t.layout
+    if isinstance(layout, NoneAttr):
+        return shape, _row_major(shape), 0
+    if isinstance(layout, StridedLayoutAttr):
+        strides = layout.get_strides()
+        offset = layout.get_offset()
+        if offset is None or any(s is None for s in strides):
+            raise CVMRuntimeError(f"expected static strides and offset, got {t}")
+        return shape, tuple(s for s in strides if s is not None), offset
+    raise CVMRuntimeError(f"expected an identity or strided memref layout, got {t}")
+
+
+def _element_name(t: Attribute) -> str:
+    if isinstance(t, IntegerType) and t.width.data in (1, 8, 16, 32, 64):
+        return f"i{t.width.data}"
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    raise CVMRuntimeError(f"expected a memref element type in i1, i8, i16, i32, i64, f32, f64, got {t}")
+
+
+def _value_type(t: Attribute) -> ir.Type:
+    """The LLVM type of an SSA value of type `t` (in registers)."""
+    if isinstance(t, IntegerType):
+        return ir.IntType(t.width.data)
+    if isinstance(t, IndexType):
+        return _I64
+    if isinstance(t, Float32Type):
+        return ir.FloatType()
+    if isinstance(t, Float64Type):
+        return ir.DoubleType()
+    if isinstance(t, MemRefType):
+        return _PTR
+    raise CVMRuntimeError(f"unsupported type {t}")
+
+
+def _memory_type(t: Attribute) -> ir.Type:
+    """The LLVM type of an element of type `t` in memory (i1 is a byte)."""
+    ty = _value_type(t)
+    return _I8 if ty == _I1 else ty
+
+
+def _byte_size(ty: ir.Type) -> int:
+    if isinstance(ty, ir.IntType):
+        return max(1, ty.width // 8)
+    return 4 if isinstance(ty, ir.FloatType) else 8
+
+
+def _suffix(ty: ir.Type) -> str:
+    """The overload suffix of an intrinsic for `ty`: i32, f32, f64."""
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    return "f32" if isinstance(ty, ir.FloatType) else "f64"
+
+
+def _const(ty: ir.Type, value: int | float | bool) -> ir.Constant:
+    """An LLVM constant; integers are wrapped to the signed range of `ty`."""
+    if isinstance(ty, ir.IntType):
+        v = int(value)
+        if ty.width == 1:
+            return ir.Constant(ty, bool(v & 1))
+        half = 1 << (ty.width - 1)
+        return ir.Constant(ty, (v + half) % (2 * half) - half)
+    return ir.Constant(ty, float(value))
+
+
+def _is_const(value: _Value, number: int) -> bool:
+    return isinstance(value, ir.Constant) and value.constant == number
+
+
+def _op_name(op: Operation) -> str:
+    """The op's name, also for ops parsed as unregistered (e.g. `math.isnan`, `arith.remf` in xDSL 0.74)."""
+    if isinstance(op, UnregisteredOp):
+        return op.op_name.data
+    return op.name
+
+
+_VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.cast")
+
+# --------------------------------------------------------------------------------------------------------------
+# Op tables
+# --------------------------------------------------------------------------------------------------------------
+
+_INT_BINARY = {
+    "arith.addi": "add",
+    "arith.subi": "sub",
+    "arith.muli": "mul",
+    "arith.andi": "and_",
+    "arith.ori": "or_",
+    "arith.xori": "xor",
+}
+_FLOAT_BINARY = {
+    "arith.addf": "fadd",
+    "arith.subf": "fsub",
+    "arith.mulf": "fmul",
+    "arith.divf": "fdiv",
+    "arith.remf": "frem",
+}
+_CASTS = {
+    "arith.extsi": "sext",
+    "arith.extui": "zext",
+    "arith.trunci": "trunc",
+    "arith.sitofp": "sitofp",
+    "arith.uitofp": "uitofp",
+    "arith.extf": "fpext",
+    "arith.truncf": "fptrunc",
+    "arith.bitcast": "bitcast",
+}
+# (signed, predicate) by the op's enum value.
+_CMPI = {
+    0: (True, "=="),
+    1: (True, "!="),
+    2: (True, "<"),
+    3: (True, "<="),
+    4: (True, ">"),
+    5: (True, ">="),
+    6: (False, "<"),
+    7: (False, "<="),
+    8: (False, ">"),
+    9: (False, ">="),
+}
+_CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno",
+         "true")  # fmt: skip
+_MIN_MAX_INT = {
+    "arith.minsi": (True, "<"),
+    "arith.maxsi": (True, ">"),
+    "arith.minui": (False, "<"),
+    "arith.maxui": (False, ">"),
+}
+# Float ops that are one LLVM intrinsic `llvm.<name>.<f32|f64>`.
+_FLOAT_INTRINSICS = {
+    "math.absf": "fabs",
+    "math.exp": "exp",
+    "math.exp2": "exp2",
+    "math.log": "log",
+    "math.log2": "log2",
+    "math.log10": "log10",
+    "math.sqrt": "sqrt",
+    "math.sin": "sin",
+    "math.cos": "cos",
+    "math.tan": "tan",
+    "math.asin": "asin",
+    "math.acos": "acos",
+    "math.atan": "atan",
+    "math.sinh": "sinh",
+    "math.cosh": "cosh",
+    "math.tanh": "tanh",
+    "math.floor": "floor",
+    "math.ceil": "ceil",
+    "math.round": "round",  # half away from zero, as C's round
+    "math.roundeven": "roundeven",
+    "math.trunc": "trunc",
+    "math.powf": "pow",
+    "math.atan2": "atan2",
+    "math.copysign": "copysign",
+    "math.fma": "fma",
+    "arith.minimumf": "minimum",
+    "arith.maximumf": "maximum",
+    "arith.minnumf": "minnum",
+    "arith.maxnumf": "maxnum",
+}
+# Float ops without an intrinsic: calls to the C library (`erff` / `erf`), declared without side effects.
+_LIBM = {
+    "math.expm1": "expm1",
+    "math.log1p": "log1p",
+    "math.asinh": "asinh",
+    "math.acosh": "acosh",
+    "math.atanh": "atanh",
+    "math.erf": "erf",
+    "math.cbrt": "cbrt",
+}
+# Integer ops that are one intrinsic with a trailing `i1 false` (never poison).
+_INT_INTRINSICS = {
+    "math.absi": "abs",
+    "math.ctlz": "ctlz",
+    "math.cttz": "cttz",
+}
+
+_Handler = Callable[["_KernelEmitter", Operation], None]
+_HANDLERS: dict[str, _Handler] = {}
+
+
+def _handles(*names: str) -> Callable[[_Handler], _Handler]:
+    def register(handler: _Handler) -> _Handler:
+        for name in names:
+            _HANDLERS[name] = handler
+        return handler
+
+    return register
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The printer
+# --------------------------------------------------------------------------------------------------------------
+
+
+class _ModuleEmitter:
+    """The LLVM module being built and its declarations (intrinsics, libm, helpers), each made once."""
+
+    def __init__(self, name: str):
+        self.module = ir.Module(name=name)
+
+    def function(self, name: str, ret: ir.Type, args: Sequence[ir.Type], attrs: Sequence[str] = ()) -> ir.Function:
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        for attr in attrs:
+            fn.attributes.add(attr)
+        return fn
+
+    def intrinsic(self, base: str, ty: ir.Type, nargs: int) -> ir.Function:
+        """`llvm.<base>.<suffix>` taking `nargs` operands of type `ty`."""
+        return self.function(f"llvm.{base}.{_suffix(ty)}", ty, [ty] * nargs)
+
+    def libm(self, base: str, ty: ir.Type) -> ir.Function:
+        name = base + "f" if isinstance(ty, ir.FloatType) else base
+        return self.function(name, ty, [ty], ("nounwind", "readnone"))
+
+    def ipowi(self, ty: ir.IntType) -> ir.Function:
+        """`__cvmc_ipowi_iN(b, e)`: b ** e wrapping, by branch-free square and multiply; e < 0 gives 1 / b**-e
+        in integers (1 for b == 1, +-1 for b == -1, else 0, also for b == 0)."""
+        name = f"__cvmc_ipowi_i{ty.width}"
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        fn = self.function(name, ty, [ty, ty], ("nounwind", "readnone"))
+        fn.linkage = "internal"
+        b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
+        base, exp = fn.args
+        zero, one = _const(ty, 0), _const(ty, 1)
+        result: _Value = one
+        power: _Value = base
+        for bit in range(ty.width - 1):  # the sign bit only matters for negative exponents
+            set_ = b.icmp_unsigned("!=", b.and_(exp, _const(ty, 1 << bit)), zero)
+            result = b.select(set_, b.mul(result, power), result)
+            power = b.mul(power, power)
+        odd = b.icmp_unsigned("!=", b.and_(exp, one), zero)
+        minus_one = _const(ty, -1)
+        negative = b.select(
+            b.icmp_signed("==", base, one),
+            one,
+            b.select(b.icmp_signed("==", base, minus_one), b.select(odd, minus_one, one), zero),
+        )
+        b.ret(b.select(b.icmp_signed("<", exp, zero), negative, result))
+        return fn
+
+
+class _KernelEmitter:
+    """Prints one `func.func` as one LLVM function."""
+
+    def __init__(self, mod: _ModuleEmitter, op: func.FuncOp, spec: KernelSpec):
+        self.mod = mod
+        self.op = op
+        self.spec = spec
+        block = op.body.block
+        params: list[Any] = [_PTR] * len(block.args) + [_I64, _I64]
+        self.fn = ir.Function(mod.module, ir.FunctionType(_VOID, params), spec.name)
+        self.fn.attributes.add("nounwind")
+        for value, arg, karg in zip(self.fn.args, block.args, spec.args):
+            value.name = f"arg{arg.index}"
+            value.add_attribute("noalias")
+            value.add_attribute("captures(none)")
+            value.attributes.align = _byte_size(_memory_type(arg.type.element_type))  # pyright: ignore
+            lo, hi = karg.element_span()
+            if lo == 0 and hi > 0:
+                value.attributes.dereferenceable = hi * value.attributes.align
+        self.begin, self.end = self.fn.args[-2:]
+        self.begin.name, self.end.name = "begin", "end"
+        entry = self.fn.append_basic_block("entry")
+        self.b: Any = ir.IRBuilder(entry)
+        self.allocas: Any = ir.IRBuilder(entry)  # inserts at the start of the entry block, in order
+        self.allocas.position_at_start(entry)
+        self.values: dict[SSAValue, _Value] = dict(zip(block.args, self.fn.args))
+        split = _split_loop(op)
+        self.split_loop = split[0] if split is not None else None
+
+    def emit(self) -> None:
+        block = self.op.body.block
+        done: ir.Block | None = None
+        if self.split_loop is None:
+            # One unit of work: run when 0 is in [begin, end).
+            run = self.b.and_(
+                self.b.icmp_signed("<=", self.begin, _const(_I64, 0)),
+                self.b.icmp_signed(">", self.end, _const(_I64, 0)),
+            )
+            entry = self.b.block
+            body = self.fn.append_basic_block("body")
+            self.b.position_at_end(body)
+            self._emit_ops(block)
+            done = self.fn.append_basic_block("done")
+            self.b.position_at_end(entry)
+            self.b.cbranch(run, body, done)
+            self.b.position_at_end(done)
+            self.b.ret_void()
+        else:
+            self._emit_ops(block)
+
+    # ---- structure ---------------------------------------------------------------------------------------
+
+    def _emit_ops(self, block: Block) -> list[_Value]:
+        """Emit every op of `block` but its terminator; return the terminator's operand values."""
+        result: list[_Value] = []
+        for op in block.ops:
+            name = _op_name(op)
+            if name in ("scf.yield", "scf.reduce"):
+                result = [self.values[v] for v in op.operands]
+                if name == "scf.reduce" and op.operands:
+                    raise CVMRuntimeError("scf.parallel reductions are not part of the loop level")
+                continue
+            if name == "func.return":
+                self.b.ret_void()
+                continue
+            handler = _HANDLERS.get(name)
+            if handler is None:
+                raise CVMRuntimeError(f"llvm codegen: unsupported op '{name}'")
+            handler(self, op)
+        return result
+
+    def _operands(self, op: Operation) -> list[_Value]:
+        return [self.values[v] for v in op.operands]
+
+    def _set(self, op: Operation, value: _Value) -> None:
+        self.values[op.results[0]] = value
+
+    def _loop(
+        self,
+        lb: _Value,
+        ub: _Value,
+        step: _Value,
+        inits: Sequence[_Value],
+        body: Callable[[_Value, list[_Value]], list[_Value]],
+        kind: str = "for",
+    ) -> list[_Value]:
+        """`for (iv = lb; iv < ub; iv += step)` (signed), carrying `inits` through `body`; returns the carried
+        values at exit. The header holds the phis; blocks are created in source order."""
+        pre = self.b.block
+        header = self.fn.append_basic_block(f"{kind}.cond")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        iv = self.b.phi(lb.type, name="iv")
+        iv.add_incoming(lb, pre)
+        carried: list[ir.PhiInstr] = []
+        for init in inits:
+            phi = self.b.phi(init.type)
+            phi.add_incoming(init, pre)
+            carried.append(phi)
+        cond = self.b.icmp_signed("<", iv, ub)
+        first = self.fn.append_basic_block(f"{kind}.body")
+        self.b.position_at_end(first)
+        yielded = body(iv, list(carried))
+        latch = self.b.block
+        iv.add_incoming(self.b.add(iv, step, flags=["nsw"]), latch)
+        for phi, value in zip(carried, yielded):
+            phi.add_incoming(value, latch)
+        self.b.branch(header)
+        exit_ = self.fn.append_basic_block(f"{kind}.end")
+        self.b.position_at_end(header)
+        self.b.cbranch(cond, first, exit_)
+        self.b.position_at_end(exit_)
+        return list(carried)
+
+    def _run_region(self, block: Block, args: Sequence[_Value]) -> list[_Value]:
+        for arg, value in zip(block.args, args):
+            self.values[arg] = value
+        return self._emit_ops(block)
+
+    @_handles("scf.for")
+    def _for(self, op: Operation) -> None:
+        lb, ub, step, *inits = self._operands(op)
+        block = op.regions[0].block
+        results = self._loop(lb, ub, step, inits, lambda iv, carried: self._run_region(block, [iv, *carried]))
+        for res, value in zip(op.results, results):
+            self.values[res] = value
+
+    @_handles("scf.parallel")
+    def _parallel(self, op: Operation) -> None:
+        assert isinstance(op, scf.ParallelOp)
+        block = op.body.block
+        lbs = [self.values[v] for v in op.lowerBound]
+        ubs = [self.values[v] for v in op.upperBound]
+        steps = [self.values[v] for v in op.step]
+        ivs: list[_Value] = []
+
+        def nest(dim: int) -> list[_Value]:
+            if dim == len(lbs):
+                self._run_region(block, ivs)
+                return []
+            if dim == 0 and op is self.split_loop:
+                # The units [max(begin, 0), min(end, trip)) of the first dimension: iv = lb + unit * step.
+                zero, trip = _const(_I64, 0), _const(_I64, self.spec.trip)
+                first = self.b.select(self.b.icmp_signed(">", self.begin, zero), self.begin, zero, name="first")
+                last = self.b.select(self.b.icmp_signed("<", self.end, trip), self.end, trip, name="last")
+
+                def unit_body(unit: _Value, _: list[_Value]) -> list[_Value]:
+                    iv = unit if _is_const(steps[0], 1) else self.b.mul(unit, steps[0], flags=["nsw"])
+                    ivs.append(iv if _is_const(lbs[0], 0) else self.b.add(lbs[0], iv, flags=["nsw"]))
+                    nest(1)
+                    ivs.pop()
+                    return []
+
+                self._loop(first, last, _const(_I64, 1), [], unit_body, "par")
+                return []
+
+            def dim_body(iv: _Value, _: list[_Value]) -> list[_Value]:
+                ivs.append(iv)
+                nest(dim + 1)
+                ivs.pop()
+                return []
+
+            self._loop(lbs[dim], ubs[dim], steps[dim], [], dim_body, "par")
+            return []
+
+        nest(0)
+
+    @_handles("scf.if")
+    def _if(self, op: Operation) -> None:
+        cond = self.values[op.operands[0]]
+        then_region, else_region = op.regions
+        start = self.b.block
+        incoming: list[tuple[list[_Value], ir.Block]] = []
+        then_bb = self.fn.append_basic_block("if.then")
+        self.b.position_at_end(then_bb)
+        incoming.append((self._emit_ops(then_region.block), self.b.block))
+        else_bb: ir.Block | None = None
+        if else_region.blocks:
+            else_bb = self.fn.append_basic_block("if.else")
+            self.b.position_at_end(else_bb)
+            incoming.append((self._emit_ops(else_region.block), self.b.block))
+        merge = self.fn.append_basic_block("if.end")
+        for _, end_block in incoming:
+            self.b.position_at_end(end_block)
+            self.b.branch(merge)
+        self.b.position_at_end(start)
+        self.b.cbranch(cond, then_bb, else_bb if else_bb is not None else merge)
+        self.b.position_at_end(merge)
+        for i, res in enumerate(op.results):
+            phi = self.b.phi(_value_type(res.type))
+            for values, end_block in incoming:
+                phi.add_incoming(values[i], end_block)
+            self.values[res] = phi
+
+    # ---- memory ------------------------------------------------------------------------------------------
+
+    def _address(self, t: Attribute, base: _Value, indices: Sequence[_Value]) -> _Value:
+        """One GEP: base + offset + sum(index * stride), in elements of the memref type `t`."""
+        assert isinstance(t, MemRefType)
+        _, strides, offset = _layout(t)
+        linear: _Value | None = None
+        for index, stride in zip(indices, strides):
+            if stride == 0:
+                continue
+            term = index if stride == 1 else self.b.mul(index, _const(_I64, stride), flags=["nsw"])
+            linear = term if linear is None else self.b.add(linear, term, flags=["nsw"])
+        if offset:
+            off = _const(_I64, offset)
+            linear = off if linear is None else self.b.add(linear, off, flags=["nsw"])
+        if linear is None:
+            return base
+        return self.b.gep(base, [linear], inbounds=True, source_etype=_memory_type(t.element_type))
+
+    def _access(self, memref_value: SSAValue, indices: Sequence[SSAValue]) -> tuple[_Value, ir.Type]:
+        """The address of a load or store and the element's memory type."""
+        t = memref_value.type
+        assert isinstance(t, MemRefType)
+        address = self._address(t, self.values[memref_value], [self.values[i] for i in indices])
+        return address, _memory_type(t.element_type)
+
+    @_handles("memref.load")
+    def _load(self, op: Operation) -> None:
+        memref_value, *indices = op.operands
+        address, ty = self._access(memref_value, indices)
+        value = self.b.load(address, typ=ty, align=_byte_size(ty))
+        if _value_type(op.results[0].type) == _I1:
+            value = self.b.icmp_unsigned("!=", value, _const(_I8, 0))
+        self._set(op, value)
+
+    @_handles("memref.store")
+    def _store(self, op: Operation) -> None:
+        value_ssa, memref_value, *indices = op.operands
+        address, ty = self._access(memref_value, indices)
+        value = self.values[value_ssa]
+        if value.type == _I1:
+            value = self.b.zext(value, _I8)
+        self.b.store(value, address, align=_byte_size(ty))
+
+    def _buffer_bytes(self, t: MemRefType) -> int:
+        shape, strides, offset = _layout(t)
+        lo, hi = KernelArg(shape, "", strides, offset, False).element_span()
+        if lo < 0:
+            raise CVMRuntimeError(f"expected a layout with non-negative element indices, got {t}")
+        return hi * _byte_size(_memory_type(t.element_type))
+
+    @_handles("memref.alloca")
+    def _alloca(self, op: Operation) -> None:
+        t = op.results[0].type
+        assert isinstance(t, MemRefType)
+        slot = self.allocas.alloca(ir.ArrayType(_I8, max(1, self._buffer_bytes(t))))
+        slot.align = _BUFFER_ALIGN
+        slot.type = _PTR  # llvmlite types allocas as typed pointers; LLVM's are opaque
+        self._set(op, slot)
+
+    @_handles("memref.alloc")
+    def _alloc(self, op: Operation) -> None:
+        t = op.results[0].type
+        assert isinstance(t, MemRefType)
+        size = -(-max(1, self._buffer_bytes(t)) // _BUFFER_ALIGN) * _BUFFER_ALIGN
+        aligned_alloc = self.mod.function("aligned_alloc", _PTR, [_I64, _I64], ("nounwind",))
+        self._set(op, self.b.call(aligned_alloc, [_const(_I64, _BUFFER_ALIGN), _const(_I64, size)]))
+
+    @_handles("memref.dealloc")
+    def _dealloc(self, op: Operation) -> None:
+        free = self.mod.function("free", _VOID, [_PTR], ("nounwind",))
+        self.b.call(free, [self.values[op.operands[0]]])
+
+    @_handles(*_VIEW_OPS)
+    def _view(self, op: Operation) -> None:
+        """A view keeps the base pointer; only a result type whose offset disagrees with the view's own moves it."""
+        source = op.operands[0]
+        src_t, res_t = source.type, op.results[0].type
+        assert isinstance(src_t, MemRefType) and isinstance(res_t, MemRefType)
+        _, src_strides, src_offset = _layout(src_t)
+        _, _, res_offset = _layout(res_t)
+        name = _op_name(op)
+        if name == "memref.cast":
+            element_offset = src_offset
+        else:
+            if len(op.operands) != 1:
+                raise CVMRuntimeError(f"expected static offsets, sizes and strides in {name}")
+            offsets = op.properties["static_offsets"]
+            values = offsets.get_values()  # pyright: ignore[reportAttributeAccessIssue]
+            if name == "memref.subview":
+                element_offset = src_offset + sum(o * s for o, s in zip(values, src_strides))
+            else:  # reinterpret_cast: relative to the base pointer
+                element_offset = values[0]
+        base = self.values[source]
+        delta = element_offset - res_offset
+        if delta:
+            base = self.b.gep(base, [_const(_I64, delta)], source_etype=_memory_type(res_t.element_type))
+        self._set(op, base)
+
+    @_handles("memref.copy")
+    def _copy(self, op: Operation) -> None:
+        source, target = op.operands
+        src_t, dst_t = source.type, target.type
+        assert isinstance(src_t, MemRefType) and isinstance(dst_t, MemRefType)
+        shape, src_strides, src_offset = _layout(src_t)
+        _, dst_strides, dst_offset = _layout(dst_t)
+        ty = _memory_type(src_t.element_type)
+        size = _byte_size(ty)
+        if src_strides == dst_strides == _row_major(shape):
+            count = 1
+            for n in shape:
+                count *= n
+            memcpy = self.mod.function("llvm.memcpy.p0.p0.i64", _VOID, [_PTR, _PTR, _I64, _I1])
+            src = self.b.gep(self.values[source], [_const(_I64, src_offset)], inbounds=True, source_etype=ty)
+            dst = self.b.gep(self.values[target], [_const(_I64, dst_offset)], inbounds=True, source_etype=ty)
+            self.b.call(memcpy, [dst, src, _const(_I64, count * size), _const(_I1, 0)])
+            return
+        src_base, dst_base = self.values[source], self.values[target]
+        ivs: list[_Value] = []
+
+        def nest(dim: int) -> list[_Value]:
+            if dim == len(shape):
+                value = self.b.load(self._address(src_t, src_base, ivs), typ=ty, align=size)
+                self.b.store(value, self._address(dst_t, dst_base, ivs), align=size)
+                return []
+
+            def body(iv: _Value, _: list[_Value]) -> list[_Value]:
+                ivs.append(iv)
+                nest(dim + 1)
+                ivs.pop()
+                return []
+
+            return self._loop(_const(_I64, 0), _const(_I64, shape[dim]), _const(_I64, 1), [], body, "copy")
+
+        nest(0)
+
+    # ---- arith -------------------------------------------------------------------------------------------
+
+    @_handles("arith.constant")
+    def _constant(self, op: Operation) -> None:
+        attr = op.properties["value"]
+        ty = _value_type(op.results[0].type)
+        if isinstance(attr, IntegerAttr):
+            self._set(op, _const(ty, attr.value.data))
+        elif isinstance(attr, FloatAttr):
+            self._set(op, _const(ty, attr.value.data))
+        else:
+            raise CVMRuntimeError(f"unsupported arith.constant value {attr}")
+
+    @_handles(*_INT_BINARY, *_FLOAT_BINARY)
+    def _binary(self, op: Operation) -> None:
+        name = _op_name(op)
+        method = _INT_BINARY.get(name) or _FLOAT_BINARY[name]
+        self._set(op, getattr(self.b, method)(*self._operands(op)))
+
+    @_handles("arith.negf")
+    def _negf(self, op: Operation) -> None:
+        self._set(op, self.b.fneg(self.values[op.operands[0]]))
+
+    @_handles(*_CASTS)
+    def _cast(self, op: Operation) -> None:
+        method = _CASTS[_op_name(op)]
+        self._set(op, getattr(self.b, method)(self.values[op.operands[0]], _value_type(op.results[0].type)))
+
+    @_handles("arith.index_cast", "arith.index_castui")
+    def _index_cast(self, op: Operation) -> None:
+        value = self.values[op.operands[0]]
+        ty = _value_type(op.results[0].type)
+        assert isinstance(value.type, ir.IntType) and isinstance(ty, ir.IntType)
+        if ty.width < value.type.width:
+            value = self.b.trunc(value, ty)
+        elif ty.width > value.type.width:
+            value = (self.b.zext if _op_name(op) == "arith.index_castui" else self.b.sext)(value, ty)
+        self._set(op, value)
+
+    @_handles("arith.fptosi", "arith.fptoui")
+    def _fptoi(self, op: Operation) -> None:
+        value = self.values[op.operands[0]]
+        ty = _value_type(op.results[0].type)
+        kind = "fptosi" if _op_name(op) == "arith.fptosi" else "fptoui"
+        fn = self.mod.function(f"llvm.{kind}.sat.{_suffix(ty)}.{_suffix(value.type)}", ty, [value.type])
+        self._set(op, self.b.call(fn, [value]))
+
+    @_handles("arith.cmpi")
+    def _cmpi(self, op: Operation) -> None:
+        predicate = op.properties["predicate"]
+        assert isinstance(predicate, IntegerAttr)
+        signed, pred = _CMPI[predicate.value.data]
+        compare = self.b.icmp_signed if signed else self.b.icmp_unsigned
+        self._set(op, compare(pred, *self._operands(op)))
+
+    @_handles("arith.cmpf")
+    def _cmpf(self, op: Operation) -> None:
+        predicate = op.properties["predicate"]
+        assert isinstance(predicate, IntegerAttr)
+        self._set(op, self.b.fcmp_ordered(_CMPF[predicate.value.data], *self._operands(op)))
+
+    @_handles("arith.select")
+    def _select(self, op: Operation) -> None:
+        self._set(op, self.b.select(*self._operands(op)))
+
+    @_handles(*_MIN_MAX_INT)
+    def _min_max(self, op: Operation) -> None:
+        a, b = self._operands(op)
+        signed, pred = _MIN_MAX_INT[_op_name(op)]
+        take_a = (self.b.icmp_signed if signed else self.b.icmp_unsigned)(pred, a, b)
+        self._set(op, self.b.select(take_a, a, b))
+
+    # Division, remainder and shifts: total and branch free (see the module docstring).
+
+    def _safe_divisor(self, a: _Value, b: _Value, signed: bool) -> tuple[_Value, _Value]:
+        """(b == 0, divisor): the divisor is 1 where b is 0 or, if signed, where a / b overflows."""
+        ty = b.type
+        assert isinstance(ty, ir.IntType)
+        by_zero = self.b.icmp_unsigned("==", b, _const(ty, 0))
+        bad = by_zero
+        if signed:
+            overflow = self.b.and_(
+                self.b.icmp_unsigned("==", a, _const(ty, -(1 << (ty.width - 1)))),
+                self.b.icmp_unsigned("==", b, _const(ty, -1)),
+            )
+            bad = self.b.or_(by_zero, overflow)
+        return by_zero, self.b.select(bad, _const(ty, 1), b)
+
+    @_handles("arith.divsi", "arith.divui")
+    def _div(self, op: Operation) -> None:
+        a, b = self._operands(op)
+        signed = _op_name(op) == "arith.divsi"
+        by_zero, divisor = self._safe_divisor(a, b, signed)
+        quotient = (self.b.sdiv if signed else self.b.udiv)(a, divisor)
+        self._set(op, self.b.select(by_zero, _const(a.type, 0), quotient))
+
+    @_handles("arith.remsi", "arith.remui")
+    def _rem(self, op: Operation) -> None:
+        a, b = self._operands(op)
+        signed = _op_name(op) == "arith.remsi"
+        _, divisor = self._safe_divisor(a, b, signed)  # x % 1 == 0 covers both b == 0 and INT_MIN % -1
+        self._set(op, (self.b.srem if signed else self.b.urem)(a, divisor))
+
+    @_handles("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
+    def _round_div(self, op: Operation) -> None:
+        a, b = self._operands(op)
+        name = _op_name(op)
+        signed = name != "arith.ceildivui"
+        ty = a.type
+        zero = _const(ty, 0)
+        by_zero, divisor = self._safe_divisor(a, b, signed)
+        quotient = (self.b.sdiv if signed else self.b.udiv)(a, divisor)
+        rest = (self.b.srem if signed else self.b.urem)(a, divisor)
+        inexact = self.b.icmp_unsigned("!=", rest, zero)
+        if not signed:
+            result = self.b.add(quotient, self.b.zext(inexact, ty))
+        else:
+            # The exact quotient is negative iff rest and divisor have different signs.
+            negative = self.b.icmp_signed("<", self.b.xor(rest, divisor), zero)
+            if name == "arith.floordivsi":
+                result = self.b.sub(quotient, self.b.zext(self.b.and_(inexact, negative), ty))
+            else:
+                result = self.b.add(quotient, self.b.zext(self.b.and_(inexact, self.b.not_(negative)), ty))
+        self._set(op, self.b.select(by_zero, zero, result))
+
+    @_handles("arith.shli", "arith.shrui", "arith.shrsi")
+    def _shift(self, op: Operation) -> None:
+        a, b = self._operands(op)
+        ty = a.type
+        assert isinstance(ty, ir.IntType)
+        in_range = self.b.icmp_unsigned("<", b, _const(ty, ty.width))
+        name = _op_name(op)
+        if name == "arith.shrsi":
+            self._set(op, self.b.ashr(a, self.b.select(in_range, b, _const(ty, ty.width - 1))))
+            return
+        shifted = (self.b.shl if name == "arith.shli" else self.b.lshr)(a, b)
+        self._set(op, self.b.select(in_range, shifted, _const(ty, 0)))
+
+    # ---- math --------------------------------------------------------------------------------------------
+
+    @_handles(*_FLOAT_INTRINSICS)
+    def _float_intrinsic(self, op: Operation) -> None:
+        args = self._operands(op)
+        fn = self.mod.intrinsic(_FLOAT_INTRINSICS[_op_name(op)], args[0].type, len(args))
+        self._set(op, self.b.call(fn, args))
+
+    @_handles(*_LIBM)
+    def _libm(self, op: Operation) -> None:
+        (x,) = self._operands(op)
+        self._set(op, self.b.call(self.mod.libm(_LIBM[_op_name(op)], x.type), [x]))
+
+    @_handles("math.rsqrt")
+    def _rsqrt(self, op: Operation) -> None:
+        (x,) = self._operands(op)
+        root = self.b.call(self.mod.intrinsic("sqrt", x.type, 1), [x])
+        self._set(op, self.b.fdiv(_const(x.type, 1.0), root))
+
+    @_handles("math.isnan", "math.isinf", "math.isfinite")
+    def _float_class(self, op: Operation) -> None:
+        (x,) = self._operands(op)
+        name = _op_name(op)
+        if name == "math.isnan":
+            self._set(op, self.b.fcmp_unordered("uno", x, x))
+            return
+        magnitude = self.b.call(self.mod.intrinsic("fabs", x.type, 1), [x])
+        inf = _const(x.type, float("inf"))
+        self._set(op, self.b.fcmp_ordered("==" if name == "math.isinf" else "!=", magnitude, inf))
+
+    @_handles(*_INT_INTRINSICS)
+    def _int_intrinsic(self, op: Operation) -> None:
+        (x,) = self._operands(op)
+        name = f"llvm.{_INT_INTRINSICS[_op_name(op)]}.{_suffix(x.type)}"
+        fn = self.mod.function(name, x.type, [x.type, _I1])
+        self._set(op, self.b.call(fn, [x, _const(_I1, 0)]))
+
+    @_handles("math.ctpop")
+    def _ctpop(self, op: Operation) -> None:
+        (x,) = self._operands(op)
+        self._set(op, self.b.call(self.mod.intrinsic("ctpop", x.type, 1), [x]))
+
+    @_handles("math.ipowi")
+    def _ipowi(self, op: Operation) -> None:
+        base, exp = self._operands(op)
+        assert isinstance(base.type, ir.IntType)
+        self._set(op, self.b.call(self.mod.ipowi(base.type), [base, exp]))
+
+
+def emit_llvm(module: ModuleOp) -> ir.Module:
+    """The LLVM module of a loop-level `module` (every `func.func` with a body becomes a kernel)."""
+    name = module.sym_name.data if module.sym_name is not None else "cvmc"
+    mod = _ModuleEmitter(name)
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            _KernelEmitter(mod, op, _kernel_spec(op)).emit()
+    return mod.module
+
+
+def parse_loop_level(text: str) -> ModuleOp:
+    """Parse and verify loop-level MLIR text (ops missing from xDSL, like `math.isnan`, in generic form)."""
+    from xdsl.context import Context
+    from xdsl.dialects import builtin, math
+    from xdsl.parser import Parser
+
+    ctx = Context(allow_unregistered=True)
+    for dialect in (builtin.Builtin, func.Func, scf.Scf, arith.Arith, memref.MemRef, math.Math):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, text).parse_module()
+    module.verify()
+    return module
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m cvmc.codegen.llvm FILE.mlir`: print the LLVM IR of a loop-level file ('-' reads stdin)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if len(args) != 1:
+        sys.exit("usage: python -m cvmc.codegen.llvm FILE.mlir")
+    text = sys.stdin.read() if args[0] == "-" else open(args[0]).read()
+    print(emit_llvm(parse_loop_level(text)), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+"""Compile LLVM IR to machine code for this CPU and call its kernels on numpy arrays.
+
+    engine = compile_module(loop_level_module)        # or JitEngine(emit_llvm(m), kernel_specs(m).values())
+    engine["add"](a, b, out)                          # checks the arrays, then runs (a few us)
+    run = engine["add"].prepare(a, b, out)            # checks once...
+    run()                                             # ...then about 0.5 us a call
+    run.launch(threads=2)                             # the kernel's units split over 2 threads
+
+Pipeline: parse the IR text, set the host triple and data layout, optimize at O3 with the new pass manager (loop
+and SLP vectorization on), emit an object file for the host CPU and its features, and load that object into an
+MCJIT engine. The object file is cached on disk under `$CVMC_CACHE_DIR` (default `~/.cache/cvmc`), keyed by a
+hash of the IR text, the cvmc / llvmlite / LLVM versions, this pipeline's version and the target (triple, CPU,
+features): a second process that compiles the same IR only reads the file and links it (about 1 ms instead of
+the optimizer and code generator). Compiling and loading through the same object file on a miss and on a hit
+keeps the two paths one.
+
+Every engine owns its TargetMachine (MCJIT takes ownership; sharing one crashes when an engine is freed), and every
+`Kernel` and `PreparedCall` keeps its engine alive, so a function pointer is never called after its code is freed.
+
+Kernels follow the ABI of `cvmc.codegen.llvm`: `void name(ptr arg0, ..., i64 begin, i64 end)` runs the units
+`[begin, end)` of `[0, trip)`. `PreparedCall.launch(n)` cuts `[0, trip)` into `n` contiguous ranges and runs them
+on `n` threads (ctypes releases the GIL during the call). Units are independent by the loop-level contract, so the
+result does not depend on the number of threads or their order.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from xdsl.dialects.builtin import ModuleOp
+
+from cvmc.codegen.llvm import KernelArg, KernelSpec, emit_llvm, kernel_specs
+from cvmc.errors import CVMLogicError, CVMRuntimeError
+
+# Bump when the optimization pipeline or the target options change: it is part of the cache key.
+_PIPELINE_VERSION = "o3-vec-slp-1"
+
+_NUMPY_KINDS = {
+    "i1": ("b", 1),
+    "i8": ("iu", 1),
+    "i16": ("iu", 2),
+    "i32": ("iu", 4),
+    "i64": ("iu", 8),
+    "f32": ("f", 4),
+    "f64": ("f", 8),
+}
+_NUMPY_NAMES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f32": "float32",
+                "f64": "float64"}  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------
+# LLVM: target, optimization, object files
+# --------------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def host_target() -> tuple[str, str, str]:
+    """(triple, CPU name, CPU features) of this machine; initializes LLVM's native target once."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def _target_machine() -> llvm.TargetMachine:
+    triple, cpu, features = host_target()
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+
+
+def _optimized(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
+    """Parse, verify and optimize `ir_text` at O3 for `tm`."""
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+    except RuntimeError as e:
+        raise CVMRuntimeError(f"invalid LLVM IR: {e}") from e
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    pb.close()
+    return mod
+
+
+def optimized_ir(llvm_ir: ir.Module | str) -> str:
+    """The IR after the engine's O3 pipeline (for tests and for reading what LLVM did)."""
+    return str(_optimized(str(llvm_ir), _target_machine()))
+
+
+def assembly(llvm_ir: ir.Module | str) -> str:
+    """The host assembly of the optimized IR."""
+    tm = _target_machine()
+    return tm.emit_assembly(_optimized(str(llvm_ir), tm))
+
+
+@functools.cache
+def _version_key() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        cvmc_version = version("cvmc")
+    except PackageNotFoundError:
+        cvmc_version = "unknown"
+    triple, cpu, features = host_target()
+    parts = [cvmc_version, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)), _PIPELINE_VERSION,
+             triple, cpu, features]  # fmt: skip
+    return "\0".join(parts)
+
+
+def cache_key(ir_text: str) -> str:
+    """The object cache key of `ir_text` for this machine and compiler."""
+    digest = hashlib.sha256(_version_key().encode())
+    digest.update(b"\0")
+    digest.update(ir_text.encode())
+    return digest.hexdigest()
+
+
+def default_cache_dir() -> Path:
+    """`$CVMC_CACHE_DIR`, else `~/.cache/cvmc`."""
+    env = os.environ.get("CVMC_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "cvmc"
+
+
+def _read_cache(path: Path) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data or None
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    """Write atomically (a temporary file, then rename), so that a reader never sees half an object."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the cache is an optimization; a read-only or full disk only costs time
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The engine
+# --------------------------------------------------------------------------------------------------------------
+
+
+class JitEngine:
+    """Machine code for one LLVM module, and numpy callables for its kernels."""
+
+    def __init__(
+        self,
+        llvm_ir: ir.Module | str,
+        kernels: Iterable[KernelSpec] | Mapping[str, KernelSpec] = (),
+        *,
+        cache: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ):
+        start = time.perf_counter()
+        self.ir_text = str(llvm_ir)
+        self.key = cache_key(self.ir_text)
+        self.timings: dict[str, float] = {}
+        path = Path(cache_dir if cache_dir is not None else default_cache_dir()) / f"{self.key}.o"
+        obj = _read_cache(path) if cache else None
+        self.cache_hit = obj is not None
+        if obj is None:
+            tm = _target_machine()
+            mod = _optimized(self.ir_text, tm)
+            self.timings["optimize"] = time.perf_counter() - start
+            obj = tm.emit_object(mod)
+            self.timings["codegen"] = time.perf_counter() - start - self.timings["optimize"]
+            if cache:
+                _write_cache(path, obj)
+        loaded = time.perf_counter()
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        self._engine.finalize_object()
+        self.timings["load"] = time.perf_counter() - loaded
+        self.compile_seconds = time.perf_counter() - start
+        specs = kernels.values() if isinstance(kernels, Mapping) else kernels
+        self.kernels: dict[str, Kernel] = {s.name: Kernel(self, s) for s in specs}
+
+    def address(self, name: str) -> int:
+        """The address of the function `name` (0 if there is none)."""
+        return self._engine.get_function_address(name)
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self.kernels[name]
+
+
+def compile_module(
+    module: ModuleOp, *, cache: bool = True, cache_dir: str | os.PathLike[str] | None = None
+) -> JitEngine:
+    """Emit, optimize and load a loop-level `module`: the engine's `kernels` are ready to call."""
+    return JitEngine(emit_llvm(module), kernel_specs(module).values(), cache=cache, cache_dir=cache_dir)
+
+
+class Kernel:
+    """A compiled kernel: call it with numpy arrays, or `prepare` the arrays once and call that many times."""
+
+    def __init__(self, engine: JitEngine, spec: KernelSpec):
+        address = engine.address(spec.name)
+        if not address:
+            raise CVMRuntimeError(f"kernel '{spec.name}' is not in the compiled module")
+        self.engine = engine  # keeps the code alive
+        self.spec = spec
+        self.name = spec.name
+        self.trip = spec.trip
+        proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(spec.args), ctypes.c_int64, ctypes.c_int64)
+        self._fn: Any = proto(address)
+        self._fn.argtypes = None  # arguments are prepared as ctypes objects: the fastest call
+
+    def prepare(self, *arrays: np.ndarray) -> PreparedCall:
+        """Check `arrays` against the kernel's arguments and fix their pointers for repeated calls."""
+        if len(arrays) != len(self.spec.args):
+            raise CVMLogicError(f"kernel '{self.name}': expected {len(self.spec.args)} arrays, got {len(arrays)}")
+        bases = [_base_pointer(self.name, i, arg, a) for i, (arg, a) in enumerate(zip(self.spec.args, arrays))]
+        _check_no_overlap(self.name, self.spec.args, arrays, bases)
+        return PreparedCall(self, arrays, bases)
+
+    def __call__(self, *arrays: np.ndarray, threads: int = 1) -> None:
+        prepared = self.prepare(*arrays)
+        if threads > 1:
+            prepared.launch(threads)
+        else:
+            prepared()
+
+
+class PreparedCall:
+    """A kernel bound to fixed arrays (kept alive here); calling it runs the whole kernel on this thread."""
+
+    def __init__(self, kernel: Kernel, arrays: tuple[np.ndarray, ...], bases: list[int]):
+        self.kernel = kernel
+        self.arrays = arrays
+        self._pointers = [ctypes.c_void_p(b) for b in bases]
+        self._whole = functools.partial(kernel._fn, *self._pointers, ctypes.c_int64(0), ctypes.c_int64(kernel.trip))
+
+    def __call__(self) -> None:
+        self._whole()
+
+    def run_range(self, begin: int, end: int) -> None:
+        """Run the units [begin, end) (clamped to [0, trip))."""
+        self.kernel._fn(*self._pointers, ctypes.c_int64(begin), ctypes.c_int64(end))
+
+    def launch(self, threads: int) -> None:
+        """Run the whole kernel with its units split into `threads` contiguous ranges, one per thread."""
+        ranges = split_range(self.kernel.trip, threads)
+        if len(ranges) <= 1:
+            self._whole()
+            return
+        pool = _pool(len(ranges) - 1)
+        futures = [pool.submit(self.run_range, b, e) for b, e in ranges[1:]]
+        self.run_range(*ranges[0])
+        for f in futures:
+            f.result()
+
+
+def split_range(trip: int, parts: int) -> list[tuple[int, int]]:
+    """[0, trip) cut into at most `parts` contiguous, non-empty ranges of sizes differing by at most one."""
+    parts = max(1, min(parts, trip))
+    size, extra = divmod(trip, parts)
+    ranges: list[tuple[int, int]] = []
+    begin = 0
+    for i in range(parts):
+        end = begin + size + (1 if i < extra else 0)
+        ranges.append((begin, end))
+        begin = end
+    return ranges
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """A process-wide pool with at least `workers` threads (kept between launches)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < workers:
+            old = _POOL
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cvmc-kernel")
+            _POOL_SIZE = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Arrays to pointers
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _describe(arg: KernelArg) -> str:
+    layout = "" if arg.contiguous and arg.offset == 0 else f" (strides {arg.strides}, offset {arg.offset})"
+    return f"a {_NUMPY_NAMES[arg.element]} array of shape {arg.shape}{layout}"
+
+
+def _base_pointer(kernel: str, index: int, arg: KernelArg, array: np.ndarray) -> int:
+    """The base pointer to pass for `array` as `arg`.
+
+    `array` is either the view itself (its shape and strides are the argument's; the base is its data pointer
+    minus the static offset), or, for a layout other than the identity, the whole underlying buffer, C-contiguous
+    and large enough for every element the layout reaches (the base is its data pointer)."""
+
+    def fail(why: str) -> CVMLogicError:
+        return CVMLogicError(f"kernel '{kernel}' argument {index}: expected {_describe(arg)}, {why}")
+
+    if not isinstance(array, np.ndarray):
+        raise fail(f"got {type(array).__name__}")
+    kinds, itemsize = _NUMPY_KINDS[arg.element]
+    if array.dtype.kind not in kinds or array.dtype.itemsize != itemsize:
+        if not (arg.element == "i1" and array.dtype.kind in "iu" and array.dtype.itemsize == 1):
+            raise fail(f"got dtype {array.dtype}")
+    if not array.flags.aligned:
+        raise fail("got an unaligned array")
+    if arg.written and not array.flags.writeable:
+        raise fail("got a read-only array")
+    same_strides = all(n == 1 or s == t * itemsize for n, s, t in zip(array.shape, array.strides, arg.strides))
+    if array.shape == arg.shape and same_strides:
+        return array.ctypes.data - arg.offset * itemsize
+    identity = arg.contiguous and arg.offset == 0
+    if identity:
+        raise fail(f"got shape {array.shape} and strides {array.strides}")
+    lo, hi = arg.element_span()
+    if not array.flags.c_contiguous or lo < 0 or array.size < hi:
+        raise fail(f"or its C-contiguous buffer of at least {hi} elements, got shape {array.shape}")
+    return array.ctypes.data
+
+
+def _shares(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays whose address ranges intersect really share an element (interleaved views do not)."""
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))  # pyright: ignore[reportArgumentType]
+    except np.exceptions.TooHardError:
+        return True
+
+
+def _check_no_overlap(kernel: str, args: tuple[KernelArg, ...], arrays: tuple[np.ndarray, ...], bases: list[int]):
+    """Arguments are `noalias`: a written argument may share no byte with any other argument."""
+    spans = []
+    for arg, array, base in zip(args, arrays, bases):
+        lo, hi = arg.element_span()
+        spans.append((base + lo * array.dtype.itemsize, base + hi * array.dtype.itemsize))
+    for i, (lo_i, hi_i) in enumerate(spans):
+        for j in range(i + 1, len(spans)):
+            lo_j, hi_j = spans[j]
+            if (args[i].written or args[j].written) and lo_i < hi_j and lo_j < hi_i and _shares(arrays[i], arrays[j]):
+                raise CVMLogicError(
+                    f"kernel '{kernel}': arguments {i} and {j} overlap in memory and one of them is written"
+                )
