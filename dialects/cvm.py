@@ -898,7 +898,7 @@ class ParamOp(IRDLOperation):
     result = result_def(T)
 
     traits = traits_def(Pure())
-    assembly_format = "$name $value attr-dict"
+    assembly_format = "$name attr-dict $value"
 
     def __init__(self, name: str, value: np.ndarray, precision: int):
         """A param of these int32 values (any integer array that fits int32)."""

@@ -1,0 +1,128 @@
+"""`cvm-translate`: between model files and IR.
+
+    cvm-translate --import-cvm model.json params.bin [-o model.mlir]   # cvm-runtime files -> cvm IR
+    cvm-translate --export-cvm model.mlir -o DIR                       # cvm IR -> DIR/model.json, DIR/params.bin
+    cvm-translate --import-task task.json [-o task.mlir]               # Task IR file -> taskgraph IR
+    cvm-translate --export-task task.mlir -o task.json                 # taskgraph IR -> Task IR file
+
+IR goes to stdout when no `-o` is given. Errors print a message on stderr; the exit status is 1 for a logic
+error (the model's fault: a rule it breaks, IR that does not verify) and 2 for a runtime error (a file that
+cannot be read or parsed, an unsupported construct).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+LOGIC, RUNTIME = CVMLogicError.status, CVMRuntimeError.status
+
+
+def _context() -> Context:
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+
+    from cvmc.dialects import get_all_dialects
+
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Func)
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def _read_module(path: str) -> ModuleOp:
+    from xdsl.parser import Parser
+
+    with open(path) as f:
+        text = f.read()
+    module = Parser(_context(), text, path).parse_module()
+    try:
+        module.verify()
+    except VerifyException as e:
+        for op in module.walk():  # say which op is wrong
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException:
+                name = op.properties.get("name")
+                where = op.name + (f" {name.data!r}" if isinstance(name, StringAttr) else "")
+                raise CVMLogicError(f"{where}: {e}") from None
+        raise CVMLogicError(str(e)) from None
+    return module
+
+
+def _write_module(module: ModuleOp, output: str | None) -> None:
+    def emit(stream: IO[str]) -> None:
+        Printer(stream=stream).print_op(module)
+        stream.write("\n")
+
+    if output is None:
+        emit(sys.stdout)
+    else:
+        with open(output, "w") as f:
+            emit(f)
+
+
+def _run(args: argparse.Namespace) -> None:
+    if args.import_cvm:
+        from cvmc.runtime.cvm_ir import graph_to_module
+        from cvmc.runtime.graph import load_graph
+
+        _write_module(graph_to_module(load_graph(*args.import_cvm)), args.output)
+    elif args.export_cvm:
+        from cvmc.runtime.cvm_ir import module_to_graph, write_model
+
+        write_model(module_to_graph(_read_module(args.export_cvm)), args.output)
+    elif args.import_task:
+        from cvmc.runtime.taskir_files import import_task
+
+        _write_module(import_task(args.import_task), args.output)
+    else:
+        from cvmc.runtime.taskir_files import export_task
+
+        export_task(_read_module(args.export_task), args.output)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="cvm-translate", description="Translate between model files and cvmc IR.")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--import-cvm", nargs=2, metavar=("MODEL_JSON", "PARAMS_BIN"),
+                      help="cvm-runtime model files to cvm IR")
+    mode.add_argument("--export-cvm", metavar="IN_MLIR", help="cvm IR to DIR/model.json and DIR/params.bin")
+    mode.add_argument("--import-task", metavar="FILE", help="a Task IR file to taskgraph IR")
+    mode.add_argument("--export-task", metavar="IN_MLIR", help="taskgraph IR to a Task IR file")
+    ap.add_argument("-o", "--output", metavar="PATH", help="output file (a directory for --export-cvm)")
+    args = ap.parse_args(argv)
+    if (args.export_cvm or args.export_task) and not args.output:
+        ap.error("an export needs -o")
+    try:
+        _run(args)
+    except CVMError as e:
+        return _fail(str(e), e.status)
+    except ParseError as e:
+        return _fail(str(e), RUNTIME)
+    except DiagnosticException as e:  # IR that does not verify
+        return _fail(str(e), LOGIC)
+    except OSError as e:
+        return _fail(f"{e.filename or ''}: {e.strerror}" if e.strerror else str(e), RUNTIME)
+    except Exception as e:  # an internal failure: still one line, never a traceback
+        return _fail(f"internal error: {type(e).__name__}: {e}", RUNTIME)
+    return 0
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"cvm-translate: error: {message}", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
