@@ -1389,7 +1389,7 @@ class BlockOp(IRDLOperation):
             derived = self.derived_output_extents(k)
         if isinstance(cluster.shape, ShapeAttr) and cluster.shape.extents() != derived:
             self._fail(f"{where}: expected shape {derived}, got {cluster.shape.extents()}")
-        if isinstance(self, ComputeBlockOp) and not cluster.interfaces.data:
+        if direction == "in" and isinstance(self, ComputeBlockOp) and not cluster.interfaces.data:
             self._fail(f"{where}: expected at least one interface")
         extents = self.cluster_extents(direction, k)
         for iface in cluster.interfaces.data:

@@ -204,7 +204,11 @@ def verify_graph(module: ModuleOp) -> None:
 
 def import_task(path: str | os.PathLike[str]) -> ModuleOp:
     """Read a `.task` / `.task.txt` file into a verified module holding one `taskgraph.graph`."""
-    module = ModuleOp([graph_from_message(load_message(path))])
+    message = load_message(path)
+    try:
+        module = ModuleOp([graph_from_message(message)])
+    except VerifyException as e:  # an attribute that does not verify
+        raise CVMLogicError(f"invalid task graph: {e}") from None
     verify_graph(module)
     return module
 
