@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -63,6 +64,31 @@ class CompiledFunction:
                 )
             arrays.append(np.require(array, requirements="C"))
         return self._run(arrays)
+
+
+def _compile_cpu(function: func.FuncOp) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+    """Lower `function` to one kernel per op (convert-cinn-to-loops), JIT them, and run them in op order on
+    numpy buffers, one per SSA value."""
+    from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, cinn_ops, kernel_name
+    from cvmc.runtime.jit import compile_module
+
+    module = ModuleOp([function.clone()])
+    ConvertCinnToLoopsPass().apply(Context(), module)
+    engine = compile_module(module)
+    ops = cinn_ops(function)
+    kernels = [engine[kernel_name(function.sym_name.data, i, op)] for i, op in enumerate(ops)]
+    ret = function.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+
+    def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
+        env: dict[SSAValue, np.ndarray] = dict(zip(function.args, arrays))
+        for op, kernel in zip(ops, kernels):
+            results = [np.empty(r.type.get_shape(), numpy_dtype(r.type)) for r in op.results]  # pyright: ignore
+            kernel(*[env[v] for v in op.operands], *results)
+            env.update(zip(op.results, results))
+        return [env[v] for v in ret.arguments]
+
+    return run
 
 
 class CinnBuilder:
@@ -114,6 +140,8 @@ class CinnBuilder:
         names = [n for n, _ in self._inputs]
         if device == "reference":
             return CompiledFunction(function, names, lambda arrays: run_function(function, arrays))
+        if device == "cpu":
+            return CompiledFunction(function, names, _compile_cpu(function))
         raise CVMRuntimeError(f"device '{device}' is not available for cinn yet")
 
     def _add(self, make: Callable[[], Operation]) -> Operation:

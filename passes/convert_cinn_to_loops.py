@@ -1,0 +1,572 @@
+"""`convert-cinn-to-loops`: every cinn primitive becomes one loop-level kernel.
+
+A `func.func @net` of cinn ops is replaced by one kernel per op, `@net_<i>_<mnemonic>(operands..., results...)`,
+every argument a memref of the tensor's shape (ui8 becomes i8: the kernel's ops carry the unsignedness), where i
+is the op's position in @net. The kernels follow the loop level (scf, memref, arith, math); element-wise work and
+every output element of a reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with
+`iter_args`. Running the kernels in op order on buffers of the SSA values computes @net (see
+`cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
+The arithmetic is that of `cvmc.runtime.cinn_reference`, written with the loop level's ops.
+
+    %y = cinn.abs %x : (tensor<4xf32>) -> tensor<4xf32>
+becomes
+    func.func @net_0_abs(%x: memref<4xf32>, %y: memref<4xf32>) {
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+        %v = memref.load %x[%i] : memref<4xf32>
+        %a = math.absf %v : f32
+        memref.store %a, %y[%i] : memref<4xf32>
+      }
+      func.return
+    }
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnregisteredOp,
+    i1,
+    i8,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from cvmc.dialects import cinn
+from cvmc.passes.cvm_loops_builder import KernelBuilder
+
+Value = SSAValue
+
+
+def storage_type(element: Attribute) -> Attribute:
+    """The memref element type of a cinn element type: ui8 is stored as i8."""
+    return i8 if element == cinn.ui8 else element
+
+
+def memref_type(t: Attribute) -> MemRefType:
+    assert isinstance(t, TensorType)
+    return MemRefType(storage_type(t.element_type), t.get_shape())
+
+
+def kernel_name(function: str, index: int, op: Operation) -> str:
+    """The kernel of the index-th op of `function`."""
+    return f"{function}_{index}_{op.name.removeprefix('cinn.')}"
+
+
+def cinn_ops(function: func.FuncOp) -> list[Operation]:
+    return [op for op in function.body.ops if op.dialect_name() == "cinn"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scalar arithmetic on one element type
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Scalar:
+    """Emits the scalar ops of one cinn element type into a kernel."""
+
+    k: KernelBuilder
+    element: Attribute
+
+    @property
+    def is_float(self) -> bool:
+        return cinn.is_float(self.element)
+
+    @property
+    def unsigned(self) -> bool:
+        return cinn.is_unsigned(self.element)
+
+    @property
+    def type(self) -> Attribute:
+        return storage_type(self.element)
+
+    def emit(self, op: Operation) -> Value:
+        return self.k.insert(op).results[0]
+
+    def generic(self, name: str, operands: Sequence[Value], result: Attribute) -> Value:
+        """An op xDSL 0.74 lacks (math.isnan, arith.remf), in generic form."""
+        return self.emit(UnregisteredOp.with_name(name).create(operands=list(operands), result_types=[result]))
+
+    def const(self, value: float) -> Value:
+        t = self.type
+        if isinstance(t, Float32Type | Float64Type):
+            return self.emit(arith.ConstantOp(FloatAttr(value, t)))
+        return self.k.const(int(value), t)
+
+    def lowest(self) -> Value:
+        if self.is_float:
+            return self.const(-pymath.inf)
+        return self.const(0 if self.unsigned else -(1 << (cinn.bit_width(self.element) - 1)))
+
+    def highest(self) -> Value:
+        if self.is_float:
+            return self.const(pymath.inf)
+        bits = cinn.bit_width(self.element)
+        return self.const((1 << bits) - 1 if self.unsigned else (1 << (bits - 1)) - 1)
+
+    def cmp(self, kind: str, a: Value, b: Value) -> Value:
+        """kind in eq, ne, ge, gt, le, lt; ordered on floats except ne (true with NaN), unsigned on ui8 and i1."""
+        if self.is_float:
+            return self.emit(arith.CmpfOp(a, b, "une" if kind == "ne" else "o" + kind))
+        if kind in ("eq", "ne"):
+            return self.emit(arith.CmpiOp(a, b, kind))
+        return self.emit(arith.CmpiOp(a, b, ("u" if self.unsigned else "s") + kind))
+
+    def truth(self, x: Value) -> Value:
+        """x != 0, as i1."""
+        return self.cmp("ne", x, self.const(0))
+
+    def pick(self, float_op: Callable, signed_op: Callable, unsigned_op: Callable, *args: Value) -> Value:
+        op = float_op if self.is_float else unsigned_op if self.unsigned else signed_op
+        return self.emit(op(*args))
+
+    def add(self, a: Value, b: Value) -> Value:
+        return self.emit(arith.AddfOp(a, b) if self.is_float else arith.AddiOp(a, b))
+
+    def mul(self, a: Value, b: Value) -> Value:
+        return self.emit(arith.MulfOp(a, b) if self.is_float else arith.MuliOp(a, b))
+
+    def max(self, a: Value, b: Value) -> Value:
+        return self.pick(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp, a, b)
+
+    def min(self, a: Value, b: Value) -> Value:
+        return self.pick(arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp, a, b)
+
+    def rem(self, a: Value, b: Value) -> Value:
+        """C remainder (sign of a); integer x % 0 = 0 by the loop level."""
+        if self.is_float:
+            return self.generic("arith.remf", [a, b], self.type)
+        return self.emit(arith.RemUIOp(a, b) if self.unsigned else arith.RemSIOp(a, b))
+
+    def floor_mod(self, a: Value, b: Value) -> Value:
+        """a - b * floor(a / b): the C remainder, plus b where it is non-zero and of the other sign than b."""
+        r = self.rem(a, b)
+        if self.unsigned:
+            return r
+        zero = self.const(0)
+        other_sign = self.emit(arith.XOrIOp(self.cmp("lt", r, zero), self.cmp("lt", b, zero)))
+        adjust = self.emit(arith.AndIOp(self.cmp("ne", r, zero), other_sign))
+        return self.emit(arith.SelectOp(adjust, self.add(r, b), r))
+
+    def power(self, a: Value, b: Value) -> Value:
+        if self.is_float:
+            return self.emit(math.PowFOp(a, b))
+        if not self.unsigned:
+            return self.emit(math.IPowIOp(a, b))
+        # ui8: ipowi reads its exponent as signed, so compute in i32 (the low 8 bits are the same) and truncate
+        wide = [self.k.extui(v, i32) for v in (a, b)]
+        return self.k.trunci(self.emit(math.IPowIOp(*wide)), self.type)
+
+    def sign(self, x: Value) -> Value:
+        zero, one = self.const(0), self.const(1)
+        positive = self.emit(arith.SelectOp(self.cmp("gt", x, zero), one, zero if not self.is_float else x))
+        if self.unsigned:
+            return positive
+        return self.emit(arith.SelectOp(self.cmp("lt", x, zero), self.const(-1), positive))
+
+
+FLOAT_UNARY: dict[type[Operation], Callable[[Value], Operation]] = {
+    cinn.AcosOp: math.AcosOp,
+    cinn.AcoshOp: math.AcoshOp,
+    cinn.AsinOp: math.AsinOp,
+    cinn.AsinhOp: math.AsinhOp,
+    cinn.AtanOp: math.AtanOp,
+    cinn.AtanhOp: math.AtanhOp,
+    cinn.CeilOp: math.CeilOp,
+    cinn.CosOp: math.CosOp,
+    cinn.CoshOp: math.CoshOp,
+    cinn.ErfOp: math.ErfOp,
+    cinn.ExpOp: math.ExpOp,
+    cinn.FloorOp: math.FloorOp,
+    cinn.LogOp: math.LogOp,
+    cinn.Log10Op: math.Log10Op,
+    cinn.Log2Op: math.Log2Op,
+    cinn.RoundOp: math.RoundOp,  # half away from zero
+    cinn.RsqrtOp: math.RsqrtOp,
+    cinn.SinOp: math.SinOp,
+    cinn.SinhOp: math.SinhOp,
+    cinn.SqrtOp: math.SqrtOp,
+    cinn.TanOp: math.TanOp,
+    cinn.TanhOp: math.TanhOp,
+    cinn.TruncOp: math.TruncOp,
+}
+PREDICATES = {cinn.IsFiniteOp: "math.isfinite", cinn.IsInfOp: "math.isinf", cinn.IsNanOp: "math.isnan"}
+
+
+def unary(s: Scalar, op: Operation, x: Value) -> Value:
+    """The scalar of a unary primitive."""
+    kind = type(op)
+    if kind in FLOAT_UNARY:
+        return s.emit(FLOAT_UNARY[kind](x))
+    if kind in PREDICATES:
+        return s.generic(PREDICATES[kind], [x], i1)
+    match op:
+        case cinn.AbsOp():
+            return x if s.unsigned else s.emit(math.AbsFOp(x) if s.is_float else math.AbsIOp(x))
+        case cinn.NegativeOp():
+            return s.emit(arith.NegfOp(x)) if s.is_float else s.emit(arith.SubiOp(s.const(0), x))
+        case cinn.SignOp():
+            return s.sign(x)
+        case cinn.IdentityOp():
+            return x
+        case cinn.BitwiseNotOp():
+            return s.emit(arith.XOrIOp(x, s.const(-1)))
+        case cinn.LogicalNotOp():
+            return s.cmp("eq", x, s.const(0))
+        case _:
+            raise NotImplementedError(op.name)
+
+
+BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
+    cinn.AddOp: Scalar.add,
+    cinn.SubOp: lambda s, a, b: s.emit(arith.SubfOp(a, b) if s.is_float else arith.SubiOp(a, b)),
+    cinn.MulOp: Scalar.mul,
+    cinn.DivOp: lambda s, a, b: s.pick(arith.DivfOp, arith.DivSIOp, arith.DivUIOp, a, b),
+    cinn.ModOp: Scalar.rem,
+    cinn.FloorDivOp: lambda s, a, b: (
+        s.emit(math.FloorOp(s.emit(arith.DivfOp(a, b)))) if s.is_float
+        else s.pick(arith.DivfOp, arith.FloorDivSIOp, arith.DivUIOp, a, b)
+    ),  # fmt: skip
+    cinn.FloorModOp: Scalar.floor_mod,
+    cinn.MaxOp: Scalar.max,
+    cinn.MinOp: Scalar.min,
+    cinn.PowerOp: Scalar.power,
+    cinn.BitwiseAndOp: lambda s, a, b: s.emit(arith.AndIOp(a, b)),
+    cinn.BitwiseOrOp: lambda s, a, b: s.emit(arith.OrIOp(a, b)),
+    cinn.BitwiseXorOp: lambda s, a, b: s.emit(arith.XOrIOp(a, b)),
+    cinn.LeftShiftOp: lambda s, a, b: s.emit(arith.ShLIOp(a, b)),
+    cinn.RightShiftOp: lambda s, a, b: s.emit(arith.ShRUIOp(a, b) if s.unsigned else arith.ShRSIOp(a, b)),
+    cinn.LogicalAndOp: lambda s, a, b: s.emit(arith.AndIOp(s.truth(a), s.truth(b))),
+    cinn.LogicalOrOp: lambda s, a, b: s.emit(arith.OrIOp(s.truth(a), s.truth(b))),
+    cinn.LogicalXorOp: lambda s, a, b: s.emit(arith.XOrIOp(s.truth(a), s.truth(b))),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _shape(v: Value) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return t.get_shape()
+
+
+def _broadcast_index(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int]) -> list[Value]:
+    """The index into an operand of `shape` that numpy-broadcasts to the iteration space of `ivs`."""
+    offset = len(ivs) - len(shape)
+    return [k.idx(0) if d == 1 else ivs[offset + i] for i, d in enumerate(shape)]
+
+
+def _elementwise(k: KernelBuilder, ins: Sequence[Value], out: Value, f: Callable[..., Value]) -> None:
+    def body(ivs: list[Value]) -> None:
+        k.store(f(*[k.load(m, _broadcast_index(k, ivs, _shape(m))) for m in ins]), out, ivs)
+
+    k.loops(_shape(out), body, parallel=True)
+
+
+def _for_nest(
+    k: KernelBuilder, ubs: Sequence[int], inits: Sequence[Value], body: Callable[..., Sequence[Value]]
+) -> list[Value]:
+    """Nested scf.for over [0, ub) per dim carrying `inits`; `body(ivs, *carried)` returns the next values."""
+
+    def nest(d: int, ivs: list[Value], carried: Sequence[Value]) -> list[Value]:
+        if d == len(ubs):
+            return list(body(ivs, *carried))
+        return k.for_(ubs[d], lambda iv, *c: nest(d + 1, [*ivs, iv], c), inits=list(carried))
+
+    return nest(0, [], inits)
+
+
+def _index(k: KernelBuilder, value: int | Value, *terms: tuple[int | Value, int]) -> Value:
+    """value + sum(v * c) on index values (constants folded)."""
+    result = k.idx(value)
+    for v, c in terms:
+        if c == 0:
+            continue
+        term = k.idx(v * c) if isinstance(v, int) else v if c == 1 else k.muli(v, k.idx(c))
+        result = k.addi(result, term)
+    return result
+
+
+def _inside(k: KernelBuilder, index: Value, size: int) -> Value:
+    """0 <= index < size."""
+    return k.andi(k.cmpi("sge", index, k.idx(0)), k.cmpi("slt", index, k.idx(size)))
+
+
+def _accumulate_if(s: Scalar, cond: Value, acc: Value, product: Callable[[], Value]) -> Value:
+    """acc + product() where cond, else acc (the loads stay under the condition)."""
+    (result,) = s.k.if_(cond, lambda: [s.add(acc, product())], lambda: [acc], types=[s.type])
+    return result
+
+
+def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, out: Value) -> None:
+    g = op.geometry()
+    cg, og = g.c // g.groups, g.o // g.groups
+    nchw = g.data_format == cinn.DataFormat.NCHW
+
+    def at(n: Value, c: Value, h: Value, w: Value) -> list[Value]:
+        return [n, c, h, w] if nchw else [n, h, w, c]
+
+    def split(ivs: list[Value]) -> tuple[Value, Value, Value, Value]:
+        return (ivs[0], ivs[1], ivs[2], ivs[3]) if nchw else (ivs[0], ivs[3], ivs[1], ivs[2])
+
+    kind = op.conv_type.data
+    if kind == cinn.ConvType.FORWARD:  # y[n, o, i, j] = sum_{c, p, q} x[n, c0 + c, r, t] * w[o, c, p, q]
+
+        def forward(ivs: list[Value]) -> None:
+            n, o, i, j = split(ivs)
+            c0 = k.muli(k.divsi(o, k.idx(og)), k.idx(cg))
+
+            def tap(taps: list[Value], acc: Value) -> list[Value]:
+                c, p, q = taps
+                r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
+                t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
+                inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
+                x = lambda: k.load(lhs, at(n, k.addi(c0, c), r, t))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(x(), k.load(rhs, [o, c, p, q])))]
+
+            (acc,) = _for_nest(k, [cg, g.kh, g.kw], [s.const(0)], tap)
+            k.store(acc, out, ivs)
+
+        k.loops(_shape(out), forward, parallel=True)
+    elif kind == cinn.ConvType.BACKWARD_DATA:  # dx[n, c, h, w] = sum over (o, p, q) meeting (h, w) of dy * w
+
+        def backward_data(ivs: list[Value]) -> None:
+            n, c, h, w = split(ivs)
+            group = k.divsi(c, k.idx(cg))
+            o0, cc = k.muli(group, k.idx(og)), k.remsi(c, k.idx(cg))
+
+            def tap(taps: list[Value], acc: Value) -> list[Value]:
+                o, p, q = taps
+                r = _index(k, h, (g.pad_top, 1), (p, -g.dilation_h))  # = i * stride_h for the output row i
+                t = _index(k, w, (g.pad_left, 1), (q, -g.dilation_w))
+                i, j = k.divsi(r, k.idx(g.stride_h)), k.divsi(t, k.idx(g.stride_w))
+                inside = k.andi(_inside(k, i, g.oh), _inside(k, j, g.ow))
+                inside = k.andi(inside, k.andi(k.cmpi("sge", r, k.idx(0)), k.cmpi("sge", t, k.idx(0))))
+                for v, stride in ((r, g.stride_h), (t, g.stride_w)):
+                    if stride > 1:
+                        inside = k.andi(inside, k.cmpi("eq", k.remsi(v, k.idx(stride)), k.idx(0)))
+                oo = k.addi(o0, o)
+                dy = lambda: k.load(rhs, at(n, oo, i, j))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(dy(), k.load(lhs, [oo, cc, p, q])))]
+
+            (acc,) = _for_nest(k, [og, g.kh, g.kw], [s.const(0)], tap)
+            k.store(acc, out, ivs)
+
+        k.loops(_shape(out), backward_data, parallel=True)
+    else:  # dw[o, c, p, q] = sum_{n, i, j} dy[n, o, i, j] * x[n, c0 + c, r, t]
+
+        def backward_filter(ivs: list[Value]) -> None:
+            o, c, p, q = ivs
+            channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
+
+            def tap(pos: list[Value], acc: Value) -> list[Value]:
+                n, i, j = pos
+                r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
+                t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
+                inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
+                x = lambda: k.load(lhs, at(n, channel, r, t))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(k.load(rhs, at(n, o, i, j)), x()))]
+
+            (acc,) = _for_nest(k, [g.n, g.oh, g.ow], [s.const(0)], tap)
+            k.store(acc, out, ivs)
+
+        k.loops(_shape(out), backward_filter, parallel=True)
+
+
+def _reduce(k: KernelBuilder, op: cinn.ReduceOp, s: Scalar, x: Value, out: Value) -> None:
+    shape = _shape(x)
+    axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
+    kept = [d for d in range(len(shape)) if d not in axes]
+    keep_dim = bool(op.keep_dim.value.data)
+    kind = op.kind.data
+    init = {
+        cinn.ReduceKind.SUM: lambda: s.const(0),
+        cinn.ReduceKind.PROD: lambda: s.const(1),
+        cinn.ReduceKind.MAX: s.lowest,
+        cinn.ReduceKind.MIN: s.highest,
+    }[kind]
+    combine = {
+        cinn.ReduceKind.SUM: s.add,
+        cinn.ReduceKind.PROD: s.mul,
+        cinn.ReduceKind.MAX: s.max,
+        cinn.ReduceKind.MIN: s.min,
+    }[kind]
+
+    def body(ivs: list[Value]) -> None:
+        outer = [ivs[d] for d in kept] if keep_dim else ivs
+
+        def step(inner: list[Value], acc: Value) -> list[Value]:
+            index: list[Value] = [k.idx(0)] * len(shape)
+            for d, v in zip(kept, outer):
+                index[d] = v
+            for d, v in zip(axes, inner):
+                index[d] = v
+            return [combine(acc, k.load(x, index))]
+
+        (acc,) = _for_nest(k, [shape[d] for d in axes], [init()], step)
+        k.store(acc, out, ivs)
+
+    k.loops(_shape(out), body, parallel=True)
+
+
+def _dot(k: KernelBuilder, s: Scalar, lhs: Value, rhs: Value, out: Value) -> None:
+    lhs_rank, depth = len(_shape(lhs)), _shape(lhs)[-1]
+
+    def body(ivs: list[Value]) -> None:
+        def step(kk: list[Value], acc: Value) -> list[Value]:
+            a = k.load(lhs, [*ivs[: lhs_rank - 1], kk[0]])
+            b = k.load(rhs, [kk[0], *ivs[lhs_rank - 1 :]])
+            return [s.add(acc, s.mul(a, b))]
+
+        (acc,) = _for_nest(k, [depth], [s.const(0)], step)
+        k.store(acc, out, ivs)
+
+    k.loops(_shape(out), body, parallel=True)
+
+
+def _bn(k: KernelBuilder, s: Scalar, x: Value, outs: Sequence[Value], grad: Value | None, mean: Value | None) -> None:
+    """Per channel c: (sum x, sum x^2), or with grad and mean (sum dy, sum dy * (x - mean))."""
+    n, _, h, w = _shape(x)
+
+    def channel(ivs: list[Value]) -> None:
+        (c,) = ivs
+        m = k.load(mean, [c]) if mean is not None else None
+
+        def step(pos: list[Value], a: Value, b: Value) -> list[Value]:
+            index = [pos[0], c, pos[1], pos[2]]
+            v = k.load(x, index)
+            if grad is None or m is None:
+                return [s.add(a, v), s.add(b, s.mul(v, v))]
+            dy = k.load(grad, index)
+            return [s.add(a, dy), s.add(b, s.mul(dy, s.emit(arith.SubfOp(v, m))))]
+
+        totals = _for_nest(k, [n, h, w], [s.const(0), s.const(0)], step)
+        for total, result in zip(totals, outs):
+            k.store(total, result, [c])
+
+    k.loops(_shape(outs[0]), channel, parallel=True)
+
+
+def _unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
+    index: list[Value] = []
+    for d in reversed(shape):
+        index.insert(0, k.remsi(flat, k.idx(d)) if d > 1 else k.idx(0))
+        flat = k.divsi(flat, k.idx(d)) if d > 1 else flat
+    return index
+
+
+def _gather(k: KernelBuilder, x: Value, out: Value, index: Callable[[list[Value]], list[Value]]) -> None:
+    """out[ivs] = x[index(ivs)]."""
+    k.loops(_shape(out), lambda ivs: k.store(k.load(x, index(ivs)), out, ivs), parallel=True)
+
+
+def _complex(k: KernelBuilder, op: Operation, s: Scalar, ins: Sequence[Value], outs: Sequence[Value]) -> None:
+    out = outs[0]
+    match op:
+        case cinn.ConstScalarOp():
+            value = op.value.value.data
+            k.store(s.const(value), out, [])
+        case cinn.CompareOp():
+            kind = op.kind.data.value
+            _elementwise(k, ins, out, lambda a, b: s.cmp(kind, a, b))
+        case cinn.SelectOp():
+            _elementwise(k, ins, out, lambda c, a, b: s.emit(arith.SelectOp(c, a, b)))
+        case cinn.DotOp():
+            _dot(k, s, ins[0], ins[1], out)
+        case cinn.ReduceOp():
+            _reduce(k, op, s, ins[0], out)
+        case cinn.ConvOp():
+            _conv(k, op, s, ins[0], ins[1], out)
+        case cinn.BnMeanVarianceOp():
+            _bn(k, s, ins[0], outs, None, None)
+        case cinn.BnGradBiasScaleOp():
+            _bn(k, s, ins[0], outs, ins[1], ins[2])
+        case cinn.BroadcastToOp():
+            axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(ins[0])
+            _gather(k, ins[0], out, lambda ivs: [k.idx(0) if d == 1 else ivs[a] for a, d in zip(axes, shape)])
+        case cinn.ConcatOp():
+            axis, offset = op.axis.value.data, 0
+            for x in ins:
+
+                def copy(ivs: list[Value], x: Value = x, offset: int = offset) -> None:
+                    at = [k.addi(v, k.idx(offset)) if d == axis and offset else v for d, v in enumerate(ivs)]
+                    k.store(k.load(x, ivs), out, at)
+
+                k.loops(_shape(x), copy, parallel=True)
+                offset += _shape(x)[axis]
+        case cinn.ReshapeOp():
+            count = pymath.prod(_shape(out))
+
+            def move(ivs: list[Value]) -> None:
+                k.store(k.load(ins[0], _unravel(k, ivs[0], _shape(ins[0]))), out, _unravel(k, ivs[0], _shape(out)))
+
+            k.loops([count], move, parallel=True)
+        case cinn.ReverseOp():
+            axes, shape = {int(v) for v in op.axis.iter_values()}, _shape(out)
+            _gather(k, ins[0], out, lambda ivs: [
+                k.subi(k.idx(shape[d] - 1), v) if d in axes else v for d, v in enumerate(ivs)
+            ])  # fmt: skip
+        case cinn.SliceOp():
+            starts = [lo for lo, _ in op.bounds()]
+            _gather(k, ins[0], out, lambda ivs: [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(ivs, starts)])
+        case cinn.TransposeOp():
+            perm = [int(v) for v in op.axis.iter_values()]
+            _gather(k, ins[0], out, lambda ivs: [ivs[perm.index(d)] for d in range(len(perm))])
+        case _:
+            raise NotImplementedError(op.name)
+
+
+def lower_op(op: Operation, name: str) -> func.FuncOp:
+    """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
+    arg_types = [memref_type(v.type) for v in (*op.operands, *op.results)]
+    k = KernelBuilder(name, arg_types)
+    ins, outs = k.args[: len(op.operands)], k.args[len(op.operands) :]
+    for arg, value in zip(k.args, (*op.operands, *op.results)):
+        if value.name_hint:
+            arg.name_hint = value.name_hint
+    # The element type the op computes in: its first operand's (its result's for ConstScalar).
+    source = op.operands[1] if isinstance(op, cinn.SelectOp) else (op.operands or op.results)[0]
+    assert isinstance(source.type, TensorType)
+    s = Scalar(k, source.type.element_type)
+    if isinstance(op, cinn.UnaryOp):
+        _elementwise(k, ins, outs[0], lambda x: unary(s, op, x))
+    elif type(op) in BINARY:
+        _elementwise(k, ins, outs[0], lambda a, b: BINARY[type(op)](s, a, b))
+    else:
+        _complex(k, op, s, ins, outs)
+    return k.finish()
+
+
+@dataclass(frozen=True)
+class ConvertCinnToLoopsPass(ModulePass):
+    """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring)."""
+
+    name = "convert-cinn-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in list(op.ops):
+            if not isinstance(function, func.FuncOp):
+                continue
+            ops = cinn_ops(function)
+            if not ops:
+                continue
+            kernels = [lower_op(o, kernel_name(function.sym_name.data, i, o)) for i, o in enumerate(ops)]
+            op.body.block.insert_ops_before(kernels, function)
+            function.detach()
+            function.erase()
+

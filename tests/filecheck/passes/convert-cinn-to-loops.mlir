@@ -1,0 +1,88 @@
+// RUN: cvm-opt %s -p convert-cinn-to-loops | filecheck %s
+
+// One kernel per cinn op, named <function>_<position>_<mnemonic>, taking the operands then the results as
+// memrefs; the function itself is gone.
+
+func.func @net(%x: tensor<4x8xf32>, %u: tensor<8xui8>, %i: tensor<4x8xi32>) -> tensor<4xf32> {
+  %zero = cinn.const_scalar 0.000000e+00 : f32
+  %0 = cinn.max %x, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %1 = cinn.reduce sum %0 {dim = array<i64: 1>, keep_dim = false} : (tensor<4x8xf32>) -> tensor<4xf32>
+  %2 = cinn.right_shift %u, %u : (tensor<8xui8>, tensor<8xui8>) -> tensor<8xui8>
+  %3 = cinn.compare lt %u, %u : (tensor<8xui8>, tensor<8xui8>) -> tensor<8xi1>
+  %4 = cinn.floor_mod %i, %i : (tensor<4x8xi32>, tensor<4x8xi32>) -> tensor<4x8xi32>
+  %5 = cinn.is_nan %x : (tensor<4x8xf32>) -> tensor<4x8xi1>
+  %6 = cinn.transpose %x {axis = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  func.return %1 : tensor<4xf32>
+}
+
+// CHECK-NOT:  func.func @net(
+// A constant stores into a rank-0 memref.
+// CHECK-LABEL: func.func @net_0_const_scalar(%zero: memref<f32>) {
+// CHECK-NEXT:    %[[C:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    memref.store %[[C]], %zero[] : memref<f32>
+// CHECK-NEXT:    func.return
+
+// Element-wise: one scf.parallel; the rank-0 operand broadcasts (loaded at []).
+// CHECK-LABEL: func.func @net_1_max(%x: memref<4x8xf32>, %zero: memref<f32>, %{{.*}}: memref<4x8xf32>) {
+// CHECK:         "scf.parallel"
+// CHECK-NEXT:    ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[A:.*]] = memref.load %x[%[[I]], %[[J]]] : memref<4x8xf32>
+// CHECK-NEXT:      %[[B:.*]] = memref.load %zero[] : memref<f32>
+// CHECK-NEXT:      %[[M:.*]] = arith.maximumf %[[A]], %[[B]] : f32
+// CHECK-NEXT:      memref.store %[[M]], %{{.*}}[%[[I]], %[[J]]] : memref<4x8xf32>
+// CHECK-NEXT:      scf.reduce
+
+// A reduction: parallel over the kept axis, scf.for with iter_args over the reduced one.
+// CHECK-LABEL: func.func @net_2_reduce(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4xf32>) {
+// CHECK:         "scf.parallel"
+// CHECK:           %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[Z]]) -> (f32) {
+// CHECK:             %[[N:.*]] = arith.addf %[[ACC]], %{{.*}} : f32
+// CHECK-NEXT:        scf.yield %[[N]] : f32
+// CHECK:           memref.store %[[S]]
+
+// ui8 is stored as i8; its ops are the unsigned ones.
+// CHECK-LABEL: func.func @net_3_right_shift(%u: memref<8xi8>, %u_1: memref<8xi8>, %{{.*}}: memref<8xi8>) {
+// CHECK:           arith.shrui %{{.*}}, %{{.*}} : i8
+// CHECK-LABEL: func.func @net_4_compare(%u: memref<8xi8>, %u_1: memref<8xi8>, %{{.*}}: memref<8xi1>) {
+// CHECK:           arith.cmpi ult, %{{.*}}, %{{.*}} : i8
+
+// FloorMod: the C remainder, plus the divisor where the signs differ.
+// CHECK-LABEL: func.func @net_5_floor_mod(
+// CHECK:           %[[R:.*]] = arith.remsi %[[X:.*]], %[[Y:.*]] : i32
+// CHECK-NEXT:      %[[RN:.*]] = arith.cmpi slt, %[[R]], %{{.*}} : i32
+// CHECK-NEXT:      %[[YN:.*]] = arith.cmpi slt, %[[Y]], %{{.*}} : i32
+// CHECK-NEXT:      %[[OTHER:.*]] = arith.xori %[[RN]], %[[YN]] : i1
+// CHECK-NEXT:      %[[NZ:.*]] = arith.cmpi ne, %[[R]], %{{.*}} : i32
+// CHECK-NEXT:      %[[FIX:.*]] = arith.andi %[[NZ]], %[[OTHER]] : i1
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[R]], %[[Y]] : i32
+// CHECK-NEXT:      arith.select %[[FIX]], %[[SUM]], %[[R]] : i32
+
+// Float predicates xDSL lacks are generic math ops.
+// CHECK-LABEL: func.func @net_6_is_nan(
+// CHECK:           "math.isnan"(%{{.*}}) : (f32) -> i1
+
+// Transpose gathers: out[i, j] = x[j, i].
+// CHECK-LABEL: func.func @net_7_transpose(%x: memref<4x8xf32>, %{{.*}}: memref<8x4xf32>) {
+// CHECK:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[V:.*]] = memref.load %x[%[[J]], %[[I]]] : memref<4x8xf32>
+// CHECK-NEXT:      memref.store %[[V]], %{{.*}}[%[[I]], %[[J]]] : memref<8x4xf32>
+
+// A convolution: one output element per parallel iteration, the taps in scf.for, loads guarded by scf.if.
+func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32> {
+  %y = cinn.conv forward NCHW EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32>
+  func.return %y : tensor<1x3x5x5xf32>
+}
+
+// CHECK-LABEL: func.func @conv_0_conv(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x5x5xf32>) {
+// CHECK:         "scf.parallel"
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               scf.for
+// CHECK:                 %{{.*}} = scf.if %{{.*}} -> (f32) {
+// CHECK:                   memref.load %x
+// CHECK:                   memref.load %w
+// CHECK:                   arith.mulf
+// CHECK:                   arith.addf
+// CHECK:                 } else {
+// CHECK:           memref.store %{{.*}}, %y
