@@ -682,10 +682,10 @@ class _KernelEmitter:
     @_handles("memref.store")
     def _store(self, op: Operation) -> None:
         value_ssa, memref_value, *indices = op.operands
-        address, ty = self._access(memref_value, indices)
         value = self.values[value_ssa]
         if value.type == _I1:
             value = self.b.zext(value, _I8)
+        address, ty = self._access(memref_value, indices)
         self.b.store(value, address, align=_byte_size(ty))
 
     def _buffer_bytes(self, t: MemRefType) -> int:
@@ -757,8 +757,8 @@ class _KernelEmitter:
             for n in shape:
                 count *= n
             memcpy = self.mod.function("llvm.memcpy.p0.p0.i64", _VOID, [_PTR, _PTR, _I64, _I1])
-            src = self.b.gep(self.values[source], [_const(_I64, src_offset)], inbounds=True, source_etype=ty)
-            dst = self.b.gep(self.values[target], [_const(_I64, dst_offset)], inbounds=True, source_etype=ty)
+            src = self._address(src_t, self.values[source], [])
+            dst = self._address(dst_t, self.values[target], [])
             self.b.call(memcpy, [dst, src, _const(_I64, count * size), _const(_I1, 0)])
             return
         src_base, dst_base = self.values[source], self.values[target]

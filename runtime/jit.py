@@ -138,24 +138,38 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "cvmc"
 
 
+# A cache file is this magic, the SHA-256 of the object, then the object: LLVM crashes on a damaged object file,
+# so one whose digest does not match is ignored (and rewritten).
+_CACHE_MAGIC = b"cvmc-obj-1\n"
+
+
 def _read_cache(path: Path) -> bytes | None:
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    return data or None
+    header = len(_CACHE_MAGIC) + 32
+    if not data.startswith(_CACHE_MAGIC) or len(data) <= header:
+        return None
+    obj = data[header:]
+    if hashlib.sha256(obj).digest() != data[len(_CACHE_MAGIC) : header]:
+        return None
+    return obj
 
 
-def _write_cache(path: Path, data: bytes) -> None:
-    """Write atomically (a temporary file, then rename), so that a reader never sees half an object."""
+def _write_cache(path: Path, obj: bytes) -> None:
+    """Write atomically (a temporary file, then rename), so that a reader never sees half a file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    except OSError:
+        return  # the cache is an optimization; a read-only or full disk only costs time
+    try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(_CACHE_MAGIC + hashlib.sha256(obj).digest() + obj)
         os.replace(tmp, path)
     except OSError:
-        pass  # the cache is an optimization; a read-only or full disk only costs time
+        Path(tmp).unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------------------------------------------

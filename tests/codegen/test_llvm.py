@@ -612,3 +612,27 @@ func.func @k(%a: memref<4xi32, strided<[?], offset: 0>>) {
 }"""
     with pytest.raises(CVMRuntimeError, match="expected static strides and offset"):
         emit_llvm(parse_loop_level(text))
+
+
+def test_scf_if_without_else_and_copy_between_offsets():
+    text = """
+func.func @clip_copy(%a: memref<2x6xi32>, %out: memref<6xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %lim = arith.constant 3 : i32
+  %row = memref.subview %a[1, 0] [1, 6] [1, 1] : memref<2x6xi32> to memref<6xi32, strided<[1], offset: 6>>
+  "memref.copy"(%row, %out) : (memref<6xi32, strided<[1], offset: 6>>, memref<6xi32>) -> ()
+  scf.for %i = %c0 to %c6 step %c1 {
+    %x = memref.load %out[%i] : memref<6xi32>
+    %big = arith.cmpi sgt, %x, %lim : i32
+    scf.if %big {
+      memref.store %lim, %out[%i] : memref<6xi32>
+    }
+  }
+  func.return
+}"""
+    a = np.arange(12, dtype=np.int32).reshape(2, 6) - 4
+    out = np.zeros(6, np.int32)
+    compile_text(text)["clip_copy"](a, out)
+    np.testing.assert_array_equal(out, np.minimum(a[1], 3))
