@@ -1,0 +1,186 @@
+"""`convert-cvm-to-loops`: a function of `cvm` ops on tensors -> loop-level kernels over memrefs and a host plan.
+
+The function `@main` (as `graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators,
+the heads returned) becomes:
+
+- one `memref.global` per param that some kernel reads (`constant`, its values);
+- one kernel `func.func` per fused group (`cvm_loops_plan`), with memref arguments only; groups that compute the
+  same thing on the same argument types share one kernel;
+- a host `func.func @main(%data, %arena)` returning the heads: `memref.view`s of the byte arena at the planned
+  offsets, `memref.reinterpret_cast`s to the strided view each kernel reads, and one `func.call` per group in
+  execution order. Views (reshape, transpose, slices, broadcast operands) exist only as these layouts.
+
+    func.func @main(%data: memref<1x4xi32>, %arena: memref<64xi8>) -> memref<1x4xi32> {
+      %0 = memref.view %arena[%c0][] : memref<64xi8> to memref<4xi32>
+      %1 = memref.reinterpret_cast %0 to offset: [0], sizes: [1, 4], strides: [4, 1] : ...
+      func.call @relu_cvm_right_shift(%1, %data) : (memref<1x4xi32>, memref<1x4xi32>) -> ()
+      func.return %1 : memref<1x4xi32>
+    }
+
+The kernels follow the loop level contract (`codegen/llvm.py` compiles them); the host `@main` is read by the
+runtime (`cvmc.runtime.cpu`), which allocates the arena once and calls the kernels in order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i8,
+    i32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
+from cvmc.passes.cvm_loops_kernels import KernelArg, build_kernel, kernel_call, kernel_name
+from cvmc.passes.cvm_loops_plan import Net, Node, Plan, Tensor, group_work, plan
+from cvmc.passes.cvm_loops_views import Layout
+
+_SYMBOL = re.compile(r"[^A-Za-z0-9_]")
+
+
+def net_from_function(main: func.FuncOp) -> tuple[Net, dict[int, np.ndarray]]:
+    """The network of a cvm function and its params' values by tensor id."""
+    tensors: list[Tensor] = []
+    ids: dict[SSAValue, int] = {}
+    values: dict[int, np.ndarray] = {}
+
+    def add(v: SSAValue, kind: str, name: str = "") -> int:
+        shape, prec = tensor_shape(v.type), tensor_precision(v.type)
+        if shape is None or prec is None:
+            raise PassFailedException(f"expected a static shape and a precision, got {v.type}; run "
+                                      "cvm-infer-shapes and cvm-infer-precision first")
+        ids[v] = len(tensors)
+        tensors.append(Tensor(shape, prec, kind, name))
+        return ids[v]
+
+    block = main.body.block
+    for arg in block.args:
+        add(arg, "input", "data")
+    nodes: list[Node] = []
+    heads: list[int] = []
+    for op in block.ops:
+        if isinstance(op, ParamOp):
+            values[add(op.result, "param", op.param_name.data)] = op.array()
+        elif isinstance(op, CvmOperator):
+            inputs = [ids[v] for v in op.operands]
+            nodes.append(Node(op.op_name, cvm_attrs(op), inputs, [add(r, "op") for r in op.results]))
+        elif isinstance(op, func.ReturnOp):
+            heads = [ids[v] for v in op.arguments]
+        else:
+            raise PassFailedException(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
+    return Net(tensors, nodes, heads), values
+
+
+@dataclass
+class _Host:
+    """The host function under construction: one root value per buffer, one view per (buffer, type)."""
+
+    block: Block
+    roots: dict[int, SSAValue]
+    views: dict[tuple[int, MemRefType], SSAValue]
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def view(self, arg: KernelArg) -> SSAValue:
+        t = arg.layout.memref_type(i32)
+        key = (arg.buffer, t)
+        if key not in self.views:
+            root = self.roots[arg.buffer]
+            if root.type == t:
+                self.views[key] = root
+            else:
+                c = arg.layout.canonical()
+                self.views[key] = self.add(memref.ReinterpretCastOp(root, [], [], [], [c.offset], c.shape, c.strides,
+                                                                    t))
+        return self.views[key]
+
+
+def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
+    """The globals, kernels and host `@main` of a plan."""
+    net = p.net
+    calls = [kernel_call(p, g) for g in p.groups]
+    kernels: dict[tuple[object, ...], str] = {}
+    out: list[Operation] = []
+    for call in calls:
+        if call.key not in kernels:
+            name = kernel_name(call.group, set(kernels.values()))
+            kernels[call.key] = name
+            out.append(build_kernel(name, call))
+
+    used = {a.buffer for c in calls for a in c.args} | {p.refs[t].buffer for t in net.heads}
+    input_buffer = next((i for i, b in enumerate(p.buffers) if b.kind == "input"), None)
+    arg_types: list[MemRefType] = []
+    if input_buffer is not None:
+        arg_types.append(Layout.contiguous(net.tensors[p.buffers[input_buffer].tensor].shape).memref_type(i32))
+    arena_type = MemRefType(i8, [p.arena_bytes])
+    arg_types.append(arena_type)
+    block = Block(arg_types=arg_types)
+    if input_buffer is not None:
+        block.args[0].name_hint = "data"
+    arena = block.args[-1]
+    arena.name_hint = "arena"
+    host = _Host(block, {}, {})
+    if input_buffer is not None:
+        host.roots[input_buffer] = block.args[0]
+    globals_: list[Operation] = []
+    for bid, b in enumerate(p.buffers):
+        if bid not in used:
+            continue
+        if b.kind == "param":
+            tid = b.tensor
+            shape, name = net.tensors[tid].shape, net.tensors[tid].name
+            t = MemRefType(i32, shape)
+            symbol = f"param_{bid}_{_SYMBOL.sub('_', name)}"
+            data = np.ascontiguousarray(params[tid], dtype="<i4")
+            dense = DenseIntOrFPElementsAttr(TensorType(i32, shape), BytesAttr(data.tobytes()))
+            globals_.append(memref.GlobalOp.get(StringAttr(symbol), t, dense, constant=UnitAttr()))
+            host.roots[bid] = host.add(memref.GetGlobalOp(symbol, t))
+            host.roots[bid].name_hint = _SYMBOL.sub("_", name) or None
+        elif b.kind == "arena":
+            shift = host.add(arith.ConstantOp(IntegerAttr(b.offset, IndexType())))
+            host.roots[bid] = host.add(memref.ViewOp(arena, shift, [], MemRefType(i32, [b.elements])))
+    for call in calls:
+        op = func.CallOp(kernels[call.key], [host.view(a) for a in call.args], [])
+        op.attributes["cvm.work"] = IntegerAttr(group_work(net, call.group), 64)
+        host.block.add_op(op)
+    results = [host.view(KernelArg(p.refs[t].buffer, p.refs[t].layout)) for t in net.heads]
+    host.block.add_op(func.ReturnOp(*results))
+    main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
+    main.attributes["cvm.intermediate_bytes"] = IntegerAttr(p.intermediate_bytes, 64)
+    return [*globals_, *out, main]
+
+
+@dataclass(frozen=True)
+class ConvertCvmToLoopsPass(ModulePass):
+    """Lower the cvm function `@main` to loop-level kernels, param globals and a host `@main`."""
+
+    name = "convert-cvm-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        mains = [f for f in op.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main"]
+        if len(mains) != 1:
+            raise PassFailedException("expected one function @main of cvm ops")
+        main = mains[0]
+        net, params = net_from_function(main)
+        new_ops = lower(plan(net), params)
+        main.detach()
+        main.erase()
+        op.body.block.add_ops(new_ops)

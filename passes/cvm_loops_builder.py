@@ -1,0 +1,251 @@
+"""A small builder for loop-level kernels: `func.func` over memrefs with `scf`, `memref` and `arith` inside.
+
+    k = KernelBuilder("add", [out_type, a_type, b_type])
+    out, a, b = k.args
+    def body(ivs):
+        k.store(k.addi(k.load(a, ivs), k.load(b, ivs)), out, ivs)
+    k.parallel(out_type.get_shape(), body)
+    func_op = k.finish()
+
+Constants are made once per kernel and hoisted to the entry block; loops take Python callbacks for their bodies.
+Integer helpers wrap the `arith` op of the same name; index values are `index`, tensor elements `i32`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, math, memref, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefType, i1, i32
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+INDEX = IndexType()
+Value = SSAValue
+
+
+class KernelBuilder:
+    """Builds one `func.func @name(args...)` with no results."""
+
+    def __init__(self, name: str, arg_types: Sequence[MemRefType]):
+        self.func = func.FuncOp(name, (list(arg_types), []))
+        self.block = self.func.body.block
+        self.args: tuple[Value, ...] = tuple(self.block.args)
+        self._b = Builder(InsertPoint.at_end(self.block))
+        self._consts: dict[tuple[int, Attribute], Value] = {}
+        self._const_ops: list[Operation] = []
+
+    # ---- structure -------------------------------------------------------------------------------------
+
+    def insert(self, op: Operation) -> Operation:
+        self._b.insert(op)
+        return op
+
+    def _fill(self, block: Block, body: Callable[[], Sequence[Value] | None],
+              terminator: Callable[[Sequence[Value]], Operation]) -> None:
+        """Build `body` at the end of `block`, then its terminator over the values it returns."""
+        saved = self._b
+        self._b = Builder(InsertPoint.at_end(block))
+        try:
+            self.insert(terminator(body() or ()))
+        finally:
+            self._b = saved
+
+    def for_(self, ub: int | Value, body: Callable[..., Sequence[Value] | None], lb: int | Value = 0,
+             step: int | Value = 1, inits: Sequence[Value] = ()) -> list[Value]:
+        """`scf.for %iv = lb to ub step step iter_args(inits)`; `body(iv, *carried)` returns the yielded values."""
+        block = Block(arg_types=[INDEX, *(v.type for v in inits)])
+        self._fill(block, lambda: body(*block.args), lambda ys: scf.YieldOp(*ys))
+        op = scf.ForOp(self.idx(lb), self.idx(ub), self.idx(step), list(inits), block)
+        self.insert(op)
+        return list(op.results)
+
+    def parallel(self, ubs: Sequence[int], body: Callable[[list[Value]], None]) -> None:
+        """`scf.parallel` over `[0, ub)` per dim (iterations independent); `body(ivs)`."""
+        block = Block(arg_types=[INDEX] * len(ubs))
+        self._fill(block, lambda: body(list(block.args)), lambda _: scf.ReduceOp())
+        zero, one = self.idx(0), self.idx(1)
+        self.insert(scf.ParallelOp([zero] * len(ubs), [self.idx(u) for u in ubs], [one] * len(ubs), Region(block)))
+
+    def loops(self, ubs: Sequence[int], body: Callable[[list[Value]], None], parallel: bool = False) -> None:
+        """A nest over `[0, ub)` per dim: one scf.parallel over the dims of size > 1 (its first dim is the one
+        a launch splits over threads), or nested scf.for."""
+        if parallel:
+            dims = [d for d, n in enumerate(ubs) if n != 1]
+            if not dims:
+                body([self.idx(0)] * len(ubs))
+                return
+
+            def inner(ivs: list[Value]) -> None:
+                full = [self.idx(0)] * len(ubs)
+                for d, iv in zip(dims, ivs):
+                    full[d] = iv
+                body(full)
+
+            self.parallel([ubs[d] for d in dims], inner)
+            return
+        ivs: list[Value] = []
+
+        def nest(d: int) -> None:
+            if d == len(ubs):
+                body(list(ivs))
+                return
+
+            def step(iv: Value) -> None:
+                ivs.append(iv)
+                nest(d + 1)
+                ivs.pop()
+
+            self.for_(ubs[d], step)
+
+        nest(0)
+
+    def if_(self, cond: Value, then: Callable[[], Sequence[Value] | None],
+            otherwise: Callable[[], Sequence[Value] | None] | None = None,
+            types: Sequence[Attribute] = ()) -> list[Value]:
+        """`scf.if` yielding values of `types` from both branches (an else branch is needed when types exist)."""
+        then_block = Block()
+        self._fill(then_block, then, lambda ys: scf.YieldOp(*ys))
+        else_region = Region()
+        if otherwise is not None:
+            else_block = Block()
+            self._fill(else_block, otherwise, lambda ys: scf.YieldOp(*ys))
+            else_region = Region(else_block)
+        op = scf.IfOp(cond, list(types), Region(then_block), else_region)
+        self.insert(op)
+        return list(op.results)
+
+    def finish(self) -> func.FuncOp:
+        self.insert(func.ReturnOp())
+        first = self.block.first_op
+        if self._const_ops:
+            assert first is not None
+            self.block.insert_ops_before(self._const_ops, first)
+        return self.func
+
+    # ---- values ----------------------------------------------------------------------------------------
+
+    def const(self, value: int, type: Attribute = i32) -> Value:
+        """A constant, made once per kernel at its entry (i32 values are wrapped to the signed range)."""
+        if isinstance(type, IntegerType):
+            bits = type.width.data
+            if bits > 1:
+                half = 1 << (bits - 1)
+                value = (value + half) % (2 * half) - half
+            else:
+                value = value & 1
+        key = (value, type)
+        if key not in self._consts:
+            op = arith.ConstantOp(IntegerAttr(value, type))
+            self._const_ops.append(op)
+            self._consts[key] = op.result
+        return self._consts[key]
+
+    def idx(self, value: int | Value) -> Value:
+        return self.const(value, INDEX) if isinstance(value, int) else value
+
+    def _bin(self, cls: type[Operation], a: Value | int, b: Value | int) -> Value:
+        ty = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
+        a = self.const(a, ty) if isinstance(a, int) else a
+        b = self.const(b, ty) if isinstance(b, int) else b
+        return self.insert(cls(a, b)).results[0]  # type: ignore[call-arg]
+
+    def constant_value(self, v: Value | int) -> int | None:
+        """The value of an int or of a constant this builder made, else None."""
+        if isinstance(v, int):
+            return v
+        op = v.owner
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            return op.value.value.data
+        return None
+
+    def addi(self, a: Value | int, b: Value | int) -> Value:
+        if self.constant_value(b) == 0 and isinstance(a, SSAValue):
+            return a
+        if self.constant_value(a) == 0 and isinstance(b, SSAValue):
+            return b
+        return self._bin(arith.AddiOp, a, b)
+
+    def subi(self, a: Value | int, b: Value | int) -> Value:
+        if self.constant_value(b) == 0 and isinstance(a, SSAValue):
+            return a
+        return self._bin(arith.SubiOp, a, b)
+
+    def muli(self, a: Value | int, b: Value | int) -> Value:
+        if self.constant_value(b) == 1 and isinstance(a, SSAValue):
+            return a
+        if self.constant_value(a) == 1 and isinstance(b, SSAValue):
+            return b
+        return self._bin(arith.MuliOp, a, b)
+
+    def divsi(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.DivSIOp, a, b)
+
+    def remsi(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.RemSIOp, a, b)
+
+    def maxsi(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.MaxSIOp, a, b)
+
+    def minsi(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.MinSIOp, a, b)
+
+    def shli(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.ShLIOp, a, b)
+
+    def shrsi(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.ShRSIOp, a, b)
+
+    def shrui(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.ShRUIOp, a, b)
+
+    def andi(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.AndIOp, a, b)
+
+    def ori(self, a: Value | int, b: Value | int) -> Value:
+        return self._bin(arith.OrIOp, a, b)
+
+    def cmpi(self, pred: str, a: Value | int, b: Value | int) -> Value:
+        ty = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
+        a = self.const(a, ty) if isinstance(a, int) else a
+        b = self.const(b, ty) if isinstance(b, int) else b
+        return self.insert(arith.CmpiOp(a, b, pred)).results[0]
+
+    def select(self, cond: Value, a: Value, b: Value) -> Value:
+        return self.insert(arith.SelectOp(cond, a, b)).results[0]
+
+    def absi(self, a: Value) -> Value:
+        return self.insert(math.AbsIOp(a)).results[0]
+
+    def extsi(self, a: Value, type: Attribute) -> Value:
+        return self.insert(arith.ExtSIOp(a, type)).results[0]
+
+    def extui(self, a: Value, type: Attribute) -> Value:
+        return self.insert(arith.ExtUIOp(a, type)).results[0]
+
+    def trunci(self, a: Value, type: Attribute) -> Value:
+        return self.insert(arith.TruncIOp(a, type)).results[0]
+
+    def index_cast(self, a: Value, type: Attribute) -> Value:
+        return self.insert(arith.IndexCastOp(a, type)).results[0]
+
+    def to_index(self, a: Value) -> Value:
+        return self.index_cast(a, INDEX)
+
+    def clip(self, a: Value, lo: int, hi: int) -> Value:
+        return self.minsi(self.maxsi(a, lo), hi)
+
+    # ---- memory ----------------------------------------------------------------------------------------
+
+    def load(self, mem: Value, ivs: Sequence[Value | int]) -> Value:
+        return self.insert(memref.LoadOp.get(mem, [self.idx(i) for i in ivs])).results[0]
+
+    def store(self, value: Value, mem: Value, ivs: Sequence[Value | int]) -> None:
+        self.insert(memref.StoreOp.get(value, mem, [self.idx(i) for i in ivs]))
+
+    def alloca(self, type: MemRefType) -> Value:
+        return self.insert(memref.AllocaOp.get(type.element_type, shape=type.get_shape())).results[0]
+
+
+__all__ = ["INDEX", "KernelBuilder", "Value", "i1", "i32"]

@@ -1,0 +1,116 @@
+"""One loop-level kernel per planned group: a `func.func` over memrefs whose body is the group's loop nest.
+
+A kernel's arguments are, in order: the group's outputs (fresh contiguous buffers), what it reads (views with
+their strided layouts: the anchor's inputs, then the epilogue's extras, broadcast to the output shape where an
+elementwise op reads them), then scratch buffers. Elementwise groups run over the collapsed index space of all
+their layouts (`collapse`), so a contiguous chain is one long loop that LLVM vectorizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, i32
+
+from cvmc.passes import cvm_loops_ops as ops
+from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
+from cvmc.passes.cvm_loops_plan import Group, Plan, group_inputs, operand_layouts
+from cvmc.passes.cvm_loops_views import Layout, collapse
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """What the host passes for one kernel argument: a view of a planned buffer."""
+
+    buffer: int
+    layout: Layout
+
+
+@dataclass
+class KernelCall:
+    """A group's kernel: its signature key (equal keys build equal kernels), arguments, and how to build it."""
+
+    group: Group
+    args: list[KernelArg]
+    types: list[MemRefType]
+    key: tuple[object, ...]
+
+
+def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
+    return tuple(sorted(attrs.items()))
+
+
+def kernel_call(plan: Plan, group: Group) -> KernelCall:
+    """The arguments of a group's kernel and its dedup key."""
+    net = plan.net
+    if group.kind == "copy":
+        outs = [Layout.contiguous(plan.refs[group.anchor.inputs[0]].layout.shape)]
+    else:
+        outs = [Layout.contiguous(net.tensors[t].shape) for t in group.outputs]
+    layouts = [*outs, *operand_layouts(plan, group), *(Layout.contiguous((plan.buffers[s].elements,))
+                                                          for s in group.scratch)]
+    if group.kind == "map":
+        layouts = collapse(layouts)
+    buffers = [plan.refs[t].buffer for t in group.outputs] + [plan.refs[t].buffer for t in group_inputs(group)]
+    buffers += group.scratch
+    args = [KernelArg(b, l) for b, l in zip(buffers, layouts)]
+    types = [l.memref_type(i32) for l in layouts]
+    nodes = tuple((n.op, _freeze(n.attrs)) for n in group.nodes)
+    steps = tuple(tuple(s.sources) for s in group.epilogue)
+    key = (group.kind, nodes, steps, tuple(types))
+    return KernelCall(group, args, types, key)
+
+
+def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
+    """The `func.func @name` of a group."""
+    group = call.group
+    k = KernelBuilder(name, call.types)
+    args = [ops.Arg(m, a.layout) for m, a in zip(k.args, call.args)]
+    n_out = 1 if group.kind == "copy" else len(group.outputs)
+    outs, rest = args[:n_out], args[n_out:]
+    n_in = len(group.anchor.inputs)
+    ins, extras = rest[:n_in], rest[n_in:n_in + len(group.extras)]
+    scratch = rest[n_in + len(group.extras):]
+    node = group.anchor
+
+    def epilogue(v: Value, ivs: list[Value]) -> Value:
+        for step in group.epilogue:
+            xs = [v if s is None else extras[s].load(k, ivs) for s in step.sources]
+            v = ops.scalar(k, step.node.op, step.node.attrs, xs)
+        return v
+
+    if group.kind == "map":
+        def body(ivs: list[Value]) -> None:
+            v = ops.scalar(k, node.op, node.attrs, [a.load(k, ivs) for a in ins])
+            k.store(epilogue(v, ivs), outs[0].mem, ivs)
+
+        k.loops(outs[0].layout.shape, body, parallel=True)
+    elif group.kind == "compute":
+        compute = ops.COMPUTE[node.op](k, node.attrs, ins, outs[0].layout.shape)
+        k.loops(outs[0].layout.shape, lambda ivs: k.store(epilogue(compute(ivs), ivs), outs[0].mem, ivs),
+                parallel=True)
+    elif group.kind == "concatenate":
+        ops.concatenate(k, node.attrs, outs[0], ins, epilogue)
+    elif group.kind == "copy":
+        ops.copy(k, outs[0], ins[0])
+    elif group.kind == "get_valid_counts":
+        ops.get_valid_counts(k, node.attrs, outs, ins)
+    elif group.kind == "non_max_suppression":
+        ops.non_max_suppression(k, node.attrs, outs, ins, scratch[0])
+    else:
+        raise AssertionError(f"unknown group kind {group.kind}")
+    return k.finish()
+
+
+def kernel_name(group: Group, taken: Container[str]) -> str:
+    """`conv2d`, `conv2d_cvm_right_shift_relu`, ... made unique with a counter."""
+    base = "_".join(n.op for n in group.nodes)
+    if len(base) > 48:
+        base = f"{group.anchor.op}_fused{len(group.epilogue)}"
+    name, i = base, 1
+    while name in taken:
+        name = f"{base}_{i}"
+        i += 1
+    return name

@@ -1,0 +1,481 @@
+"""The loop nests of the 37 CVM operators, bit for bit the reference interpreter (`cvmc.runtime.reference`).
+
+Three kinds of lowering:
+- elementwise ops are scalar functions (`scalar`) of i32 values: a kernel applies them inside one loop nest, and
+  a chain of them runs in the epilogue of the op that produces their input (fusion);
+- most other ops are a `compute(ivs) -> i32` of the output index (`COMPUTE`): the kernel loops over the output
+  shape in an `scf.parallel`, computes the element, runs the epilogue and stores it once;
+- concatenate, get_valid_counts, non_max_suppression and copies write their outputs themselves (`SPECIAL`).
+
+Arithmetic is int32 wrapping (`arith` is), widened to i64 only where the reference widens (non_max_suppression's
+areas); division and shifts rely on the loop level's total semantics. Indices are clipped where the reference
+clips (take, cvm_lut), windows read INT32_MIN (max_pool2d) or 0 (conv2d) outside the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import i1, i32, i64
+
+from cvmc.dialects import cvm_rules as rules
+from cvmc.passes.cvm_loops_builder import INDEX, KernelBuilder, Value
+from cvmc.passes.cvm_loops_views import Layout
+
+Attrs = dict[str, Any]
+INT32_MIN = -(1 << 31)
+INT64_MAX = (1 << 63) - 1
+
+# ---------------------------------------------------------------------------------------------------------
+# Elementwise operators: scalar functions of i32 values
+# ---------------------------------------------------------------------------------------------------------
+
+UNARY = frozenset({"relu", "abs", "negative", "cvm_precision", "clip", "cvm_clip", "cvm_right_shift",
+                   "cvm_left_shift"})
+BINARY = frozenset({"elemwise_add", "elemwise_sub", "broadcast_add", "broadcast_sub", "broadcast_mul",
+                    "broadcast_max", "broadcast_div", "broadcast_greater"})
+ELEMENTWISE = UNARY | BINARY | {"where"}
+
+
+def _bitlen(k: KernelBuilder, x: Value) -> Value:
+    """max(1, bitlen(|x|)) with |INT32_MIN| = 2^31 (unsigned), by a branch-free binary search."""
+    u = k.absi(x)
+    n = k.const(0)
+    for s in (16, 8, 4, 2, 1):
+        big = k.cmpi("uge", u, 1 << s)
+        n = k.select(big, k.addi(n, s), n)
+        u = k.select(big, k.shrui(u, s), u)
+    return k.maxsi(k.addi(n, u), 1)  # u is now 0 or 1
+
+
+def _clip_precision(k: KernelBuilder, x: Value, precision: int) -> Value:
+    bound = rules.precision_bound(precision)
+    return k.clip(x, -bound, bound)
+
+
+def scalar(k: KernelBuilder, op: str, a: Attrs, xs: Sequence[Value]) -> Value:
+    """One element of an elementwise operator, from its i32 operands."""
+    x = xs[0]
+    if op == "relu":
+        return k.maxsi(x, 0)
+    if op == "abs":
+        return k.absi(x)
+    if op == "negative":
+        return k.subi(0, x)
+    if op == "cvm_precision":
+        return _bitlen(k, x)
+    if op == "clip":
+        return k.clip(x, a["a_min"], a["a_max"])
+    if op == "cvm_clip":
+        return _clip_precision(k, x, a["precision"])
+    if op == "cvm_right_shift":
+        b = a["shift_bit"]
+        t = k.shrsi(x, b - 1) if b > 1 else x
+        return _clip_precision(k, k.shrsi(k.addi(t, 1), 1), a["precision"])
+    if op == "cvm_left_shift":
+        return _clip_precision(k, k.shli(x, a["shift_bit"]), a["precision"])
+    if op == "where":
+        return k.select(k.cmpi("ne", x, 0), xs[1], xs[2])
+    y = xs[1]
+    if op in ("elemwise_add", "broadcast_add"):
+        return k.addi(x, y)
+    if op in ("elemwise_sub", "broadcast_sub"):
+        return k.subi(x, y)
+    if op == "broadcast_mul":
+        return k.muli(x, y)
+    if op == "broadcast_max":
+        return k.maxsi(x, y)
+    if op == "broadcast_div":
+        return k.divsi(x, y)  # total: x / 0 == 0, INT32_MIN / -1 == INT32_MIN
+    if op == "broadcast_greater":
+        return k.extui(k.cmpi("sgt", x, y), i32)
+    raise AssertionError(f"not an elementwise operator: {op}")
+
+
+def operand_layout(op: str, index: int, layout: Layout, out_shape: tuple[int, ...]) -> Layout:
+    """How an elementwise operator reads operand `index` at each output index: broadcast to the output shape
+    (numpy's right alignment; `where`'s 1-D condition selects whole rows, so it aligns left)."""
+    if op == "where" and index == 0 and len(layout.shape) != len(out_shape):
+        pad = len(out_shape) - 1
+        layout = Layout(layout.shape + (1,) * pad, layout.strides + (0,) * pad, layout.offset)
+    return layout.broadcast_to(out_shape)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Operators computed per output element
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Arg:
+    """A memref argument of a kernel and the layout it was given."""
+
+    mem: Value
+    layout: Layout
+
+    def load(self, k: KernelBuilder, ivs: Sequence[Value | int]) -> Value:
+        return k.load(self.mem, ivs)
+
+
+Compute = Callable[[list[Value]], Value]
+ComputeFactory = Callable[[KernelBuilder, Attrs, list[Arg], tuple[int, ...]], Compute]
+COMPUTE: dict[str, ComputeFactory] = {}
+
+
+def _computes(*names: str) -> Callable[[ComputeFactory], ComputeFactory]:
+    def register(fn: ComputeFactory) -> ComputeFactory:
+        for n in names:
+            COMPUTE[n] = fn
+        return fn
+
+    return register
+
+
+def _in_range(k: KernelBuilder, i: Value, n: int) -> Value:
+    """0 <= i < n for an index i (one unsigned compare)."""
+    return k.cmpi("ult", i, n)
+
+
+def _clamp_index(k: KernelBuilder, i: Value, n: int) -> Value:
+    return k.minsi(k.maxsi(i, 0), n - 1)
+
+
+@_computes("conv2d")
+def _conv2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    x, w = ins[0], ins[1]
+    _, _, h, wd = x.layout.shape
+    oc_total, icg, kh, kw = w.layout.shape
+    ocg = oc_total // a["groups"]
+    (sh, sw), (ph, pw), (dh, dw) = a["strides"], a["padding"], a["dilation"]
+
+    def compute(ivs: list[Value]) -> Value:
+        n, oc, oh, ow = ivs
+        c0 = k.muli(k.divsi(oc, ocg), icg) if a["groups"] > 1 else k.idx(0)
+        ih0 = k.subi(k.muli(oh, sh), ph)
+        iw0 = k.subi(k.muli(ow, sw), pw)
+
+        def over_c(ic: Value, acc: Value) -> list[Value]:
+            c = k.addi(c0, ic)
+
+            def over_i(i: Value, acc: Value) -> list[Value]:
+                ih = k.addi(ih0, k.muli(i, dh))
+                row_ok = _in_range(k, ih, h)
+                ih_c = _clamp_index(k, ih, h)
+
+                def over_j(j: Value, acc: Value) -> list[Value]:
+                    iw = k.addi(iw0, k.muli(j, dw))
+                    ok = k.andi(row_ok, _in_range(k, iw, wd))
+                    v = k.select(ok, x.load(k, [n, c, ih_c, _clamp_index(k, iw, wd)]), k.const(0))
+                    return [k.addi(acc, k.muli(v, w.load(k, [oc, ic, i, j])))]
+
+                return k.for_(kw, over_j, inits=[acc])
+
+            return k.for_(kh, over_i, inits=[acc])
+
+        acc = k.for_(icg, over_c, inits=[k.const(0)])[0]
+        return k.addi(acc, ins[2].load(k, [oc])) if len(ins) > 2 else acc
+
+    return compute
+
+
+@_computes("dense")
+def _dense(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    x, w = ins[0], ins[1]
+    depth = x.layout.shape[1]
+
+    def compute(ivs: list[Value]) -> Value:
+        m, u = ivs
+        acc = k.for_(depth, lambda i, acc: [k.addi(acc, k.muli(x.load(k, [m, i]), w.load(k, [u, i])))],
+                     inits=[k.const(0)])[0]
+        return k.addi(acc, ins[2].load(k, [u])) if len(ins) > 2 else acc
+
+    return compute
+
+
+def pool_padding(a: Attrs) -> tuple[int, int]:
+    pad = a["padding"]
+    return (pad[0], pad[0]) if len(pad) == 1 else (pad[0], pad[1])
+
+
+@_computes("max_pool2d")
+def _max_pool2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    x = ins[0]
+    _, _, h, wd = x.layout.shape
+    (psh, psw), (sh, sw), (ph, pw) = a["pool_size"], a["strides"], pool_padding(a)
+
+    def compute(ivs: list[Value]) -> Value:
+        n, c, oh, ow = ivs
+        ih0 = k.subi(k.muli(oh, sh), ph)
+        iw0 = k.subi(k.muli(ow, sw), pw)
+
+        def over_i(i: Value, acc: Value) -> list[Value]:
+            ih = k.addi(ih0, i)
+            row_ok = _in_range(k, ih, h)
+            ih_c = _clamp_index(k, ih, h)
+
+            def over_j(j: Value, acc: Value) -> list[Value]:
+                iw = k.addi(iw0, j)
+                ok = k.andi(row_ok, _in_range(k, iw, wd))
+                v = x.load(k, [n, c, ih_c, _clamp_index(k, iw, wd)])
+                return [k.select(ok, k.maxsi(acc, v), acc)]  # padding cells are INT32_MIN: no change
+
+            return k.for_(psw, over_j, inits=[acc])
+
+        return k.for_(psh, over_i, inits=[k.const(INT32_MIN)])[0]
+
+    return compute
+
+
+@_computes("upsampling")
+def _upsampling(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    s = a["scale"]
+    return lambda ivs: ins[0].load(k, [ivs[0], ivs[1], k.divsi(ivs[2], s), k.divsi(ivs[3], s)])
+
+
+@_computes("repeat")
+def _repeat(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    ax = a["axis"] % len(out_shape)
+
+    def compute(ivs: list[Value]) -> Value:
+        src = list(ivs)
+        src[ax] = k.divsi(ivs[ax], a["repeats"])
+        return ins[0].load(k, src)
+
+    return compute
+
+
+@_computes("tile")
+def _tile(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    shape = ins[0].layout.shape
+    lead = len(out_shape) - len(shape)
+
+    def compute(ivs: list[Value]) -> Value:
+        src = [ivs[lead + d] if n == out_shape[lead + d] else k.remsi(ivs[lead + d], n) for d, n in enumerate(shape)]
+        return ins[0].load(k, src)
+
+    return compute
+
+
+@_computes("strided_slice")
+def _strided_slice(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    """Only slices with a negative stride get here (the others are views)."""
+    bounds = rules.strided_slice_bounds(ins[0].layout.shape, a["begin"], a["end"], a["stride"])
+    return lambda ivs: ins[0].load(k, [k.addi(k.muli(i, st), b) for i, (b, st, _) in zip(ivs, bounds)])
+
+
+def _load_flat(k: KernelBuilder, arg: Arg, flat: Value) -> Value:
+    """Element `flat` of the row-major order of `arg` (one load when the layout is 1-D)."""
+    shape = arg.layout.shape
+    if len(shape) == 1:
+        return arg.load(k, [flat])
+    ivs: list[Value] = []
+    rest = flat
+    for n in reversed(shape[1:]):
+        ivs.append(k.remsi(rest, n))
+        rest = k.divsi(rest, n)
+    ivs.append(rest)
+    return arg.load(k, list(reversed(ivs)))
+
+
+def flat_layout(layout: Layout) -> Layout:
+    """A 1-D view of a tensor when strides allow it, else the layout itself (read by unravelling)."""
+    return layout.reshape((layout.size,)) or layout
+
+
+def _clipped_index(k: KernelBuilder, v: Value, n: int) -> Value:
+    return k.to_index(k.clip(v, 0, n - 1))
+
+
+@_computes("take")
+def _take(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    data, idx = ins
+    if a["axis"] is None:
+        size = data.layout.size
+        return lambda ivs: _load_flat(k, data, _clipped_index(k, idx.load(k, ivs), size))
+    ax = a["axis"] % len(data.layout.shape)
+    m = len(idx.layout.shape)
+    n = data.layout.shape[ax]
+
+    def compute(ivs: list[Value]) -> Value:
+        j = _clipped_index(k, idx.load(k, ivs[ax:ax + m]), n)
+        return data.load(k, [*ivs[:ax], j, *ivs[ax + m:]])
+
+    return compute
+
+
+@_computes("cvm_lut")
+def _cvm_lut(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+    x, table = ins
+    size = table.layout.size
+    return lambda ivs: _load_flat(k, table, _clipped_index(k, x.load(k, ivs), size))
+
+
+def _reduce(start_zero: bool, combine: str) -> ComputeFactory:
+    def factory(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
+        x = ins[0]
+        shape = x.layout.shape
+        axes = rules.reduce_axes(shape, a["axis"], a["exclude"])
+        kept = [d for d in range(len(shape)) if d not in axes]
+        start = 0 if start_zero or (not a["axis"] and not a["exclude"]) else INT32_MIN
+
+        def compute(ivs: list[Value]) -> Value:
+            src: list[Value | None] = [None] * len(shape)
+            for j, d in enumerate(kept):
+                src[d] = ivs[d] if a["keepdims"] else ivs[j]
+
+            def nest(r: int, acc: Value) -> Value:
+                if r == len(axes):
+                    v = x.load(k, src)  # type: ignore[arg-type]
+                    return k.addi(acc, v) if combine == "add" else k.maxsi(acc, v)
+
+                def body(i: Value, acc: Value) -> list[Value]:
+                    src[axes[r]] = i
+                    return [nest(r + 1, acc)]
+
+                return k.for_(shape[axes[r]], body, inits=[acc])[0]
+
+            return nest(0, k.const(start))
+
+        return compute
+
+    return factory
+
+
+COMPUTE["sum"] = _reduce(True, "add")
+COMPUTE["max"] = _reduce(False, "max")
+
+
+def flat_inputs(op: str, a: Attrs) -> tuple[int, ...]:
+    """The inputs an operator reads by flat (row-major) index: given a 1-D view when strides allow it."""
+    if op == "take" and a["axis"] is None:
+        return (0,)
+    return (1,) if op == "cvm_lut" else ()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Operators that write their outputs themselves
+# ---------------------------------------------------------------------------------------------------------
+
+Epilogue = Callable[[Value, list[Value]], Value]
+
+
+def concatenate(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
+    """Each input copied into its slice of the output along axis."""
+    ax = a["axis"] % len(out.layout.shape)
+    start = 0
+    for arg in ins:
+        def body(ivs: list[Value], arg: Arg = arg, start: int = start) -> None:
+            dst = list(ivs)
+            if start:
+                dst[ax] = k.addi(ivs[ax], start)
+            k.store(epilogue(arg.load(k, ivs), dst), out.mem, dst)
+
+        k.loops(arg.layout.shape, body, parallel=True)
+        start += arg.layout.shape[ax]
+
+
+def copy(k: KernelBuilder, out: Arg, src: Arg) -> None:
+    """out = src element by element (the output given in the source's shape)."""
+    k.loops(src.layout.shape, lambda ivs: k.store(src.load(k, ivs), out.mem, ivs), parallel=True)
+
+
+def get_valid_counts(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[Arg]) -> None:
+    """count[b] and the rows with score > threshold compacted in order, then rows of -1."""
+    count, y = outs
+    x = ins[0]
+    nb, n, kk = x.layout.shape
+    minus_one = k.const(-1)
+
+    def batch(b: Value) -> None:
+        def row(r: Value, c: Value) -> list[Value]:
+            keep = k.cmpi("sgt", x.load(k, [b, r, 1]), a["score_threshold"])
+
+            def copy_row() -> None:
+                k.for_(kk, lambda q: k.store(x.load(k, [b, r, q]), y.mem, [b, c, q]))
+
+            k.if_(keep, copy_row)
+            return [k.select(keep, k.addi(c, 1), c)]
+
+        c = k.for_(n, row, inits=[k.idx(0)])[0]
+        k.for_(n, lambda r: k.for_(kk, lambda q: k.store(minus_one, y.mem, [b, r, q])), lb=c)
+        k.store(k.index_cast(c, i32), count.mem, [b])
+
+    k.for_(nb, batch)
+
+
+def _iou(k: KernelBuilder, p: list[Value], q: list[Value]) -> Value:
+    """FORMAL's 100 x overlap / union of corner boxes [x1, y1, x2, y2] (spec section 5), as i64."""
+    def area(r: list[Value]) -> Value:
+        return k.muli(k.extsi(k.subi(r[2], r[0]), i64), k.extsi(k.subi(r[3], r[1]), i64))
+
+    total = k.addi(area(p), area(q))
+    w = k.maxsi(k.subi(k.minsi(p[2], q[2]), k.maxsi(p[0], q[0])), 0)
+    h = k.maxsi(k.subi(k.minsi(p[3], q[3]), k.maxsi(p[1], q[1])), 0)
+    overlap = k.muli(k.extsi(w, i64), k.extsi(h, i64))
+    union = k.subi(total, overlap)
+    big = k.cmpi("sgt", overlap, INT64_MAX // 100)
+    ratio = k.select(big, k.divsi(overlap, k.maxsi(k.divsi(union, 100), 1)), k.divsi(k.muli(overlap, 100), union))
+    empty = k.ori(k.cmpi("sle", total, 0), k.cmpi("sle", union, 0))
+    return k.select(empty, k.const(0, i64), ratio)
+
+
+def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[Arg], order: Arg) -> None:
+    """Per batch: stable sort of the first T rows by score (descending) into `order`, then the greedy walk of
+    spec section 5; kept rows first, then rows of -1."""
+    (y,) = outs
+    x, valid = ins
+    nb, n, kk = x.layout.shape
+    minus_one = k.const(-1)
+    thr = a["iou_threshold"]
+
+    def batch(b: Value) -> None:
+        t = k.to_index(k.clip(valid.load(k, [b]), 0, n))
+
+        def rank_of(i: Value) -> None:
+            si = x.load(k, [b, i, 1])
+
+            def count(j: Value, r: Value) -> list[Value]:
+                sj = x.load(k, [b, j, 1])
+                before = k.ori(k.cmpi("sgt", sj, si), k.andi(k.cmpi("eq", sj, si), k.cmpi("slt", j, i)))
+                return [k.addi(r, k.extui(before, i32))]
+
+            r = k.for_(t, count, inits=[k.const(0)])[0]
+            k.store(k.index_cast(i, i32), order.mem, [k.to_index(r)])
+
+        k.for_(t, rank_of)
+        walk = t if a["top_k"] < 0 else k.minsi(t, a["top_k"])
+        limit = t if a["max_output_size"] < 0 else k.minsi(t, a["max_output_size"])
+
+        def visit(p: Value, kept: Value) -> list[Value]:
+            i = k.to_index(order.load(k, [p]))
+            cls = x.load(k, [b, i, 0])
+            active = k.andi(k.cmpi("slt", kept, limit), k.cmpi("sge", cls, 0))
+
+            def try_keep() -> list[Value]:
+                box = [x.load(k, [b, i, 2 + c]) for c in range(4)]
+
+                def against(q: Value, sup: Value) -> list[Value]:
+                    other = [y.load(k, [b, q, 2 + c]) for c in range(4)]
+                    hit = k.cmpi("sge", _iou(k, other, box), thr)
+                    if not a["force_suppress"]:
+                        hit = k.andi(hit, k.cmpi("eq", y.load(k, [b, q, 0]), cls))
+                    return [k.ori(sup, hit)]
+
+                suppressed = k.for_(kept, against, inits=[k.const(0, i1)])[0]
+                keep = k.cmpi("eq", suppressed, k.const(0, i1))
+
+                def store_row() -> None:
+                    k.for_(kk, lambda c: k.store(x.load(k, [b, i, c]), y.mem, [b, kept, c]))
+
+                k.if_(keep, store_row)
+                return [k.select(keep, k.addi(kept, 1), kept)]
+
+            return k.if_(active, try_keep, lambda: [kept], [INDEX])
+
+        kept = k.for_(walk, visit, inits=[k.idx(0)])[0]
+        k.for_(n, lambda r: k.for_(kk, lambda c: k.store(minus_one, y.mem, [b, r, c])), lb=kept)
+
+    k.for_(nb, batch)
+

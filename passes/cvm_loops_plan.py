@@ -1,0 +1,348 @@
+"""From a CVM network to a plan: views, fused groups, a schedule and buffers placed in one arena.
+
+`plan(net)` decides, without building any IR:
+- which tensors are views of another tensor's buffer (reshape, flatten, expand_dims, squeeze, transpose,
+  positive-stride strided_slice, slice_like, an identity sum/max): a `Ref` (base buffer, strided layout), no kernel;
+- groups: one anchor operator plus the chain of elementwise operators fused into its epilogue (an elementwise
+  consumer joins the group of its input when it is that tensor's only consumer and the tensor is not a head);
+  each group is one kernel call and writes one fresh buffer per output;
+- buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
+  arena by first fit, largest buffer first, 64-byte aligned. The model's own storage_id is never used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+from cvmc.dialects import cvm_rules as rules
+from cvmc.passes import cvm_loops_ops as ops
+from cvmc.passes.cvm_loops_views import Layout
+
+Attrs = dict[str, Any]
+ALIGN = 64
+ELEMENT_BYTES = 4  # every CVM tensor is int32
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The network
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tensor:
+    """A value of the network: the input (`kind == "input"`), a param, or an operator's output."""
+
+    shape: tuple[int, ...]
+    precision: int
+    kind: str = "op"  # "input", "param" or "op"
+    name: str = ""
+
+
+@dataclass
+class Node:
+    """One operator: typed attributes (`cvm_rules`), input and output tensor ids."""
+
+    op: str
+    attrs: Attrs
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclass
+class Net:
+    tensors: list[Tensor]
+    nodes: list[Node]  # topological order
+    heads: list[int]
+
+
+def value_bits(net: Net) -> list[int]:
+    """A sound bound on each tensor's values, as a precision (|x| <= 2^(p-1) - 1).
+
+    The declared precision is sound for every operator but three: `where` takes its precision from the
+    condition while its values come from x and y, and get_valid_counts / non_max_suppression fill rows with -1
+    (beyond precision 1). Conv2d and dense use it to decide whether products fit 16 bits."""
+    bits = [t.precision for t in net.tensors]
+    for node in net.nodes:
+        if node.op == "where":
+            bits[node.outputs[0]] = max(bits[node.inputs[1]], bits[node.inputs[2]])
+        elif node.op in ("get_valid_counts", "non_max_suppression"):
+            bits[node.outputs[-1]] = max(bits[node.outputs[-1]], 2)
+        elif node.op == "broadcast_greater":
+            bits[node.outputs[0]] = max(bits[node.outputs[0]], 2)
+    return bits
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Buffer:
+    """A base allocation: the input, a param, or an arena slot (`offset` in bytes)."""
+
+    kind: str  # "input", "param" or "arena"
+    elements: int
+    tensor: int = -1  # the input's or param's tensor id
+    offset: int = 0
+    first: int = 0  # the step that writes it
+    last: int = 0  # the last step that reads it
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * ELEMENT_BYTES
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A tensor as a strided layout over a base buffer."""
+
+    buffer: int
+    layout: Layout
+
+
+@dataclass
+class Step:
+    """One elementwise operator of a group's epilogue: its operands are the running value (None) or extra
+    kernel inputs (indices into `Group.extras`)."""
+
+    node: Node
+    sources: list[int | None]
+
+
+@dataclass
+class Group:
+    """One kernel call: an anchor operator, its epilogue, and the refs it reads and writes."""
+
+    anchor: Node
+    kind: str  # "map", "compute", "concatenate", "copy", "get_valid_counts", "non_max_suppression"
+    epilogue: list[Step] = field(default_factory=list)
+    extras: list[int] = field(default_factory=list)  # tensor ids read by the epilogue
+    outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
+    scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [self.anchor, *(s.node for s in self.epilogue)]
+
+    @property
+    def fusable(self) -> bool:
+        return self.kind in ("map", "compute", "concatenate")
+
+
+@dataclass
+class Plan:
+    net: Net
+    refs: dict[int, Ref]  # tensor id -> where it lives
+    buffers: list[Buffer]
+    groups: list[Group]  # in execution order
+    arena_bytes: int
+
+    @property
+    def intermediate_bytes(self) -> int:
+        """The bytes of every operator output of the network (what a plan without reuse would allocate)."""
+        produced = {t for n in self.net.nodes for t in n.outputs}
+        return sum(prod(self.net.tensors[t].shape) * ELEMENT_BYTES for t in produced)
+
+
+VIEW_OPS = frozenset({"reshape", "flatten", "expand_dims", "squeeze", "transpose", "strided_slice",
+                      "slice_like"})
+
+
+def _view(node: Node, src: Layout, out_shape: tuple[int, ...]) -> Layout | None:
+    """The layout of a view operator's output over its input's buffer, or None when it needs a kernel."""
+    op, a = node.op, node.attrs
+    if op == "transpose":
+        return src.permute(rules.transpose_axes(a["axes"], len(src.shape)))
+    if op == "strided_slice":
+        return src.slice(rules.strided_slice_bounds(src.shape, a["begin"], a["end"], a["stride"]))
+    if op == "slice_like":
+        return src.slice([(0, 1, n) for n in out_shape])
+    if op in ("sum", "max"):  # exclude=true listing every axis: the identity
+        return src.reshape(out_shape)
+    return src.reshape(out_shape)
+
+
+def _is_identity_reduce(node: Node, shape: tuple[int, ...]) -> bool:
+    a = node.attrs
+    return node.op in ("sum", "max") and not rules.reduce_axes(shape, a["axis"], a["exclude"])
+
+
+def _live_nodes(net: Net) -> list[Node]:
+    """The nodes some head depends on, in order."""
+    needed = set(net.heads)
+    live: list[Node] = []
+    for node in reversed(net.nodes):
+        if any(t in needed for t in node.outputs):
+            live.append(node)
+            needed.update(node.inputs)
+    return live[::-1]
+
+
+def plan(net: Net) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network."""
+    nodes = _live_nodes(net)
+    consumers: dict[int, int] = {}
+    for node in nodes:
+        for t in set(node.inputs):
+            consumers[t] = consumers.get(t, 0) + 1
+    heads = set(net.heads)
+
+    buffers: list[Buffer] = []
+    refs: dict[int, Ref] = {}
+    for tid, t in enumerate(net.tensors):
+        if t.kind in ("input", "param"):
+            refs[tid] = Ref(len(buffers), Layout.contiguous(t.shape))
+            buffers.append(Buffer(t.kind, prod(t.shape), tid))
+
+    groups: list[Group] = []
+    position: list[int] = []  # index in `nodes` of each group's last member
+    open_group: dict[int, int] = {}  # tensor id -> group whose current output it is
+
+    def new_buffer(shape: tuple[int, ...]) -> Ref:
+        buffers.append(Buffer("arena", prod(shape)))
+        return Ref(len(buffers) - 1, Layout.contiguous(shape))
+
+    for pos, node in enumerate(nodes):
+        out_shape = net.tensors[node.outputs[0]].shape
+        if node.op in VIEW_OPS or _is_identity_reduce(node, net.tensors[node.inputs[0]].shape):
+            src = refs[node.inputs[0]]
+            layout = _view(node, src.layout, out_shape)
+            if layout is not None:
+                refs[node.outputs[0]] = Ref(src.buffer, layout)
+                continue
+        if node.op in ops.ELEMENTWISE:
+            g = _fusion_target(node, net, refs, open_group, consumers, heads, groups)
+            if g is not None:
+                group = groups[g]
+                running = group.outputs[0]
+                sources: list[int | None] = []
+                for t in node.inputs:
+                    if t == running:
+                        sources.append(None)
+                    else:
+                        sources.append(len(group.extras))
+                        group.extras.append(t)
+                group.epilogue.append(Step(node, sources))
+                group.outputs = [node.outputs[0]]
+                refs[node.outputs[0]] = refs.pop(running)  # same shape: the buffer carries over
+                open_group[node.outputs[0]] = open_group.pop(running)
+                position[g] = pos
+                continue
+        kind = _kind(node)
+        group = Group(node, kind, outputs=list(node.outputs))
+        for t in node.outputs:
+            refs[t] = new_buffer(net.tensors[t].shape)
+        if kind == "non_max_suppression":
+            group.scratch.append(new_buffer((net.tensors[node.inputs[0]].shape[1],)).buffer)
+        groups.append(group)
+        position.append(pos)
+        if group.fusable:
+            open_group[node.outputs[0]] = len(groups) - 1
+
+    order = sorted(range(len(groups)), key=lambda g: position[g])
+    groups = [groups[g] for g in order]
+    return _place(net, refs, buffers, groups, heads)
+
+
+def _kind(node: Node) -> str:
+    if node.op in ops.ELEMENTWISE:
+        return "map"
+    if node.op in ops.COMPUTE:
+        return "compute"
+    if node.op in VIEW_OPS or node.op in ("sum", "max"):
+        return "copy"  # a view that strides cannot express (compute ops were caught above)
+    return node.op  # concatenate, get_valid_counts, non_max_suppression
+
+
+def _fusion_target(node: Node, net: Net, refs: dict[int, Ref], open_group: dict[int, int],
+                   consumers: dict[int, int], heads: set[int], groups: list[Group]) -> int | None:
+    """The group whose output this elementwise node can consume in its epilogue (the latest one), or None."""
+    out_shape = net.tensors[node.outputs[0]].shape
+    best: int | None = None
+    for t in node.inputs:
+        g = open_group.get(t)
+        if g is None or consumers.get(t) != 1 or t in heads or net.tensors[t].shape != out_shape:
+            continue
+        if node.op == "where" and t == node.inputs[0] and len(net.tensors[t].shape) != len(out_shape):
+            continue
+        if best is None or g > best:
+            best = g
+    return best
+
+
+def group_inputs(group: Group) -> list[int]:
+    """Every tensor a group reads: the anchor's inputs, then the epilogue's extras."""
+    return [*group.anchor.inputs, *group.extras]
+
+
+def _place(net: Net, refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int]) -> Plan:
+    """Liveness per base buffer over the group order, then first-fit placement in one arena."""
+    for step, group in enumerate(groups):
+        for t in group.outputs:
+            b = buffers[refs[t].buffer]
+            b.first = b.last = step
+        for s in group.scratch:
+            buffers[s].first = buffers[s].last = step
+    for step, group in enumerate(groups):
+        for t in group_inputs(group):
+            b = buffers[refs[t].buffer]
+            b.last = max(b.last, step)
+    for t in heads:
+        buffers[refs[t].buffer].last = len(groups)
+
+    placed: list[Buffer] = []
+    arena = 0
+    for b in sorted((b for b in buffers if b.kind == "arena"), key=lambda b: (-b.nbytes, b.first)):
+        size = -(-b.nbytes // ALIGN) * ALIGN
+        busy = sorted((p.offset, p.offset + -(-p.nbytes // ALIGN) * ALIGN) for p in placed
+                      if p.first <= b.last and b.first <= p.last)
+        offset = 0
+        for lo, hi in busy:
+            if offset + size <= lo:
+                break
+            offset = max(offset, hi)
+        b.offset = offset
+        placed.append(b)
+        arena = max(arena, offset + size)
+    return Plan(net, refs, buffers, groups, arena)
+
+
+def operand_layouts(plan: Plan, group: Group) -> list[Layout]:
+    """The layouts a group's kernel receives for what it reads, in `group_inputs` order."""
+    net = plan.net
+    node = group.anchor
+    out_shape = net.tensors[group.outputs[0]].shape
+    layouts = [plan.refs[t].layout for t in node.inputs]
+    if group.kind == "map":
+        layouts = [ops.operand_layout(node.op, i, l, out_shape) for i, l in enumerate(layouts)]
+    else:
+        for i in ops.flat_inputs(node.op, node.attrs):
+            layouts[i] = ops.flat_layout(layouts[i])
+    for t in group.extras:
+        layouts.append(plan.refs[t].layout)
+    # epilogue extras: broadcast to the output shape as their step reads them
+    extra_at = len(node.inputs)
+    for step in group.epilogue:
+        for i, src in enumerate(step.sources):
+            if src is not None:
+                layouts[extra_at + src] = ops.operand_layout(step.node.op, i, layouts[extra_at + src], out_shape)
+    return layouts
+
+
+def bits_fit(bits: Sequence[int], limit: int) -> bool:
+    return all(b <= limit for b in bits)
+
+
+def group_work(net: Net, group: Group) -> int:
+    """The gas of a group's operators: how much work one call does."""
+    work = 0
+    for node in group.nodes:
+        shapes = [net.tensors[t].shape for t in node.inputs]
+        precs = [net.tensors[t].precision for t in node.inputs]
+        sig = rules.infer(node.op, node.attrs, shapes, precs)
+        work += rules.node_gas(sig)
+    return work

@@ -1,0 +1,33 @@
+"""Composite pipelines: named sequences of the project's passes, as `cvm-opt -p` would run them.
+
+    run_pipeline(module, "cvm-to-loops")     # the cpu device's lowering of a cvm module to the loop level
+
+A pipeline is a plain string in `cvm-opt -p` syntax, so the same lowering can be replayed by hand:
+`cvm-opt model.mlir -p convert-cvm-to-loops`.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from cvmc.passes import get_all_passes
+
+PIPELINES: dict[str, str] = {
+    "cvm-to-loops": "convert-cvm-to-loops",
+}
+
+
+def pipeline_passes(name: str) -> list[ModulePass]:
+    """The pass instances of a named pipeline (default options)."""
+    factories = get_all_passes()
+    return [factories[p.strip()]()() for p in PIPELINES[name].split(",")]
+
+
+def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> ModuleOp:
+    """Apply a named pipeline to `module` in place; returns it."""
+    ctx = ctx or Context()
+    for p in pipeline_passes(name):
+        p.apply(ctx, module)
+    return module
