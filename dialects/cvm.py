@@ -162,14 +162,11 @@ def cvm_attrs(op: CvmOperator) -> rules.Attrs:
 
 
 def cvm_properties(op_name: str, attrs: Mapping[str, Any]) -> dict[str, Attribute]:
-    """The properties of an operator for a `cvm_rules` attribute dict (values equal to the default omitted)."""
+    """The properties of an operator for a `cvm_rules` attribute dict (values equal to the default left out)."""
     props: dict[str, Attribute] = {}
     for spec in rules.OP_ATTRS[op_name]:
-        value = attrs.get(spec.name, spec.default)
-        if value is rules.REQUIRED:
-            raise CVMError(f"{op_name} needs the attribute {spec.name!r}")
-        if value != spec.default:
-            props[spec.name] = _KINDS[spec.kind][1](value)
+        if spec.name in attrs and attrs[spec.name] != spec.default:
+            props[spec.name] = _KINDS[spec.kind][1](attrs[spec.name])
     return props
 
 
@@ -235,7 +232,7 @@ class Conv2dOp(CvmOperator):
 
         %y = cvm.conv2d %x, %w, %b {channels = 4 : i64, kernel_size = array<i64: 3, 3>}
              : (tensor<1x3x8x8xi32, #cvm.prec<8>>, tensor<4x3x3x3xi32, #cvm.prec<8>>, tensor<4xi32, #cvm.prec<8>>)
-             -> tensor<1x4x6x6xi32, #cvm.prec<14>>
+             -> tensor<1x4x6x6xi32, #cvm.prec<22>>
     """
 
     name = "cvm.conv2d"
