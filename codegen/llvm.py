@@ -868,12 +868,43 @@ class _KernelEmitter:
             bad = self.b.or_(by_zero, overflow)
         return by_zero, self.b.select(bad, _const(ty, 1), b)
 
+    def _float_division_type(self, a: _Value, b: _Value) -> Any:
+        """The float type to divide `a` by `b` in, or None to use integer division.
+
+        x86 has no vector integer division. For 8- to 32-bit operands and a divisor that is not a constant,
+        dividing in floating point (f32 up to 16 bits, f64 up to 32 bits) is exact: |a| < 2**p (p the
+        significand's bits) bounds the rounding error of the quotient, |a / d| * 2**-p, below 1 / |d|, the least
+        distance from a non-integer quotient to an integer. Such loops vectorize (about 10x faster than scalar
+        idiv); constant divisors stay integer divisions, which LLVM turns into multiplications."""
+        ty = a.type
+        assert isinstance(ty, ir.IntType)
+        if isinstance(b, ir.Constant) or not 8 <= ty.width <= 32:
+            return None
+        return ir.FloatType() if ty.width <= 16 else ir.DoubleType()
+
+    def _quotient(self, a: _Value, b: _Value, divisor: _Value, signed: bool) -> _Value:
+        """`a / divisor` truncated, for a divisor that is never 0 and never overflows (`b` is the original)."""
+        fty = self._float_division_type(a, b)
+        if fty is None:
+            return (self.b.sdiv if signed else self.b.udiv)(a, divisor)
+        to_float = self.b.sitofp if signed else self.b.uitofp
+        ratio = self.b.fdiv(to_float(a, fty), to_float(divisor, fty))
+        return (self.b.fptosi if signed else self.b.fptoui)(ratio, a.type)
+
+    def _remainder(self, a: _Value, b: _Value, divisor: _Value, signed: bool, quotient: _Value = None) -> _Value:
+        """`a % divisor` (sign of `a`), reusing `quotient` where the division is done in floating point."""
+        if self._float_division_type(a, b) is None:
+            return (self.b.srem if signed else self.b.urem)(a, divisor)
+        if quotient is None:
+            quotient = self._quotient(a, b, divisor, signed)
+        return self.b.sub(a, self.b.mul(quotient, divisor))
+
     @_handles("arith.divsi", "arith.divui")
     def _div(self, op: Operation) -> None:
         a, b = self._operands(op)
         signed = _op_name(op) == "arith.divsi"
         by_zero, divisor = self._safe_divisor(a, b, signed)
-        quotient = (self.b.sdiv if signed else self.b.udiv)(a, divisor)
+        quotient = self._quotient(a, b, divisor, signed)
         self._set(op, self.b.select(by_zero, _const(a.type, 0), quotient))
 
     @_handles("arith.remsi", "arith.remui")
@@ -881,7 +912,7 @@ class _KernelEmitter:
         a, b = self._operands(op)
         signed = _op_name(op) == "arith.remsi"
         _, divisor = self._safe_divisor(a, b, signed)  # x % 1 == 0 covers both b == 0 and INT_MIN % -1
-        self._set(op, (self.b.srem if signed else self.b.urem)(a, divisor))
+        self._set(op, self._remainder(a, b, divisor, signed))
 
     @_handles("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
     def _round_div(self, op: Operation) -> None:
@@ -891,8 +922,8 @@ class _KernelEmitter:
         ty = a.type
         zero = _const(ty, 0)
         by_zero, divisor = self._safe_divisor(a, b, signed)
-        quotient = (self.b.sdiv if signed else self.b.udiv)(a, divisor)
-        rest = (self.b.srem if signed else self.b.urem)(a, divisor)
+        quotient = self._quotient(a, b, divisor, signed)
+        rest = self._remainder(a, b, divisor, signed, quotient)
         inexact = self.b.icmp_unsigned("!=", rest, zero)
         if not signed:
             result = self.b.add(quotient, self.b.zext(inexact, ty))

@@ -167,6 +167,39 @@ def test_division_edge_cases_i32():
         np.testing.assert_array_equal(out, np.array(values * 50, np.int32), err_msg=op)
 
 
+@pytest.mark.parametrize("t", ["i8", "i16", "i32"])
+def test_division_by_variables_in_floating_point_is_exact(t):
+    """Up to 32 bits, division by a non-constant goes through f32 / f64: compare 200k random pairs (small and
+    large divisors, dividends near the extremes) with exact integer division."""
+    info = np.iinfo(NP[t])
+    rng = np.random.default_rng(7)
+    n = 200_000
+    a = rng.integers(info.min, info.max, n, endpoint=True)
+    a[: n // 4] = rng.choice([info.min, info.min + 1, info.max, info.max - 1], n // 4)
+    b = np.where(rng.random(n) < 0.5, rng.integers(-20, 20, n), rng.integers(info.min, info.max, n, endpoint=True))
+    a, b = a.astype(NP[t]), b.astype(NP[t])
+    ops = ("divsi", "remsi", "divui", "remui", "floordivsi", "ceildivui")
+    engine = compile_text("\n".join(
+        map_kernel(op, n, [t, t], t, f"%r = arith.{op} %x0, %x1 : {t}") for op in ops
+    ))  # fmt: skip
+    x, y = a.astype(np.int64), b.astype(np.int64)
+    ux, uy = a.view(f"u{a.itemsize}").astype(np.int64), b.view(f"u{a.itemsize}").astype(np.int64)
+    safe, usafe = np.where(y == 0, 1, y), np.where(uy == 0, 1, uy)
+    trunc = np.abs(x) // np.abs(safe) * np.sign(x) * np.sign(safe)
+    expected = {
+        "divsi": np.where(y == 0, 0, trunc),
+        "remsi": np.where(y == 0, 0, x - trunc * safe),
+        "divui": np.where(uy == 0, 0, ux // usafe),
+        "remui": np.where(uy == 0, 0, ux % usafe),
+        "floordivsi": np.where(y == 0, 0, x // safe),
+        "ceildivui": np.where(uy == 0, 0, -(-ux // usafe)),
+    }
+    for op in ops:
+        out = np.zeros_like(a)
+        engine[op](a, b, out)
+        np.testing.assert_array_equal(out, expected[op].astype(NP[t]), err_msg=op)  # wraps INT_MIN / -1
+
+
 def test_shift_edge_cases():
     """Shift amounts 32, 40 and -1 on i32 (8, 9, -1 on i8; 64, 70, -1 on i64): 0 for shli and shrui, the sign
     fill for shrsi."""
