@@ -271,8 +271,8 @@ class ShapeAttr(ParametrizedAttribute):
         unknown = set(dims) - set(DIMS) - {"n_branch"}
         if unknown:
             raise ValueError(f"unknown shape dimensions {sorted(unknown)}")
-        return ShapeAttr(
-            *(_opt_int(dims.get(d)) for d in (*DIMS, "n_branch")), ArrayAttr(IntAttr(e) for e in extra)
+        return ShapeAttr.new(
+            [*(_opt_int(dims.get(d)) for d in (*DIMS, "n_branch")), ArrayAttr(IntAttr(e) for e in extra)]
         )
 
     def dim(self, name: str) -> int:
@@ -344,9 +344,9 @@ class InterfaceAttr(ParametrizedAttribute):
         edge = parser.parse_integer(allow_boolean=False)
         position = size = None
         if parser.parse_optional_keyword("at") is not None:
-            position = ShapeAttr(*ShapeAttr.parse_parameters(parser))
+            position = ShapeAttr.new(ShapeAttr.parse_parameters(parser))
         if parser.parse_optional_keyword("size") is not None:
-            size = ShapeAttr(*ShapeAttr.parse_parameters(parser))
+            size = ShapeAttr.new(ShapeAttr.parse_parameters(parser))
         return InterfaceAttr.get(edge, position, size)
 
     def print_body(self, printer: Printer) -> None:
@@ -395,7 +395,7 @@ class ClusterAttr(ParametrizedAttribute):
     def parse_body(cls, parser: AttrParser) -> ClusterAttr:
         shape = None
         if parser.parse_optional_keyword("shape") is not None:
-            shape = ShapeAttr(*ShapeAttr.parse_parameters(parser))
+            shape = ShapeAttr.new(ShapeAttr.parse_parameters(parser))
         interfaces = _parse_square_list(parser, lambda: InterfaceAttr.parse_body(parser))
         return ClusterAttr.get(interfaces, shape)
 
@@ -1468,7 +1468,7 @@ class BlockOp(IRDLOperation):
     def parse(cls, parser: Parser) -> BlockOp:
         block_id = parser.parse_integer(allow_boolean=False)
         precision = parser.parse_str_enum(Precision)
-        shape = ShapeAttr(*ShapeAttr.parse_parameters(parser))
+        shape = ShapeAttr.new(ShapeAttr.parse_parameters(parser))
         inputs = outputs = params = ()
         if parser.parse_optional_keyword("in") is not None:
             inputs = _parse_square_list(parser, lambda: ClusterAttr.parse_body(parser))

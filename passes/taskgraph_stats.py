@@ -107,15 +107,13 @@ def graph_stats(graph: GraphOp) -> list[BlockStats]:
 
 def print_stats(stats: list[BlockStats], edges: int, out: TextIO) -> None:
     header = ("block", "kind", "precision", "shape", "params", "MACs", "storage B", "traffic B")
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (str(s.block_id), s.kind, s.precision, s.shape, str(s.params), str(s.macs), str(s.storage_bytes),
          str(s.traffic_bytes))
         for s in stats
     ]  # fmt: skip
-    rows.append(
-        ("total", "", "", "", *(str(sum(getattr(s, f) for s in stats))
-                                for f in ("params", "macs", "storage_bytes", "traffic_bytes")))
-    )  # fmt: skip
+    totals = [str(sum(getattr(s, f) for s in stats)) for f in ("params", "macs", "storage_bytes", "traffic_bytes")]
+    rows.append(("total", "", "", "", *totals))
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     out.write(f"taskgraph-stats: {len(stats)} blocks, {edges} edges\n")
     for r in (header, *rows):
@@ -130,6 +128,5 @@ class TaskGraphStatsPass(ModulePass):
     name = "taskgraph-stats"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for graph in op.walk():
-            if isinstance(graph, GraphOp):
-                print_stats(graph_stats(graph), len(graph.edges), sys.stderr)
+        for graph in (g for g in op.walk() if isinstance(g, GraphOp)):
+            print_stats(graph_stats(graph), len(graph.edges), sys.stderr)
