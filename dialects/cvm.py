@@ -27,18 +27,19 @@ generic verifier of `CvmOperator` calls `cvm_rules.infer` and compares the resul
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     I64,
-    AnyAttr,
     BoolAttr,
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     NoneAttr,
     StringAttr,
     TensorType,
@@ -47,6 +48,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     AnyOf,
     BaseAttr,
     EqAttrConstraint,
@@ -115,7 +117,7 @@ PreciseTensorConstr = ParamAttrConstraint(TensorType, (AnyAttr(), EqAttrConstrai
 """An int32 tensor with its precision: what inputs and params must be."""
 
 
-def tensor_type(shape: Sequence[int], precision: int | None) -> TensorType[Attribute]:
+def tensor_type(shape: Sequence[int], precision: int | None) -> TensorType[IntegerType]:
     """`tensor<shape x i32, #cvm.prec<precision>>` (no encoding when precision is None)."""
     return TensorType(i32, shape, NoneAttr() if precision is None else PrecisionAttr(precision))
 
@@ -142,13 +144,13 @@ def tensor_precision(t: Attribute) -> int | None:
 I64Attr = IntegerAttr[I64]
 I64ArrayAttr = DenseArrayBase[I64]
 
-_KINDS: dict[str, tuple[type[Attribute], Callable[[Any], Attribute], Callable[[Any], Any]]] = {
-    # kind: (attribute class, python value -> attribute, attribute -> python value)
-    "int": (IntegerAttr, lambda v: IntegerAttr(v, i64), lambda a: a.value.data),
-    "opt_int": (IntegerAttr, lambda v: IntegerAttr(v, i64), lambda a: a.value.data),
-    "bool": (IntegerAttr, IntegerAttr.from_bool, lambda a: bool(a.value.data)),
-    "ints": (DenseArrayBase, lambda v: DenseArrayBase.from_list(i64, tuple(v)), lambda a: tuple(a.get_values())),
-    "str": (StringAttr, StringAttr, lambda a: a.data),
+_KINDS: dict[str, tuple[Callable[[Any], Attribute], Callable[[Any], Any]]] = {
+    # kind of OP_ATTRS: (python value -> property, property -> python value)
+    "int": (lambda v: IntegerAttr(v, i64), lambda a: a.value.data),
+    "opt_int": (lambda v: IntegerAttr(v, i64), lambda a: a.value.data),
+    "bool": (IntegerAttr.from_bool, lambda a: bool(a.value.data)),
+    "ints": (lambda v: DenseArrayBase.from_list(i64, tuple(v)), lambda a: tuple(a.get_values())),
+    "str": (StringAttr, lambda a: a.data),
 }
 
 
@@ -157,7 +159,7 @@ def cvm_attrs(op: CvmOperator) -> rules.Attrs:
     attrs: rules.Attrs = {}
     for spec in rules.OP_ATTRS[op.op_name]:
         prop = op.properties.get(spec.name)
-        attrs[spec.name] = spec.default if prop is None else _KINDS[spec.kind][2](prop)
+        attrs[spec.name] = spec.default if prop is None else _KINDS[spec.kind][1](prop)
     return attrs
 
 
@@ -166,7 +168,7 @@ def cvm_properties(op_name: str, attrs: Mapping[str, Any]) -> dict[str, Attribut
     props: dict[str, Attribute] = {}
     for spec in rules.OP_ATTRS[op_name]:
         if spec.name in attrs and attrs[spec.name] != spec.default:
-            props[spec.name] = _KINDS[spec.kind][1](attrs[spec.name])
+            props[spec.name] = _KINDS[spec.kind][0](attrs[spec.name])
     return props
 
 
@@ -194,18 +196,21 @@ class CvmOperator(IRDLOperation):
             if "." not in key:
                 known = [s.name for s in rules.OP_ATTRS[self.op_name]]
                 raise VerifyException(f"unknown attribute {key!r}, expected one of {known}")
-        shapes = [tensor_shape(v.type) for v in self.operands]
-        precisions = [tensor_precision(v.type) for v in self.operands]
-        if any(s is None for s in shapes) or any(p is None for p in precisions):
+        types = [v.type for v in self.operands]
+        shapes = [s for s in map(tensor_shape, types) if s is not None]
+        precisions = [p for p in map(tensor_precision, types) if p is not None]
+        if len(shapes) < len(types) or len(precisions) < len(types):
             return  # an operand is not inferred yet: nothing to check against
         try:
-            sig = rules.infer(self.op_name, cvm_attrs(self), shapes, precisions)  # type: ignore[arg-type]
+            sig = rules.infer(self.op_name, cvm_attrs(self), shapes, precisions)
         except CVMError as e:
             raise VerifyException(str(e)) from e
         for i, (res, shape, prec) in enumerate(zip(self.results, sig.shapes, sig.precisions)):
-            got_shape, got_prec = tensor_shape(res.type), tensor_precision(res.type)
-            if got_shape is not None and got_shape != shape:
-                raise VerifyException(f"expected result {i} of shape {list(shape)}, got {list(got_shape)}")
+            got = cast(TensorType[IntegerType], res.type).get_shape()  # dynamic dims (-1) match any size
+            if len(got) != len(shape) or any(g not in (DYNAMIC_INDEX, d) for g, d in zip(got, shape)):
+                dims = ", ".join("?" if g == DYNAMIC_INDEX else str(g) for g in got)
+                raise VerifyException(f"expected result {i} of shape {list(shape)}, got [{dims}]")
+            got_prec = tensor_precision(res.type)
             if got_prec is not None and got_prec != prec:
                 raise VerifyException(f"expected result {i} of precision {prec}, got {got_prec}")
 

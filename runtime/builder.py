@@ -58,7 +58,9 @@ def _check_precision(precision: int) -> int:
 def _typed(op: str, spec: rules.AttrSpec, value: Any) -> Any:
     """A keyword value as the type `cvm_rules` expects for the attribute's kind."""
     try:
-        if spec.kind == "int" or (spec.kind == "opt_int" and value is not None):
+        if spec.kind == "opt_int" and value is None:
+            return None
+        if spec.kind in ("int", "opt_int"):
             return operator.index(value)
         if spec.kind == "bool":
             if not isinstance(value, bool | np.bool_):

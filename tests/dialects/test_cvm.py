@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, FunctionType, StringAttr
-from xdsl.dialects.func import Func
+from xdsl.dialects.func import Func, FuncOp
 from xdsl.irdl import OptPropertyDef, VerificationContext
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -88,13 +88,14 @@ def test_properties_to_attrs_and_back():
     attrs = rules.default_attrs("conv2d", channels=4, kernel_size=(3, 3), strides=(2, 2), use_bias=False)
     props = cvm_properties("conv2d", attrs)
     assert set(props) == {"channels", "kernel_size", "strides", "use_bias"}  # defaults are left out
-    x = _parse("func.func @f(%x: tensor<1x3x8x8xi32, #cvm.prec<8>>, %w: tensor<4x3x3x3xi32, #cvm.prec<8>>) {\n"
+    f = _parse("func.func @f(%x: tensor<1x3x8x8xi32, #cvm.prec<8>>, %w: tensor<4x3x3x3xi32, #cvm.prec<8>>) {\n"
                "  func.return\n}").body.block.first_op
-    assert x is not None
-    op = create_operator("conv2d", list(x.body.block.args), attrs, [tensor_type((1, 4, 3, 3), 21)], "c")
+    assert isinstance(f, FuncOp)
+    args = list(f.body.block.args)
+    op = create_operator("conv2d", args, attrs, [tensor_type((1, 4, 3, 3), 21)], "c")
     assert cvm_attrs(op) == attrs
     op.verify()
-    take = create_operator("take", list(x.body.block.args), rules.default_attrs("take"), [tensor_type((1,), 8)])
+    take = create_operator("take", args, rules.default_attrs("take"), [tensor_type((1,), 8)])
     assert "axis" not in take.properties and cvm_attrs(take)["axis"] is None
 
 
@@ -119,6 +120,7 @@ def test_result_types_are_inference():
     for ok in ("tensor<2xi32, #cvm.prec<10>>", "tensor<2xi32>", "tensor<?xi32, #cvm.prec<10>>"):
         _parse(base.format(ok)).verify()
     for bad, msg in (("tensor<3xi32>", "expected result 0 of shape [2], got [3]"),
+                     ("tensor<?x1xi32>", "expected result 0 of shape [2], got [?, 1]"),
                      ("tensor<2xi32, #cvm.prec<9>>", "expected result 0 of precision 10, got 9")):
         with pytest.raises(VerifyException, match=re.escape(msg)):
             _parse(base.format(bad)).verify()

@@ -1,4 +1,4 @@
-// RUN: cvm-opt %s -p cvm-infer-shapes | filecheck %s
+// RUN: cvm-opt %s -p cvm-infer-shapes --split-input-file --verify-diagnostics | filecheck %s
 
 // Result shapes come from cvm_rules.infer, in order; written encodings are kept (a plain result stays plain),
 // and the function's signature follows what it returns.
@@ -25,3 +25,25 @@ func.func @two_results(%x: tensor<1x4x6xi32, #cvm.prec<8>>) {
   %2 = cvm.reshape %1 {shape = array<i64: -3, 0>} : (tensor<?x?x?xi32, #cvm.prec<8>>) -> tensor<?x?xi32>
   func.return
 }
+
+// -----
+
+// The function's inputs must carry a shape and a precision: inference starts from them.
+
+func.func @untyped_input(%x: tensor<?x4xi32, #cvm.prec<8>>) {
+  %0 = cvm.relu %x : (tensor<?x4xi32, #cvm.prec<8>>) -> tensor<?x4xi32>
+  func.return
+}
+// CHECK: cvm.relu: operand 0 has no static shape and precision (tensor<?x4xi32, #cvm.prec<8>>)
+
+// -----
+
+// A rule the inferred operands break is reported with the rule's message.
+
+func.func @broken(%x: tensor<2x3xi32, #cvm.prec<8>>) {
+  %0 = cvm.relu %x : (tensor<2x3xi32, #cvm.prec<8>>) -> tensor<?x?xi32>
+  %1 = cvm.elemwise_add %0, %x : (tensor<?x?xi32>, tensor<2x3xi32, #cvm.prec<8>>) -> tensor<?x?xi32>
+  %2 = cvm.reshape %1 {shape = array<i64: 4, -1>} : (tensor<?x?xi32>) -> tensor<?x?xi32>
+  func.return
+}
+// CHECK: cvm.reshape: cannot infer -1 in 'shape' [4, -1] from [2, 3]
