@@ -55,7 +55,7 @@ def test_round_trip(case):
     assert_same_graph(module_to_graph(reparsed), g)
 
 
-@pytest.mark.parametrize("case", [c for c in VALID if c.name.startswith(("chain", "model"))], ids=lambda d: d.name)
+@pytest.mark.parametrize("case", VALID, ids=lambda d: d.name)
 def test_gas_pass_equals_model_gas(case):
     g = _load(case)
     module = graph_to_module(g)
