@@ -714,7 +714,8 @@ class RearrangeAttr(ParametrizedAttribute):
             raise VerifyException(f"expected integer values in matrix {k} of {self.rearrange_kind}")
         return tensor.to_numpy()
 
-    def _flat(self, k: int, count: int | None = None, what: str = "values") -> list[int] | None:
+    def flat_matrix(self, k: int, count: int | None = None, what: str = "values") -> list[int] | None:
+        """Matrix k as a flat list of ints (None when absent), checking its length when `count` is given."""
         m = self.ints(k)
         if m is None:
             return None
@@ -744,23 +745,23 @@ class RearrangeAttr(ParametrizedAttribute):
         if kind == RearrangeKind.ROTATE:
             if self.ints(0) is None:
                 raise VerifyException("expected the number of quarter turns in matrix 0 of ROTATE")
-            self._flat(0, 1, "quarter turn count")
+            self.flat_matrix(0, 1, "quarter turn count")
         elif kind == RearrangeKind.SHIFT:
             if self.ints(0) is None:
                 raise VerifyException("expected the offsets [di, dj] in matrix 0 of SHIFT")
-            self._flat(0, 2, "offsets")
-            mode = self._flat(1, 1, "fill mode")
+            self.flat_matrix(0, 2, "offsets")
+            mode = self.flat_matrix(1, 1, "fill mode")
             if mode is not None and mode[0] not in (0, 1):
                 raise VerifyException(f"expected SHIFT fill mode 0 (cyclic) or 1 (zero), got {mode[0]}")
         elif kind == RearrangeKind.SCALE:
-            factors = self._flat(0, 2, "factors")
+            factors = self.flat_matrix(0, 2, "factors")
             if factors is None or min(factors) < 1:
                 raise VerifyException(f"expected SCALE factors [k, l] >= 1, got {factors}")
         elif kind == RearrangeKind.SHEAR:
-            ab = self._flat(0, 2, "shear factors")
+            ab = self.flat_matrix(0, 2, "shear factors")
             if ab is None or min(ab) < 0 or ab[0] * ab[1] == 1:
                 raise VerifyException(f"expected SHEAR factors [a, b] >= 0 with a * b != 1, got {ab}")
-            mode = self._flat(1, 1, "fill mode")
+            mode = self.flat_matrix(1, 1, "fill mode")
             if mode is not None and mode[0] not in (0, 1):
                 raise VerifyException(f"expected SHEAR fill mode 0 (zero) or 1 (cyclic), got {mode[0]}")
             if mode == [1] and min(ab) != 0:
@@ -770,16 +771,21 @@ class RearrangeAttr(ParametrizedAttribute):
             m = self.ints(0)
             if m is None or m.size != rows * 3:
                 raise VerifyException(f"expected a {rows}x3 matrix in matrix 0 of {kind}")
-            size = self._flat(1, 2, "output extents")
+            size = self.flat_matrix(1, 2, "output extents")
             if size is not None and min(size) < 1:
                 raise VerifyException(f"expected {kind} output extents >= 1, got {size}")
         elif kind == RearrangeKind.SHUFFLE:
             if self.ints(0) is None:
                 raise VerifyException("expected a permutation in matrix 0 of SHUFFLE")
-            self._flat(1, 1, "axis")
+            self.flat_matrix(1, 1, "axis")
         for k, what in ((RearrangeKind.RESHAPE, "order"), (RearrangeKind.PERMUTE, "permutation")):
-            if kind == k and (perm := self._flat(0)) is not None and sorted(perm) != list(range(len(perm))):
+            if kind == k and (perm := self.flat_matrix(0)) is not None and sorted(perm) != list(range(len(perm))):
                 raise VerifyException(f"expected a permutation of 0..{len(perm) - 1} as {kind} {what}, got {perm}")
+
+    def gather_map(self, shape: tuple[int, ...]) -> np.ndarray:
+        """For each element of the result of rearranging an array of `shape`, the flat (row-major) index of
+        the element it takes, or -1 where the result is 0. This is the definition the executor runs."""
+        return _rearranged(self, np.arange(math.prod(shape), dtype=np.int64).reshape(shape), -1)
 
     def result_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The shape this rearrange turns an array of `shape` into; raises VerifyException on a misfit."""
@@ -790,42 +796,42 @@ class RearrangeAttr(ParametrizedAttribute):
         if kind == RearrangeKind.IDENTITY:
             return shape
         if kind == RearrangeKind.RESHAPE:
-            order = self._flat(0)
+            order = self.flat_matrix(0)
             if order is not None and len(order) != rank:
                 raise VerifyException(f"expected a RESHAPE order of {rank} axes, got {order}")
             return (math.prod(shape),)
         if kind == RearrangeKind.PERMUTE:
-            perm = self._flat(0)
+            perm = self.flat_matrix(0)
             if perm is None:
                 return (shape[1], shape[0], *shape[2:]) if rank >= 2 else shape
             if len(perm) != rank:
                 raise VerifyException(f"expected a PERMUTE permutation of {rank} axes, got {perm}")
             return tuple(shape[p] for p in perm)
         if kind == RearrangeKind.ROTATE:
-            (k,) = self._flat(0) or [0]
+            (k,) = self.flat_matrix(0) or [0]
             return (shape[1], shape[0], *shape[2:]) if k % 2 else shape
         if kind == RearrangeKind.SHIFT:
             return shape
         if kind == RearrangeKind.SCALE:
-            k, l = self._flat(0) or [1, 1]
+            k, l = self.flat_matrix(0) or [1, 1]
             return (shape[0] * k, shape[1] * l, *shape[2:])
         if kind == RearrangeKind.SHEAR:
-            a, b = self._flat(0) or [0, 0]
-            if self._flat(1) == [1]:
+            a, b = self.flat_matrix(0) or [0, 0]
+            if self.flat_matrix(1) == [1]:
                 return shape
             m, n = shape[0], shape[1]
             return (m + a * (n - 1), n + b * (m - 1), *shape[2:])
         if kind in (RearrangeKind.AFFINE, RearrangeKind.PROJECT):
-            size = self._flat(1)
+            size = self.flat_matrix(1)
             return shape if size is None else (size[0], size[1], *shape[2:])
         if kind == RearrangeKind.REFLECT:
-            for axis in self._flat(0) or [1]:
+            for axis in self.flat_matrix(0) or [1]:
                 if not 0 <= axis < rank:
                     raise VerifyException(f"expected REFLECT axes in [0, {rank - 1}], got {axis}")
             return shape
         assert kind == RearrangeKind.SHUFFLE
-        perm = self._flat(0) or []
-        axis = self._flat(1)
+        perm = self.flat_matrix(0) or []
+        axis = self.flat_matrix(1)
         extent = math.prod(shape) if axis is None else None
         if axis is not None:
             if not 0 <= axis[0] < rank:
@@ -871,6 +877,75 @@ class RearrangeAttr(ParametrizedAttribute):
         printer.print_string("<")
         self.print_body(printer)
         printer.print_string(">")
+
+
+def _scatter_plane(
+    src: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], fill: int
+) -> np.ndarray:
+    """out[rows[i, j], cols[i, j]] = src[i, j] for targets inside `shape`, the later source point
+    (row-major) winning; `fill` elsewhere."""
+    m, n = src.shape[:2]
+    rest = src.shape[2:]
+    rows, cols = rows.ravel(), cols.ravel()
+    keep = (rows >= 0) & (rows < shape[0]) & (cols >= 0) & (cols < shape[1])
+    sources = np.flatnonzero(keep)
+    targets = rows[keep] * shape[1] + cols[keep]
+    # The last source point for each target.
+    _, last = np.unique(targets[::-1], return_index=True)
+    chosen = len(targets) - 1 - last
+    out = np.full((shape[0] * shape[1], *rest), fill, dtype=src.dtype)
+    out[targets[chosen]] = src.reshape(m * n, *rest)[sources[chosen]]
+    return out.reshape(*shape, *rest)
+
+
+def _rearranged(r: RearrangeAttr, a: np.ndarray, fill: int) -> np.ndarray:
+    """The array a rearrange makes of `a`, with `fill` where no element of `a` lands."""
+    kind = r.rearrange_kind
+    if kind == RearrangeKind.IDENTITY:
+        return a
+    if kind == RearrangeKind.RESHAPE:
+        order = r.flat_matrix(0)
+        return (a if order is None else a.transpose(order[::-1])).reshape(-1)
+    if kind == RearrangeKind.PERMUTE:
+        perm = r.flat_matrix(0)
+        return np.swapaxes(a, 0, 1) if perm is None else a.transpose(perm)
+    if kind == RearrangeKind.ROTATE:
+        (k,) = r.flat_matrix(0) or [0]
+        return np.rot90(a, k, axes=(0, 1))
+    if kind == RearrangeKind.REFLECT:
+        return np.flip(a, axis=tuple(r.flat_matrix(0) or [1]))
+    if kind == RearrangeKind.SCALE:
+        k, l = r.flat_matrix(0) or [1, 1]
+        return np.repeat(np.repeat(a, k, axis=0), l, axis=1)
+    if kind == RearrangeKind.SHUFFLE:
+        perm = np.asarray(r.flat_matrix(0), dtype=np.int64)
+        axis = r.flat_matrix(1)
+        return a.reshape(-1)[perm].reshape(a.shape) if axis is None else np.take(a, perm, axis=axis[0])
+    m, n = a.shape[:2]
+    i, j = np.indices((m, n))
+    if kind == RearrangeKind.SHIFT:
+        di, dj = r.flat_matrix(0) or [0, 0]
+        if (r.flat_matrix(1) or [0]) == [0]:
+            return np.roll(a, (di, dj), axis=(0, 1))
+        return _scatter_plane(a, i + di, j + dj, (m, n), fill)
+    if kind == RearrangeKind.SHEAR:
+        sa, sb = r.flat_matrix(0) or [0, 0]
+        if r.flat_matrix(1) == [1]:
+            return _scatter_plane(a, (i + sa * j) % m, (j + sb * i) % n, (m, n), fill)
+        return _scatter_plane(a, i + sa * j, j + sb * i, (m + sa * (n - 1), n + sb * (m - 1)), fill)
+    size = r.flat_matrix(1)
+    shape = (m, n) if size is None else (size[0], size[1])
+    mat = r.ints(0).reshape(-1, 3)  # type: ignore[union-attr]
+    p = mat[0, 0] * i + mat[0, 1] * j + mat[0, 2]
+    q = mat[1, 0] * i + mat[1, 1] * j + mat[1, 2]
+    if kind == RearrangeKind.AFFINE:
+        return _scatter_plane(a, p, q, shape, fill)
+    assert kind == RearrangeKind.PROJECT
+    w = mat[2, 0] * i + mat[2, 1] * j + mat[2, 2]
+    safe = np.where(w == 0, 1, w)
+    rows = np.where(w == 0, -1, np.floor_divide(p, safe))
+    cols = np.where(w == 0, -1, np.floor_divide(q, safe))
+    return _scatter_plane(a, rows, cols, shape, fill)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -55,71 +55,10 @@ _CLAMP28 = (-(2**27), 2**27 - 1)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _scatter_plane(src: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """out[rows[i, j], cols[i, j]] = src[i, j] for targets inside `shape`, the later source point
-    (row-major) winning; zeros elsewhere."""
-    m, n = src.shape[:2]
-    rest = src.shape[2:]
-    rows, cols = rows.ravel(), cols.ravel()
-    keep = (rows >= 0) & (rows < shape[0]) & (cols >= 0) & (cols < shape[1])
-    sources = np.flatnonzero(keep)
-    targets = rows[keep] * shape[1] + cols[keep]
-    # The last source point for each target.
-    _, last = np.unique(targets[::-1], return_index=True)
-    chosen = len(targets) - 1 - last
-    out = np.zeros((shape[0] * shape[1], *rest), dtype=src.dtype)
-    out[targets[chosen]] = src.reshape(m * n, *rest)[sources[chosen]]
-    return out.reshape(*shape, *rest)
-
-
 def apply_rearrange(r: RearrangeAttr, a: np.ndarray) -> np.ndarray:
     """The array a rearrange makes of `a` (see RearrangeAttr for the definitions)."""
-    kind = r.rearrange_kind
-    if kind == RearrangeKind.IDENTITY:
-        return a
-    if kind == RearrangeKind.RESHAPE:
-        order = r._flat(0)
-        return (a if order is None else a.transpose(order[::-1])).reshape(-1)
-    if kind == RearrangeKind.PERMUTE:
-        perm = r._flat(0)
-        return np.swapaxes(a, 0, 1) if perm is None else a.transpose(perm)
-    if kind == RearrangeKind.ROTATE:
-        (k,) = r._flat(0) or [0]
-        return np.rot90(a, k, axes=(0, 1))
-    if kind == RearrangeKind.REFLECT:
-        return np.flip(a, axis=tuple(r._flat(0) or [1]))
-    if kind == RearrangeKind.SCALE:
-        k, l = r._flat(0) or [1, 1]
-        return np.repeat(np.repeat(a, k, axis=0), l, axis=1)
-    if kind == RearrangeKind.SHUFFLE:
-        perm = np.asarray(r._flat(0), dtype=np.int64)
-        axis = r._flat(1)
-        return a.reshape(-1)[perm].reshape(a.shape) if axis is None else np.take(a, perm, axis=axis[0])
-    m, n = a.shape[:2]
-    i, j = np.indices((m, n))
-    if kind == RearrangeKind.SHIFT:
-        di, dj = r._flat(0) or [0, 0]
-        if (r._flat(1) or [0]) == [0]:
-            return np.roll(a, (di, dj), axis=(0, 1))
-        return _scatter_plane(a, i + di, j + dj, (m, n))
-    if kind == RearrangeKind.SHEAR:
-        sa, sb = r._flat(0) or [0, 0]
-        if r._flat(1) == [1]:
-            return _scatter_plane(a, (i + sa * j) % m, (j + sb * i) % n, (m, n))
-        return _scatter_plane(a, i + sa * j, j + sb * i, (m + sa * (n - 1), n + sb * (m - 1)))
-    size = r._flat(1)
-    shape = (m, n) if size is None else (size[0], size[1])
-    mat = r.ints(0).reshape(-1, 3)  # type: ignore[union-attr]
-    p = mat[0, 0] * i + mat[0, 1] * j + mat[0, 2]
-    q = mat[1, 0] * i + mat[1, 1] * j + mat[1, 2]
-    if kind == RearrangeKind.AFFINE:
-        return _scatter_plane(a, p, q, shape)
-    assert kind == RearrangeKind.PROJECT
-    w = mat[2, 0] * i + mat[2, 1] * j + mat[2, 2]
-    safe = np.where(w == 0, 1, w)
-    rows = np.where(w == 0, -1, np.floor_divide(p, safe))
-    cols = np.where(w == 0, -1, np.floor_divide(q, safe))
-    return _scatter_plane(a, rows, cols, shape)
+    source = r.gather_map(a.shape)
+    return np.where(source >= 0, a.reshape(-1)[np.maximum(source, 0)], 0).astype(a.dtype)
 
 
 # ---------------------------------------------------------------------------------------------------------
