@@ -1,0 +1,499 @@
+"""The `cuda` device: the cpu device's pipeline to the loop level, printed as CUDA C, compiled with NVRTC and
+launched with the CUDA driver API (through `cuda-python`).
+
+    run = compile_graph(graph)      # CVMRuntimeError("no CUDA device: ...") without a driver, a GPU or cuda-python
+    heads = run(data)               # every head as an int32 array; `data` already saturated to its precision
+    run.stats                       # compile times, kernels, launches, device, buffer bytes
+    emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles) and out/host.mlir (buffers, launches)
+
+One pipeline, two printers: `graph_to_module` and the `cvm-to-loops` pipeline give kernels plus a host `@main`
+(the arena's size, the views of it each kernel reads and writes, the calls in order), exactly as for the cpu
+device; `cvmc.codegen.cuda` prints the kernels. The runner reads `@main` once and plans the device memory then:
+one arena, one buffer for the input, one per parameter (uploaded once), and the arguments of every launch
+(device pointers, prepared once). A run copies the input in, launches the kernels in order on one stream, and
+copies the heads out. Kernels share no memory between threads and use no atomics, so every run and every launch
+configuration gives the same bits.
+
+NVRTC compiles the whole module once for the device's architecture (a cubin; PTX for the newest architecture
+NVRTC knows when it does not know the device's), with `--fmad=false`. The cubin is cached on disk next to the
+cpu device's objects (`$CVMC_CACHE_DIR`, default `~/.cache/cvmc`), keyed by the source, NVRTC's version and the
+architecture.
+
+The device is reached through the small `CudaDevice` interface (memory, copies, modules, launches), so the
+runner's planning can be tested with a stand-in device where there is no GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import SSAValue
+
+from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
+from cvmc.errors import CVMRuntimeError
+from cvmc.passes.cvm_loops_views import Layout, layout_of
+from cvmc.passes.pipelines import run_pipeline
+from cvmc.runtime.cpu import split_host
+from cvmc.runtime.cvm_ir import graph_to_module
+from cvmc.runtime.graph import Graph
+from cvmc.runtime.jit import default_cache_dir
+
+# Options NVRTC compiles every module with (the architecture is added per device).
+NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
+# Device buffers start on this many bytes (cuMemAlloc gives at least 256).
+_ALIGN = 256
+
+# --------------------------------------------------------------------------------------------------------------
+# The device
+# --------------------------------------------------------------------------------------------------------------
+
+
+class Device(Protocol):
+    """What the runner needs of a CUDA device. Pointers are device addresses as ints."""
+
+    name: str
+
+    def compile(self, source: str) -> Any:
+        """Load a module of kernels from CUDA source; returns a module handle."""
+        ...
+
+    def function(self, module: Any, symbol: str) -> Any: ...
+
+    def alloc(self, nbytes: int) -> int:
+        """`nbytes` of device memory, freed when the device object is collected or `free` is called."""
+        ...
+
+    def free(self, pointer: int) -> None: ...
+
+    def upload(self, pointer: int, array: np.ndarray) -> None: ...
+
+    def download(self, array: np.ndarray, pointer: int) -> None:
+        """Fill the contiguous `array` from device memory (waits for the launches before it)."""
+        ...
+
+    def prepare(self, pointers: Sequence[int]) -> Any:
+        """The launch arguments of a kernel taking these pointers, built once for many launches."""
+        ...
+
+    def launch(self, function: Any, grid: int, block: int, arguments: Any) -> None: ...
+
+    def synchronize(self) -> None: ...
+
+
+def _bindings() -> tuple[Any, Any]:
+    """The driver and NVRTC modules of cuda-python (12.x or 13.x)."""
+    try:
+        from cuda.bindings import driver, nvrtc
+    except ImportError:
+        try:
+            from cuda import cuda as driver  # pyright: ignore[reportAttributeAccessIssue]
+            from cuda import nvrtc  # pyright: ignore[reportAttributeAccessIssue]
+        except ImportError as e:
+            raise CVMRuntimeError(
+                "no CUDA device: cuda-python is not installed (pip install 'cvmc[cuda]')"
+            ) from e
+    return driver, nvrtc
+
+
+def _check(driver: Any, result: tuple[Any, ...] | Any, what: str) -> Any:
+    """The values a driver call returned after its status; raise CVMRuntimeError on a failure."""
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if int(status) != 0:
+        _, text = driver.cuGetErrorString(status)
+        detail = text.decode() if isinstance(text, bytes) else str(status)
+        raise CVMRuntimeError(f"cuda: {what} failed: {detail}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+class CudaDevice:
+    """A GPU reached through the driver API: its primary context, NVRTC, memory and launches."""
+
+    def __init__(self, ordinal: int = 0):
+        driver, nvrtc = _bindings()
+        self.driver, self.nvrtc = driver, nvrtc
+        try:
+            status = driver.cuInit(0)
+        except Exception as e:  # the driver library itself is missing (cuda.pathfinder raises its own error)
+            raise CVMRuntimeError(f"no CUDA device: no NVIDIA driver could be loaded ({e})") from e
+        if int(status[0]) != 0:
+            _, text = driver.cuGetErrorString(status[0])
+            raise CVMRuntimeError(f"no CUDA device: cuInit failed: {text.decode() if text else status[0]}")
+        count = _check(driver, driver.cuDeviceGetCount(), "cuDeviceGetCount")
+        if count <= ordinal:
+            raise CVMRuntimeError(f"no CUDA device: the driver sees {count} GPU(s), device {ordinal} asked for")
+        self.device = _check(driver, driver.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.context = _check(driver, driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        _check(driver, driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        raw_name = _check(driver, driver.cuDeviceGetName(64, self.device), "cuDeviceGetName")
+        self.name = raw_name.split(b"\0", 1)[0].decode()
+        attr = driver.CUdevice_attribute
+        self.capability = (
+            _check(driver, driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                                       self.device), "cuDeviceGetAttribute"),
+            _check(driver, driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                                       self.device), "cuDeviceGetAttribute"),
+        )  # fmt: skip
+        self.multiprocessors = _check(
+            driver, driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.device),
+            "cuDeviceGetAttribute")  # fmt: skip
+        self.timings: dict[str, float] = {}
+        self.cache_hit = False
+
+    def _set_current(self) -> None:
+        _check(self.driver, self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    def compile(self, source: str) -> Any:
+        start = time.perf_counter()
+        image, self.cache_hit = compile_source(source, self.capability, self.nvrtc)
+        self.timings["nvrtc"] = time.perf_counter() - start
+        self._set_current()
+        loaded = time.perf_counter()
+        module = _check(self.driver, self.driver.cuModuleLoadData(image), "cuModuleLoadData")
+        self.timings["load"] = time.perf_counter() - loaded
+        return module
+
+    def function(self, module: Any, symbol: str) -> Any:
+        return _check(self.driver, self.driver.cuModuleGetFunction(module, symbol.encode()),
+                      f"cuModuleGetFunction({symbol})")  # fmt: skip
+
+    def alloc(self, nbytes: int) -> int:
+        self._set_current()
+        return int(_check(self.driver, self.driver.cuMemAlloc(max(1, nbytes)), f"cuMemAlloc({nbytes})"))
+
+    def free(self, pointer: int) -> None:
+        self.driver.cuMemFree(pointer)
+
+    def upload(self, pointer: int, array: np.ndarray) -> None:
+        a = np.ascontiguousarray(array)
+        _check(self.driver, self.driver.cuMemcpyHtoD(pointer, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
+
+    def download(self, array: np.ndarray, pointer: int) -> None:
+        assert array.flags.c_contiguous
+        _check(self.driver, self.driver.cuMemcpyDtoH(array.ctypes.data, pointer, array.nbytes), "cuMemcpyDtoH")
+
+    def prepare(self, pointers: Sequence[int]) -> Any:
+        """`kernelParams` for cuLaunchKernel: an array of pointers to the argument values (kept alive here)."""
+        values = np.array(list(pointers) or [0], dtype=np.uint64)
+        addresses = np.array([values.ctypes.data + 8 * i for i in range(len(values))], dtype=np.uint64)
+        return values, addresses
+
+    def launch(self, function: Any, grid: int, block: int, arguments: Any) -> None:
+        _, addresses = arguments
+        _check(self.driver, self.driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, 0,
+                                                       addresses.ctypes.data, 0), "cuLaunchKernel")  # fmt: skip
+
+    def synchronize(self) -> None:
+        _check(self.driver, self.driver.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)")
+
+
+@functools.cache
+def default_device() -> CudaDevice:
+    """The process's CUDA device 0 (its primary context), made on first use."""
+    return CudaDevice(0)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# NVRTC
+# --------------------------------------------------------------------------------------------------------------
+
+
+def nvrtc_version(nvrtc: Any = None) -> tuple[int, int]:
+    """(major, minor) of the NVRTC library that cuda-python loads; CVMRuntimeError without one."""
+    nvrtc = nvrtc or _bindings()[1]
+    try:
+        status, major, minor = nvrtc.nvrtcVersion()
+    except Exception as e:  # the NVRTC library is missing (cuda.pathfinder raises its own error)
+        raise CVMRuntimeError(f"NVRTC could not be loaded ({e}); pip install nvidia-cuda-nvrtc") from e
+    if int(status) != 0:
+        raise CVMRuntimeError(f"nvrtcVersion failed: {status}")
+    return major, minor
+
+
+def _nvrtc_check(nvrtc: Any, result: tuple[Any, ...] | Any, what: str) -> Any:
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if int(status) != 0:
+        _, text = nvrtc.nvrtcGetErrorString(status)
+        raise CVMRuntimeError(f"nvrtc: {what} failed: {text.decode() if isinstance(text, bytes) else status}")
+    return values[0] if len(values) == 1 else tuple(values) if values else None
+
+
+def _target(capability: tuple[int, int], nvrtc: Any) -> tuple[str, bool]:
+    """(architecture option, cubin?): the device's own `sm_XY` when NVRTC knows it, else PTX for the newest
+    `compute_XY` below it, which the driver compiles when it loads the module."""
+    arch = 10 * capability[0] + capability[1]
+    supported = [int(a) for a in _nvrtc_check(nvrtc, nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")]
+    if arch in supported:
+        return f"--gpu-architecture=sm_{arch}", True
+    older = [a for a in supported if a <= arch]
+    if not older:
+        raise CVMRuntimeError(f"nvrtc: no architecture at or below sm_{arch} among {supported}")
+    return f"--gpu-architecture=compute_{max(older)}", False
+
+
+def compile_source(source: str, capability: tuple[int, int], nvrtc: Any = None,
+                   cache: bool = True) -> tuple[bytes, bool]:
+    """(image, cache hit): `source` compiled by NVRTC for a device of compute `capability` (a cubin, or PTX
+    where NVRTC does not know the device), read from the disk cache when it was compiled before."""
+    nvrtc = nvrtc or _bindings()[1]
+    option, cubin = _target(capability, nvrtc)
+    options = [option, *NVRTC_OPTIONS]
+    key = hashlib.sha256("\0".join([*map(str, nvrtc_version(nvrtc)), *options, source]).encode()).hexdigest()
+    path = default_cache_dir() / f"{key}.{'cubin' if cubin else 'ptx'}"
+    if cache:
+        try:
+            data = path.read_bytes()
+            if data:
+                return data, True
+        except OSError:
+            pass
+    image = nvrtc_compile(source, options, cubin, nvrtc)
+    if cache:
+        _write_atomic(path, image)
+    return image, False
+
+
+def nvrtc_compile(source: str, options: Sequence[str], cubin: bool = True, nvrtc: Any = None) -> bytes:
+    """Compile CUDA source with NVRTC (no GPU needed): the cubin, or the PTX (NUL-terminated) when not `cubin`.
+    A compile error raises CVMRuntimeError with NVRTC's log."""
+    nvrtc = nvrtc or _bindings()[1]
+    prog = _nvrtc_check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), b"kernels.cu", 0, [], []),
+                        "nvrtcCreateProgram")  # fmt: skip
+    try:
+        opts = [o.encode() for o in options]
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if int(status) != 0:
+            size = _nvrtc_check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+            log = b" " * size
+            _nvrtc_check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+            raise CVMRuntimeError(f"nvrtc: the generated CUDA does not compile:\n{log.decode(errors='replace')}")
+        if cubin:
+            size = _nvrtc_check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            image = b" " * size
+            _nvrtc_check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN")
+        else:
+            size = _nvrtc_check(nvrtc, nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+            image = b" " * size
+            _nvrtc_check(nvrtc, nvrtc.nvrtcGetPTX(prog, image), "nvrtcGetPTX")
+        return image
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file and a rename, so a reader never sees half a file; errors only cost time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The host plan: buffers and launches, read once from the lowered `@main`
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: the kernel, its grid and block, and each argument as (buffer, byte offset)."""
+
+    kernel: str
+    grid: int
+    block: int
+    args: tuple[tuple[int, int], ...]
+
+
+@dataclass
+class HostPlan:
+    """The buffers a model needs on the device and the launches, in order. Buffer 0 is the arena; the input
+    (if any) and every parameter have their own buffer; `contents[b]` is what a buffer is uploaded with once
+    (None: nothing), `heads` where each output lives as (buffer, byte offset, layout of int32 elements)."""
+
+    sizes: list[int]
+    contents: list[np.ndarray | None]
+    input_buffer: int | None
+    input_shape: tuple[int, ...] | None
+    launches: list[Launch]
+    heads: list[tuple[int, int, Layout]]
+
+
+def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]:
+    """(grid, block) for a kernel: `BLOCK_SIZE` threads a block and enough blocks to cover its work, at most
+    32 per multiprocessor (the grid-stride loop covers the rest); one thread for a one-thread kernel."""
+    if not spec.parallel:
+        return 1, 1
+    blocks = -(-spec.work // BLOCK_SIZE)
+    return max(1, min(blocks, 32 * max(1, multiprocessors))), BLOCK_SIZE
+
+
+def plan_host(main: func.FuncOp, globals_: dict[str, memref.GlobalOp], specs: dict[str, CudaKernelSpec],
+              multiprocessors: int) -> HostPlan:
+    """Read the host `@main` of a lowered module (see `cvmc.runtime.cpu`) into buffers and launches."""
+    block = main.body.block
+    arena = block.args[-1]
+    assert isinstance(arena.type, MemRefType)
+    sizes: list[int] = [arena.type.get_shape()[0]]
+    contents: list[np.ndarray | None] = [None]
+    where: dict[SSAValue, tuple[int, int]] = {arena: (0, 0)}  # value -> (buffer, byte offset)
+    input_buffer = input_shape = None
+    if len(block.args) == 2:
+        t = block.args[0].type
+        assert isinstance(t, MemRefType)
+        input_shape = tuple(t.get_shape())
+        input_buffer = len(sizes)
+        sizes.append(4 * prod(input_shape))
+        contents.append(None)
+        where[block.args[0]] = (input_buffer, 0)
+    consts: dict[SSAValue, int] = {}
+    launches: list[Launch] = []
+    heads: list[tuple[int, int, Layout]] = []
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp):
+            assert isinstance(op.value, IntegerAttr)
+            consts[op.result] = op.value.value.data
+        elif isinstance(op, memref.GetGlobalOp):
+            g = globals_[op.name_.root_reference.data]
+            assert isinstance(g.initial_value, DenseIntOrFPElementsAttr)
+            data = np.frombuffer(g.initial_value.data.data, dtype="<i4").copy()
+            where[op.memref] = (len(sizes), 0)
+            sizes.append(data.nbytes)
+            contents.append(data)
+        elif isinstance(op, memref.ViewOp):
+            buffer, offset = where[op.source]
+            where[op.result] = (buffer, offset + consts[op.byte_shift])
+        elif isinstance(op, memref.ReinterpretCastOp):
+            where[op.result] = where[op.source]
+        elif isinstance(op, func.CallOp):
+            spec = specs[op.callee.root_reference.data]
+            grid, threads = launch_config(spec, multiprocessors)
+            launches.append(Launch(spec.name, grid, threads, tuple(where[v] for v in op.arguments)))
+        elif isinstance(op, func.ReturnOp):
+            for v in op.arguments:
+                assert isinstance(v.type, MemRefType)
+                buffer, offset = where[v]
+                heads.append((buffer, offset, layout_of(v.type)))
+        else:
+            raise CVMRuntimeError(f"cuda: unexpected op '{op.name}' in the host function")
+    return HostPlan(sizes, contents, input_buffer, input_shape, launches, heads)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The runner
+# --------------------------------------------------------------------------------------------------------------
+
+
+def lower_graph(graph: Graph) -> tuple[func.FuncOp, dict[str, memref.GlobalOp], ModuleOp]:
+    """The cpu device's pipeline: (host `@main`, parameter globals, module of loop-level kernels)."""
+    module = graph_to_module(graph)
+    run_pipeline(module, "cvm-to-loops")
+    return split_host(module)
+
+
+def _free_all(device: Device, pointers: list[int]) -> None:
+    for p in pointers:
+        try:
+            device.free(p)
+        except Exception:  # the context may be gone at interpreter exit
+            pass
+
+
+class CudaRunner:
+    """Runs a compiled model on a device: `runner(data) -> heads`. Holds the device buffers and launches."""
+
+    def __init__(self, plan: HostPlan, specs: dict[str, CudaKernelSpec], device: Device, module: Any):
+        self.plan = plan
+        self.device = device
+        self.module = module  # keeps the kernels loaded
+        self.pointers = [device.alloc(n) for n in plan.sizes]
+        weakref.finalize(self, _free_all, device, list(self.pointers))
+        for pointer, data in zip(self.pointers, plan.contents):
+            if data is not None:
+                device.upload(pointer, data)
+        functions = {name: device.function(module, specs[name].symbol) for name in {la.kernel for la in plan.launches}}
+        self.launches = [
+            (functions[la.kernel], la.grid, la.block, device.prepare([self.pointers[b] + o for b, o in la.args]))
+            for la in plan.launches
+        ]
+        self.stats: dict[str, object] = {}
+
+    def __call__(self, data: np.ndarray | None) -> list[np.ndarray]:
+        plan = self.plan
+        if plan.input_buffer is not None:
+            if data is None:
+                raise CVMRuntimeError("the model takes an input 'data', none was given")
+            x = np.ascontiguousarray(np.asarray(data, dtype=np.int32).reshape(plan.input_shape))
+            self.device.upload(self.pointers[plan.input_buffer], x)
+        for function, grid, block, arguments in self.launches:
+            self.device.launch(function, grid, block, arguments)
+        self.device.synchronize()
+        return [self._read(buffer, offset, layout) for buffer, offset, layout in plan.heads]
+
+    def _read(self, buffer: int, offset: int, layout: Layout) -> np.ndarray:
+        """A head: the int32 elements its layout reaches, copied back, then viewed through the layout."""
+        if layout.size == 0:
+            return np.zeros(layout.shape, dtype=np.int32)
+        flat = np.empty(layout.span() - layout.offset, dtype=np.int32)
+        self.device.download(flat, self.pointers[buffer] + offset + 4 * layout.offset)
+        view = np.lib.stride_tricks.as_strided(flat, layout.shape, [4 * s for s in layout.strides])
+        return np.array(view, dtype=np.int32)
+
+
+def compile_graph(graph: Graph, device: Device | None = None) -> CudaRunner:
+    """Compile a verified graph for a CUDA device (the default GPU unless `device` is given):
+    `runner(data) -> heads`, with `runner.stats`. Raises CVMRuntimeError("no CUDA device: ...") without one."""
+    start = time.perf_counter()
+    device = device if device is not None else default_device()
+    main, globals_, kernels = lower_graph(graph)
+    lowered = time.perf_counter()
+    specs = kernel_specs(kernels)
+    source = emit_cuda(kernels)
+    printed = time.perf_counter()
+    module = device.compile(source)
+    compiled = time.perf_counter()
+    plan = plan_host(main, globals_, specs, getattr(device, "multiprocessors", 1))
+    runner = CudaRunner(plan, specs, device, module)
+    runner.stats = {
+        "compile_ms": round(1000 * (time.perf_counter() - start), 1),
+        "lower_ms": round(1000 * (lowered - start), 1),
+        "print_ms": round(1000 * (printed - lowered), 1),
+        "nvrtc_ms": round(1000 * (compiled - printed), 1),
+        "device_name": device.name,
+        "kernels": len(specs),
+        "launches": len(plan.launches),
+        "one_thread_kernels": sum(1 for s in specs.values() if not s.parallel),
+        "peak_buffer_bytes": plan.sizes[0],
+        "device_bytes": sum(plan.sizes),
+        "nvrtc_cache_hit": getattr(device, "cache_hit", None),
+    }
+    return runner
+
+
+def emit_sources(graph: Graph, directory: str | os.PathLike[str]) -> list[Path]:
+    """Write the CUDA source NVRTC compiles for `graph` (`kernels.cu`) and the host function that plans its
+    buffers and launches (`host.mlir`) into `directory`; returns the paths. Needs no GPU."""
+    main, _, kernels = lower_graph(graph)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    cu, host = out / "kernels.cu", out / "host.mlir"
+    cu.write_text(emit_cuda(kernels))
+    host.write_text(str(main) + "\n")
+    return [cu, host]
+
