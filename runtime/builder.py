@@ -27,7 +27,7 @@ import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMLogicError
-from cvmc.runtime.graph import Graph, Node, graph_to_json, verify_graph, write_params
+from cvmc.runtime.graph import Graph, Node, save_graph, verify_graph
 
 if TYPE_CHECKING:
     from cvmc.runtime.model import Model
@@ -305,12 +305,6 @@ class CvmBuilder:
     def export(self, directory: str | os.PathLike[str], outputs: Tensor | Sequence[Tensor],
                postprocess: str | None = None) -> Graph:
         """Write cvm-runtime's `model.json` and `params.bin` into a directory (created if needed); the graph."""
-        import json
-
         graph = self.graph(outputs, postprocess)
-        os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "model.json"), "w") as f:
-            json.dump(graph_to_json(graph), f)
-        with open(os.path.join(directory, "params.bin"), "wb") as f:
-            f.write(write_params(graph.params))
+        save_graph(graph, directory)
         return graph

@@ -2,7 +2,7 @@
 
     module = graph_to_module(load_graph("model.json", "params.bin"))
     graph = module_to_graph(module)              # verified again, with its gas
-    write_model(graph, "out/")                   # out/model.json, out/params.bin
+    save_graph(graph, "out/")                    # out/model.json, out/params.bin (cvmc.runtime.graph)
 
 The module holds one function, `@main`, whose argument is the model's input `data` and whose results are the
 heads. Every other node becomes one op, in the graph's order: a variable becomes a `cvm.param` holding its
@@ -18,8 +18,6 @@ always becomes node 0 of the graph read back; every other node keeps its place.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 
 import numpy as np
@@ -38,7 +36,7 @@ from cvmc.dialects.cvm import (
     tensor_type,
 )
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.graph import POSTPROCESS, VERSIONS, Graph, Node, graph_to_json, verify_graph, write_params
+from cvmc.runtime.graph import POSTPROCESS, VERSIONS, Graph, Node, verify_graph
 
 INPUT = "data"
 _NAME = re.compile(r"[A-Za-z_$.-][\w$.-]*")
@@ -161,12 +159,3 @@ def module_to_graph(module: ModuleOp) -> Graph:
         raise CVMRuntimeError(f"unsupported cvm.version {version} or cvm.postprocess {post} on @main")
     gas = verify_graph(nodes, params)
     return Graph(nodes, heads, params, version_s, post_s, gas)
-
-
-def write_model(graph: Graph, directory: str | os.PathLike[str]) -> None:
-    """Write `model.json` and `params.bin` (cvm-runtime's files) into a directory, created if needed."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "model.json"), "w") as f:
-        json.dump(graph_to_json(graph), f)
-    with open(os.path.join(directory, "params.bin"), "wb") as f:
-        f.write(write_params(graph.params))

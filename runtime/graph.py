@@ -394,3 +394,12 @@ def graph_to_json(g: Graph) -> dict[str, Any]:
     if g.postprocess:
         doc["postprocess"] = g.postprocess
     return doc
+
+
+def save_graph(graph: Graph, directory: str | os.PathLike[str]) -> None:
+    """Write cvm-runtime's `model.json` and `params.bin` for a graph into a directory, created if needed."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "model.json"), "w") as f:
+        json.dump(graph_to_json(graph), f)
+    with open(os.path.join(directory, "params.bin"), "wb") as f:
+        f.write(write_params(graph.params))

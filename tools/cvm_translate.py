@@ -79,9 +79,10 @@ def _run(args: argparse.Namespace) -> None:
 
         _write_module(graph_to_module(load_graph(*args.import_cvm)), args.output)
     elif args.export_cvm:
-        from cvmc.runtime.cvm_ir import module_to_graph, write_model
+        from cvmc.runtime.cvm_ir import module_to_graph
+        from cvmc.runtime.graph import save_graph
 
-        write_model(module_to_graph(_read_module(args.export_cvm)), args.output)
+        save_graph(module_to_graph(_read_module(args.export_cvm)), args.output)
     elif args.import_task:
         from cvmc.runtime.taskir_files import import_task
 

@@ -14,8 +14,8 @@ from cvmc.dialects.cvm import Cvm
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.passes.cvm_gas import CvmGasPass
 from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.cvm_ir import graph_to_module, module_to_graph, write_model
-from cvmc.runtime.graph import Graph, load_graph
+from cvmc.runtime.cvm_ir import graph_to_module, module_to_graph
+from cvmc.runtime.graph import Graph, load_graph, save_graph
 
 VALID = corpus_cases("op", "chain", "model")
 
@@ -68,7 +68,7 @@ def test_gas_pass_equals_model_gas(case):
 def test_files_round_trip(tmp_path):
     d = CVM_CORPUS / "model_digits_cnn_000"
     g = _load(d)
-    write_model(module_to_graph(graph_to_module(g)), tmp_path)
+    save_graph(module_to_graph(graph_to_module(g)), tmp_path)
     assert_same_graph(load_graph(tmp_path / "model.json", tmp_path / "params.bin"), g)
 
 
