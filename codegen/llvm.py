@@ -16,7 +16,8 @@ the units in `[max(begin, 0), min(end, trip))`:
   hold regions, is *splittable*: a unit is one iteration of that loop's first dimension, `trip` its iteration
   count, so calls on disjoint ranges can run on several threads at once;
 - any other kernel has `trip == 1` and runs everything when `begin <= 0 < end`.
-Calling `name(args..., 0, trip)` always runs the whole kernel.
+Calling `name(args..., 0, trip)` always runs the whole kernel. A kernel named like a C library function that
+generated code may call (`erf`, `free`, `memcpy`, ...) is emitted as `@"name.kernel"` (`KernelSpec.symbol`).
 
 Values. An index is an i64. An i1 is an `i1` in registers and an `i8` (0 or 1) in memory; a load of i1 reads
 `byte != 0`. A memref value is its base pointer; views (`subview`, `reinterpret_cast`, `cast`) keep the base
@@ -113,6 +114,27 @@ class KernelSpec:
     args: tuple[KernelArg, ...]
     trip: int
     splittable: bool  # units are iterations of the top-level scf.parallel (else trip == 1)
+
+    @property
+    def symbol(self) -> str:
+        """The LLVM function: the kernel's name, unless that is a C library function the code may call."""
+        return kernel_symbol(self.name)
+
+
+# C functions that kernels call or that LLVM lowers intrinsics to: a kernel of that name must not define them.
+_C_SYMBOLS = frozenset(
+    name + suffix
+    for name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan",
+                 "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "floor",
+                 "ceil", "round", "roundeven", "trunc", "rint", "nearbyint", "pow", "copysign", "fma", "fmod",
+                 "fabs", "fmin", "fmax", "fminimum", "fmaximum", "ldexp", "frexp", "sincos")
+    for suffix in ("", "f")
+) | {"abs", "labs", "aligned_alloc", "malloc", "free", "memcpy", "memmove", "memset"}  # fmt: skip
+
+
+def kernel_symbol(name: str) -> str:
+    """The LLVM symbol of the kernel `name`: `name`, or `name.kernel` where `name` is a C library function."""
+    return f"{name}.kernel" if name in _C_SYMBOLS or name.startswith(("llvm.", "__cvmc_")) else name
 
 
 def kernel_specs(module: ModuleOp) -> dict[str, KernelSpec]:
@@ -459,7 +481,7 @@ class _KernelEmitter:
         self.spec = spec
         block = op.body.block
         params: list[Any] = [_PTR] * len(block.args) + [_I64, _I64]
-        self.fn = ir.Function(mod.module, ir.FunctionType(_VOID, params), spec.name)
+        self.fn = ir.Function(mod.module, ir.FunctionType(_VOID, params), spec.symbol)
         self.fn.attributes.add("nounwind")
         for value, arg, karg in zip(self.fn.args, block.args, spec.args):
             value.name = f"arg{arg.index}"
@@ -961,6 +983,12 @@ class _KernelEmitter:
     def _libm(self, op: Operation) -> None:
         (x,) = self._operands(op)
         self._set(op, self.b.call(self.mod.libm(_LIBM[_op_name(op)], x.type), [x]))
+
+    @_handles("math.fpowi")
+    def _fpowi(self, op: Operation) -> None:
+        x, n = self._operands(op)
+        exponent = self.b.sitofp(n, x.type)
+        self._set(op, self.b.call(self.mod.intrinsic("pow", x.type, 2), [x, exponent]))
 
     @_handles("math.rsqrt")
     def _rsqrt(self, op: Operation) -> None:

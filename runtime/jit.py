@@ -231,7 +231,7 @@ class Kernel:
     """A compiled kernel: call it with numpy arrays, or `prepare` the arrays once and call that many times."""
 
     def __init__(self, engine: JitEngine, spec: KernelSpec):
-        address = engine.address(spec.name)
+        address = engine.address(spec.symbol)
         if not address:
             raise CVMRuntimeError(f"kernel '{spec.name}' is not in the compiled module")
         self.engine = engine  # keeps the code alive

@@ -669,3 +669,37 @@ func.func @clip_copy(%a: memref<2x6xi32>, %out: memref<6xi32>) {
     out = np.zeros(6, np.int32)
     compile_text(text)["clip_copy"](a, out)
     np.testing.assert_array_equal(out, np.minimum(a[1], 3))
+
+
+def test_other_math_ops():
+    """Ops beyond the loop-level list that xDSL's math dialect has: exp2, cbrt, atan2, roundeven, fpowi,
+    minnumf / maxnumf, and the bit counts. The kernels are named after the ops: `cbrt` and `atan2` are libm's
+    names too, so their kernels become `cbrt.kernel` and `atan2.kernel` and the libm calls still reach libm."""
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5, 8.0, -27.0, 3.25] * 20, np.float64)
+    y = np.array([1.0, -2.0, 0.5, np.nan, 3.0, -1.0, 2.0, 0.25] * 20, np.float64)
+    n = np.array([0, 1, 2, 3, -1, -2, 5, 7] * 20, np.int32)
+    bits = np.array([0, 1, -1, 12, 2**30, -(2**31), 255, 96] * 20, np.int32)
+    unary = {"exp2": np.exp2, "cbrt": np.cbrt, "roundeven": np.round}
+    binary = {"math.atan2": np.arctan2, "arith.minnumf": np.fmin, "arith.maxnumf": np.fmax}
+    texts = [map_kernel(k, x.size, ["f64"], "f64", f"%r = math.{k} %x0 : f64") for k in unary]
+    texts += [map_kernel(k.split(".")[1], x.size, ["f64", "f64"], "f64", f"%r = {k} %x0, %x1 : f64") for k in binary]
+    texts.append(map_kernel("fpowi", x.size, ["f64", "i32"], "f64", "%r = math.fpowi %x0, %x1 : f64, i32"))
+    texts += [map_kernel(k, x.size, ["i32"], "i32", f"%r = math.{k} %x0 : i32") for k in ("ctlz", "cttz", "ctpop")]
+    engine = compile_text("\n".join(texts))
+    assert [engine[k].spec.symbol for k in ("cbrt", "exp2", "atan2")] == ["cbrt.kernel", "exp2.kernel", "atan2.kernel"]
+    out = np.zeros_like(x)
+    for name, reference in unary.items():
+        engine[name](x, out)
+        np.testing.assert_allclose(out, reference(x), rtol=1e-15, err_msg=name)
+    for name, reference in binary.items():
+        engine[name.split(".")[1]](x, y, out)
+        np.testing.assert_allclose(out, reference(x, y), rtol=1e-15, err_msg=name)
+    engine["fpowi"](x, n, out)
+    np.testing.assert_allclose(out, x ** n.astype(np.float64), rtol=1e-15)
+    counts = np.zeros_like(bits)
+    u = [int(b) & 0xFFFFFFFF for b in bits]
+    for name, reference in (("ctlz", lambda v: 32 - v.bit_length()),
+                            ("cttz", lambda v: (v & -v).bit_length() - 1 if v else 32),
+                            ("ctpop", lambda v: bin(v).count("1"))):  # fmt: skip
+        engine[name](bits, counts)
+        np.testing.assert_array_equal(counts, [reference(v) for v in u], err_msg=name)
