@@ -1,5 +1,6 @@
 """`cvm-task run`: output lines, steps, and exit statuses 0 / 1 (logic error) / 2 (runtime error)."""
 
+import os
 import subprocess
 import sys
 
@@ -60,3 +61,11 @@ def test_runtime_errors_exit_2(tmp_path):
     garbage.write_text("not a task graph {")
     r = cvm_task(garbage)
     assert r.returncode == 2 and "cannot parse task file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_device_cpu_runs_the_compiled_graph(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "cvmc.tools.cvm_task", "run", str(LENET / "lenet.task.txt"),
+                        str(LENET / "i_0_0_0.dat"), "--device", "cpu", "--steps", "2"],
+                       capture_output=True, text=True, env={**os.environ, "CVMC_CACHE_DIR": str(tmp_path)})  # fmt: skip
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == (LENET / "o_0_0_0.dat.txt").read_text() * 2
