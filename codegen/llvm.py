@@ -27,6 +27,8 @@ access (never ptrtoint arithmetic), so LLVM sees the loop structure and vectoriz
 Integer semantics are total, as the loop level promises (no trap, no poison, branch free): division and
 remainder by zero give 0, INT_MIN / -1 gives INT_MIN and INT_MIN % -1 gives 0, a shift amount outside
 [0, bits - 1] gives 0 for shli and shrui and the sign fill for shrsi, fptosi / fptoui saturate (NaN gives 0).
+x86 has no vector integer division, so an 8- to 32-bit division by a non-constant is done, exactly, in f32 or f64
+(see `_float_division_type`): such loops vectorize too.
 
 Allocation: `memref.alloca` becomes an `alloca` in the entry block (so it runs once per call, on the caller's
 thread stack), `memref.alloc` / `memref.dealloc` call `aligned_alloc` (64 bytes) and `free`. `scf.parallel` runs
@@ -68,7 +70,6 @@ _Value = Any
 
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
-_I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
 _VOID = ir.VoidType()
@@ -503,7 +504,6 @@ class _KernelEmitter:
 
     def emit(self) -> None:
         block = self.op.body.block
-        done: ir.Block | None = None
         if self.split_loop is None:
             # One unit of work: run when 0 is in [begin, end).
             run = self.b.and_(
@@ -608,10 +608,10 @@ class _KernelEmitter:
         steps = [self.values[v] for v in op.step]
         ivs: list[_Value] = []
 
-        def nest(dim: int) -> list[_Value]:
+        def nest(dim: int) -> None:
             if dim == len(lbs):
                 self._run_region(block, ivs)
-                return []
+                return
             if dim == 0 and op is self.split_loop:
                 # The units [max(begin, 0), min(end, trip)) of the first dimension: iv = lb + unit * step.
                 zero, trip = _const(_I64, 0), _const(_I64, self.spec.trip)
@@ -626,7 +626,7 @@ class _KernelEmitter:
                     return []
 
                 self._loop(first, last, _const(_I64, 1), [], unit_body, "par")
-                return []
+                return
 
             def dim_body(iv: _Value, _: list[_Value]) -> list[_Value]:
                 ivs.append(iv)
@@ -635,7 +635,6 @@ class _KernelEmitter:
                 return []
 
             self._loop(lbs[dim], ubs[dim], steps[dim], [], dim_body, "par")
-            return []
 
         nest(0)
 
@@ -786,11 +785,11 @@ class _KernelEmitter:
         src_base, dst_base = self.values[source], self.values[target]
         ivs: list[_Value] = []
 
-        def nest(dim: int) -> list[_Value]:
+        def nest(dim: int) -> None:
             if dim == len(shape):
                 value = self.b.load(self._address(src_t, src_base, ivs), typ=ty, align=size)
                 self.b.store(value, self._address(dst_t, dst_base, ivs), align=size)
-                return []
+                return
 
             def body(iv: _Value, _: list[_Value]) -> list[_Value]:
                 ivs.append(iv)
@@ -798,7 +797,7 @@ class _KernelEmitter:
                 ivs.pop()
                 return []
 
-            return self._loop(_const(_I64, 0), _const(_I64, shape[dim]), _const(_I64, 1), [], body, "copy")
+            self._loop(_const(_I64, 0), _const(_I64, shape[dim]), _const(_I64, 1), [], body, "copy")
 
         nest(0)
 
