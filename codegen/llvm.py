@@ -769,8 +769,8 @@ class _KernelEmitter:
         source, target = op.operands
         src_t, dst_t = source.type, target.type
         assert isinstance(src_t, MemRefType) and isinstance(dst_t, MemRefType)
-        shape, src_strides, src_offset = _layout(src_t)
-        _, dst_strides, dst_offset = _layout(dst_t)
+        shape, src_strides, _ = _layout(src_t)
+        _, dst_strides, _ = _layout(dst_t)
         ty = _memory_type(src_t.element_type)
         size = _byte_size(ty)
         if src_strides == dst_strides == _row_major(shape):
