@@ -47,7 +47,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
-from cvmc.passes.cvm_loops_kernels import KernelArg, build_kernel, kernel_call, kernel_name
+from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, build_kernel, kernel_call, kernel_name
+from cvmc.passes.cvm_loops_ops import pack_values
 from cvmc.passes.cvm_loops_plan import Net, Node, Plan, Tensor, group_work, plan
 from cvmc.passes.cvm_loops_views import Layout
 
@@ -100,7 +101,7 @@ class _Host:
         return op.results[0]
 
     def view(self, arg: KernelArg) -> SSAValue:
-        t = arg.layout.memref_type(i32)
+        t = arg.type
         key = (arg.buffer, t)
         if key not in self.views:
             root = self.roots[arg.buffer]
@@ -145,18 +146,24 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
         if bid not in used:
             continue
         if b.kind == "param":
-            tid = b.tensor
-            shape, name = net.tensors[tid].shape, net.tensors[tid].name
-            t = MemRefType(i32, shape)
+            tensor = p.tensors[b.tensor]
+            element = ELEMENT_TYPES[tensor.element]
+            t = MemRefType(element, tensor.shape)
+            name = tensor.name + ("_packed" if tensor.pack else "")
             symbol = f"param_{bid}_{_SYMBOL.sub('_', name)}"
-            data = np.ascontiguousarray(params[tid], dtype="<i4")
-            dense = DenseIntOrFPElementsAttr(TensorType(i32, shape), BytesAttr(data.tobytes()))
+            if tensor.pack is not None:
+                data = pack_values(tensor.pack, params[tensor.packed_from], tensor.element)
+            else:
+                data = params[b.tensor]
+            data = np.ascontiguousarray(data, dtype="<i2" if tensor.element == "i16" else "<i4")
+            dense = DenseIntOrFPElementsAttr(TensorType(element, tensor.shape), BytesAttr(data.tobytes()))
             globals_.append(memref.GlobalOp.get(StringAttr(symbol), t, dense, constant=UnitAttr()))
             host.roots[bid] = host.add(memref.GetGlobalOp(symbol, t))
             host.roots[bid].name_hint = _SYMBOL.sub("_", name) or None
         elif b.kind == "arena":
             shift = host.add(arith.ConstantOp(IntegerAttr(b.offset, IndexType())))
-            host.roots[bid] = host.add(memref.ViewOp(arena, shift, [], MemRefType(i32, [b.elements])))
+            view_type = MemRefType(ELEMENT_TYPES[b.element], [b.elements])
+            host.roots[bid] = host.add(memref.ViewOp(arena, shift, [], view_type))
     for call in calls:
         op = func.CallOp(kernels[call.key], [host.view(a) for a in call.args], [])
         op.attributes["cvm.work"] = IntegerAttr(group_work(net, call.group), 64)

@@ -24,6 +24,17 @@ from xdsl.rewriter import InsertPoint
 INDEX = IndexType()
 Value = SSAValue
 
+# Index arithmetic on two constants is folded as it is built (None: leave it to LLVM).
+_FOLD: dict[type[Operation], Callable[[int, int], int | None]] = {
+    arith.AddiOp: lambda x, y: x + y,
+    arith.SubiOp: lambda x, y: x - y,
+    arith.MuliOp: lambda x, y: x * y,
+    arith.MinSIOp: min,
+    arith.MaxSIOp: max,
+    arith.DivSIOp: lambda x, y: x // y if x >= 0 and y > 0 else None,
+    arith.RemSIOp: lambda x, y: x % y if x >= 0 and y > 0 else None,
+}
+
 
 class KernelBuilder:
     """Builds one `func.func @name(args...)` with no results."""
@@ -54,7 +65,10 @@ class KernelBuilder:
 
     def for_(self, ub: int | Value, body: Callable[..., Sequence[Value] | None], lb: int | Value = 0,
              step: int | Value = 1, inits: Sequence[Value] = ()) -> list[Value]:
-        """`scf.for %iv = lb to ub step step iter_args(inits)`; `body(iv, *carried)` returns the yielded values."""
+        """`scf.for %iv = lb to ub step step iter_args(inits)`; `body(iv, *carried)` returns the yielded values.
+        A loop of one iteration (static bounds) is its body, inline."""
+        if isinstance(lb, int) and isinstance(ub, int) and isinstance(step, int) and lb < ub <= lb + step:
+            return list(body(self.idx(lb), *inits) or ())
         block = Block(arg_types=[INDEX, *(v.type for v in inits)])
         self._fill(block, lambda: body(*block.args), lambda ys: scf.YieldOp(*ys))
         op = scf.ForOp(self.idx(lb), self.idx(ub), self.idx(step), list(inits), block)
@@ -147,6 +161,11 @@ class KernelBuilder:
 
     def _bin(self, cls: type[Operation], a: Value | int, b: Value | int) -> Value:
         ty = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
+        x, y = self.constant_value(a), self.constant_value(b)
+        if ty == INDEX and x is not None and y is not None and cls in _FOLD:
+            folded = _FOLD[cls](x, y)
+            if folded is not None:
+                return self.const(folded, INDEX)
         a = self.const(a, ty) if isinstance(a, int) else a
         b = self.const(b, ty) if isinstance(b, int) else b
         return self.insert(cls(a, b)).results[0]  # type: ignore[call-arg]
@@ -173,6 +192,8 @@ class KernelBuilder:
         return self._bin(arith.SubiOp, a, b)
 
     def muli(self, a: Value | int, b: Value | int) -> Value:
+        if self.constant_value(a) == 0 or self.constant_value(b) == 0:
+            return self.const(0, a.type if isinstance(a, SSAValue) else b.type)  # type: ignore[union-attr]
         if self.constant_value(b) == 1 and isinstance(a, SSAValue):
             return a
         if self.constant_value(a) == 1 and isinstance(b, SSAValue):

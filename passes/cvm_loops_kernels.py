@@ -12,12 +12,14 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, i32
+from xdsl.dialects.builtin import MemRefType, i16, i32
 
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
 from cvmc.passes.cvm_loops_plan import Group, Plan, group_inputs, operand_layouts
 from cvmc.passes.cvm_loops_views import Layout, collapse
+
+ELEMENT_TYPES = {"i32": i32, "i16": i16}
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,11 @@ class KernelArg:
 
     buffer: int
     layout: Layout
+    element: str = "i32"
+
+    @property
+    def type(self) -> MemRefType:
+        return self.layout.memref_type(ELEMENT_TYPES[self.element])
 
 
 @dataclass
@@ -44,19 +51,18 @@ def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
 
 def kernel_call(plan: Plan, group: Group) -> KernelCall:
     """The arguments of a group's kernel and its dedup key."""
-    net = plan.net
     if group.kind == "copy":
         outs = [Layout.contiguous(plan.refs[group.anchor.inputs[0]].layout.shape)]
     else:
-        outs = [Layout.contiguous(net.tensors[t].shape) for t in group.outputs]
+        outs = [Layout.contiguous(plan.tensors[t].shape) for t in group.outputs]
     layouts = [*outs, *operand_layouts(plan, group), *(Layout.contiguous((plan.buffers[s].elements,))
                                                           for s in group.scratch)]
     if group.kind == "map":
         layouts = collapse(layouts)
     buffers = [plan.refs[t].buffer for t in group.outputs] + [plan.refs[t].buffer for t in group_inputs(group)]
     buffers += group.scratch
-    args = [KernelArg(b, l) for b, l in zip(buffers, layouts)]
-    types = [l.memref_type(i32) for l in layouts]
+    args = [KernelArg(b, l, plan.buffers[b].element) for b, l in zip(buffers, layouts)]
+    types = [a.type for a in args]
     nodes = tuple((n.op, _freeze(n.attrs)) for n in group.nodes)
     steps = tuple(tuple(s.sources) for s in group.epilogue)
     key = (group.kind, nodes, steps, tuple(types))
@@ -70,7 +76,7 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
     args = [ops.Arg(m, a.layout) for m, a in zip(k.args, call.args)]
     n_out = 1 if group.kind == "copy" else len(group.outputs)
     outs, rest = args[:n_out], args[n_out:]
-    n_in = len(group.anchor.inputs)
+    n_in = len(group.inputs)
     ins, extras = rest[:n_in], rest[n_in:n_in + len(group.extras)]
     scratch = rest[n_in + len(group.extras):]
     node = group.anchor
@@ -87,6 +93,12 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
             k.store(epilogue(v, ivs), outs[0].mem, ivs)
 
         k.loops(outs[0].layout.shape, body, parallel=True)
+    elif group.kind == "conv2d":
+        ops.conv2d(k, node.attrs, outs[0], ins, epilogue)
+    elif group.kind == "dense":
+        ops.dense(k, outs[0], ins, epilogue)
+    elif group.kind == "pack":
+        ops.pack(k, node.attrs, outs[0], ins[0])
     elif group.kind == "compute":
         compute = ops.COMPUTE[node.op](k, node.attrs, ins, outs[0].layout.shape)
         k.loops(outs[0].layout.shape, lambda ivs: k.store(epilogue(compute(ivs), ivs), outs[0].mem, ivs),

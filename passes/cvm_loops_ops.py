@@ -18,7 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import i1, i32, i64
+import numpy as np
+from xdsl.dialects.builtin import MemRefType, i1, i32, i64
+from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.passes.cvm_loops_builder import INDEX, KernelBuilder, Value
@@ -479,3 +481,182 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 
     k.for_(nb, batch)
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# conv2d and dense on packed operands
+# ---------------------------------------------------------------------------------------------------------
+#
+# The reduction of both runs over a contiguous row of packed values: the input as zero-padded NHWC (conv2d, read
+# into an im2col row of (kh, kw, c) per output pixel) or as rows (dense), the weight as one row per output
+# channel in the same (kh, kw, c) order, padded with zeros to a multiple of 16. Every product of two int16
+# values fits int32 exactly and the int32 accumulation wraps like the reference's, in any order.
+
+
+def padded(k: int) -> int:
+    """The packed length of a reduction of length k: a multiple of 16 from 16 up (zeros past k)."""
+    return k if k < 16 else -(-k // 16) * 16
+
+
+def pack_values(pack: Attrs, array: np.ndarray, element: str) -> np.ndarray:
+    """A param packed at compile time, as the `pack` kernel would pack it."""
+    a = np.asarray(array, dtype=np.int64)
+    if pack["to"] == "conv_weight":
+        a = a.transpose(0, 2, 3, 1).reshape(a.shape[0], -1)  # (OC, KH, KW, C/g) rows
+    out = np.zeros((a.shape[0], pack["width"]), dtype=np.int16 if element == "i16" else np.int32)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def _widen(k: KernelBuilder, v: Value) -> Value:
+    return k.extsi(v, i32) if v.type != i32 else v
+
+
+def _narrow(k: KernelBuilder, v: Value, element: Attribute) -> Value:
+    return k.trunci(v, element) if element != i32 else v
+
+
+def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
+    """`out` = `src` packed (`a["to"]`): zero-padded NHWC, conv weight rows (kh, kw, c), or rows, zero-extended
+    to the packed width; narrowed to the packed element type (the values fit it)."""
+    element = out.mem.type.element_type  # type: ignore[attr-defined]
+    zero = k.const(0, element)
+    if a["to"] == "nhwc":
+        _, c, h, w = src.layout.shape
+        ph, pw = a["padding"]
+
+        def row(ivs: list[Value]) -> None:
+            n, hp = ivs
+            ih = k.subi(hp, ph)
+            inside = _in_range(k, ih, h)
+            ih_c = _clamp_index(k, ih, h)
+
+            def channel(ci: Value) -> None:
+                def col(wp: Value) -> None:
+                    iw = k.subi(wp, pw)
+                    ok = k.andi(inside, _in_range(k, iw, w))
+                    v = src.load(k, [n, ci, ih_c, _clamp_index(k, iw, w)])
+                    k.store(k.select(ok, _narrow(k, v, element), zero), out.mem, [n, hp, wp, ci])
+
+                k.for_(w + 2 * pw, col)
+
+            k.for_(c, channel)
+
+        k.loops(out.layout.shape[:2], row, parallel=True)
+        return
+    rows, width = out.layout.shape
+    if a["to"] == "conv_weight":
+        _, cg, kh, kw = src.layout.shape
+
+        def weight_row(ivs: list[Value]) -> None:
+            (o,) = ivs
+            k.loops([kh, kw, cg], lambda t: k.store(_narrow(k, src.load(k, [o, t[2], t[0], t[1]]), element), out.mem,
+                                                   [o, k.addi(k.muli(k.addi(k.muli(t[0], kw), t[1]), cg), t[2])]))
+            k.for_(width, lambda i: k.store(zero, out.mem, [o, i]), lb=kh * kw * cg)
+
+        k.loops([rows], weight_row, parallel=True)
+        return
+    depth = src.layout.shape[1]
+
+    def plain_row(ivs: list[Value]) -> None:
+        (r,) = ivs
+        k.for_(depth, lambda i: k.store(_narrow(k, src.load(k, [r, i]), element), out.mem, [r, i]))
+        k.for_(width, lambda i: k.store(zero, out.mem, [r, i]), lb=depth)
+
+    k.loops([rows], plain_row, parallel=True)
+
+
+def _dot(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int) -> Value:
+    """sum over i < depth of a[a_idx..., i] * b[b_idx..., i], widened to int32 (wrapping)."""
+    def step(i: Value, acc: Value) -> list[Value]:
+        x = _widen(k, k.load(a, [*a_idx, i]))
+        y = _widen(k, k.load(b, [*b_idx, i]))
+        return [k.addi(acc, k.muli(x, y))]
+
+    return k.for_(depth, step, inits=[k.const(0)])[0]
+
+
+def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
+    """Y[m, u] = dot(X[m], W[u]) (+ B[u]) over packed rows."""
+    x, w = ins[0], ins[1]
+    depth = x.layout.shape[1]
+
+    def element(ivs: list[Value]) -> None:
+        m, u = ivs
+        v = _dot(k, x.mem, [m], w.mem, [u], depth)
+        if len(ins) > 2:
+            v = k.addi(v, ins[2].load(k, [u]))
+        k.store(epilogue(v, ivs), out.mem, ivs)
+
+    k.loops(out.layout.shape, element, parallel=True)
+
+
+# An im2col tile is at most this many bytes (it and a weight row stay in the L1 cache).
+IM2COL_BYTES = 32 * 1024
+
+
+def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
+    """Y[n, oc, oh, ow] = dot(im2col row of (oh, ow) in group g(oc), W[oc]) (+ B[oc]).
+
+    Per output row (the parallel loop, split over threads), a tile of output pixels is gathered into an im2col
+    buffer (contiguous copies of C/g channels from the padded NHWC input), then each output channel takes one
+    dot product per pixel of the tile."""
+    x, w = ins[0], ins[1]
+    n_, oc_total, oh_, ow_ = out.layout.shape
+    _, _, _, c = x.layout.shape
+    width = w.layout.shape[1]
+    groups = a["groups"]
+    cg, ocg = c // groups, oc_total // groups
+    kh, kw = a["kernel_size"]
+    (sh, sw), (dh, dw) = a["strides"], a["dilation"]
+    depth = kh * kw * cg
+    element = x.mem.type.element_type  # type: ignore[attr-defined]
+    item = 2 if element != i32 else 4
+    tiles = -(-ow_ * groups * width * item // IM2COL_BYTES)
+    tile = -(-ow_ // tiles)
+    zero = k.const(0, element)
+    cols_type = MemRefType(element, [groups, tile, width])
+
+    def row(ivs: list[Value]) -> None:
+        n, oh = ivs
+        cols = k.alloca(cols_type)
+
+        def over_tile(t: Value) -> None:
+            ow0 = k.muli(t, tile)
+            count = k.minsi(k.idx(tile), k.subi(k.idx(ow_), ow0))
+
+            def gather(g: Value, j: Value) -> None:
+                iw0 = k.muli(k.addi(ow0, j), sw)
+                c0 = k.muli(g, cg)
+
+                def tap(ivs: list[Value]) -> None:
+                    i, jj = ivs
+                    ih = k.addi(k.muli(oh, sh), k.muli(i, dh))
+                    iw = k.addi(iw0, k.muli(jj, dw))
+                    base = k.muli(k.addi(k.muli(i, kw), jj), cg)
+                    k.for_(cg, lambda ci: k.store(x.load(k, [n, ih, iw, k.addi(c0, ci)]), cols,
+                                                  [g, j, k.addi(base, ci)]))
+
+                k.loops([kh, kw], tap)
+                k.for_(width, lambda i: k.store(zero, cols, [g, j, i]), lb=depth)
+
+            k.for_(groups, lambda g: k.for_(count, lambda j: gather(g, j)))
+
+            def channel(oc: Value) -> None:
+                g = k.divsi(oc, ocg) if groups > 1 else k.idx(0)
+                bias = ins[2].load(k, [oc]) if len(ins) > 2 else None
+
+                def pixel(j: Value) -> None:
+                    v = _dot(k, cols, [g, j], w.mem, [oc], width)
+                    if bias is not None:
+                        v = k.addi(v, bias)
+                    dst = [n, oc, oh, k.addi(ow0, j)]
+                    k.store(epilogue(v, dst), out.mem, dst)
+
+                k.for_(count, pixel)
+
+            k.for_(oc_total, channel)
+
+        k.for_(tiles, over_tile)
+
+    k.loops([n_, oh_], row, parallel=True)

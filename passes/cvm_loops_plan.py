@@ -6,13 +6,15 @@
 - groups: one anchor operator plus the chain of elementwise operators fused into its epilogue (an elementwise
   consumer joins the group of its input when it is that tensor's only consumer and the tensor is not a head);
   each group is one kernel call and writes one fresh buffer per output;
+- packed operands of conv2d and dense: the input as zero-padded NHWC (conv2d) or rows (dense) and the weight as
+  rows of the reduction, both int16 when every value provably fits 16 bits (`value_bits`), so the inner loop is
+  a contiguous int16 dot product (LLVM makes it `vpmaddwd`); a param weight is packed once, at compile time;
 - buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
   arena by first fit, largest buffer first, 64-byte aligned. The model's own storage_id is never used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
@@ -23,7 +25,7 @@ from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
 ALIGN = 64
-ELEMENT_BYTES = 4  # every CVM tensor is int32
+ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -39,6 +41,9 @@ class Tensor:
     precision: int
     kind: str = "op"  # "input", "param" or "op"
     name: str = ""
+    element: str = "i32"
+    packed_from: int = -1  # a param packed at compile time: the param's tensor id (see `ops.pack_values`)
+    pack: Attrs | None = None  # how it is packed (the attributes of a `pack` node)
 
 
 @dataclass
@@ -86,6 +91,7 @@ class Buffer:
 
     kind: str  # "input", "param" or "arena"
     elements: int
+    element: str = "i32"
     tensor: int = -1  # the input's or param's tensor id
     offset: int = 0
     first: int = 0  # the step that writes it
@@ -93,7 +99,7 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        return self.elements * ELEMENT_BYTES
+        return self.elements * ELEMENT_BYTES[self.element]
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,8 @@ class Group:
     """One kernel call: an anchor operator, its epilogue, and the refs it reads and writes."""
 
     anchor: Node
-    kind: str  # "map", "compute", "concatenate", "copy", "get_valid_counts", "non_max_suppression"
+    kind: str  # "map", "compute", "conv2d", "dense", "pack", "concatenate", "copy", "get_valid_counts", ...
+    inputs: list[int] = field(default_factory=list)  # what the anchor reads (packed operands replace originals)
     epilogue: list[Step] = field(default_factory=list)
     extras: list[int] = field(default_factory=list)  # tensor ids read by the epilogue
     outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
@@ -130,12 +137,13 @@ class Group:
 
     @property
     def fusable(self) -> bool:
-        return self.kind in ("map", "compute", "concatenate")
+        return self.kind in ("map", "compute", "conv2d", "dense", "concatenate")
 
 
 @dataclass
 class Plan:
     net: Net
+    tensors: list[Tensor]  # the network's, then the packed operands
     refs: dict[int, Ref]  # tensor id -> where it lives
     buffers: list[Buffer]
     groups: list[Group]  # in execution order
@@ -145,7 +153,7 @@ class Plan:
     def intermediate_bytes(self) -> int:
         """The bytes of every operator output of the network (what a plan without reuse would allocate)."""
         produced = {t for n in self.net.nodes for t in n.outputs}
-        return sum(prod(self.net.tensors[t].shape) * ELEMENT_BYTES for t in produced)
+        return sum(prod(self.net.tensors[t].shape) * ELEMENT_BYTES["i32"] for t in produced)
 
 
 VIEW_OPS = frozenset({"reshape", "flatten", "expand_dims", "squeeze", "transpose", "strided_slice",
@@ -190,21 +198,46 @@ def plan(net: Net) -> Plan:
         for t in set(node.inputs):
             consumers[t] = consumers.get(t, 0) + 1
     heads = set(net.heads)
+    bits = value_bits(net)
+    tensors = list(net.tensors)
 
     buffers: list[Buffer] = []
     refs: dict[int, Ref] = {}
     for tid, t in enumerate(net.tensors):
         if t.kind in ("input", "param"):
             refs[tid] = Ref(len(buffers), Layout.contiguous(t.shape))
-            buffers.append(Buffer(t.kind, prod(t.shape), tid))
+            buffers.append(Buffer(t.kind, prod(t.shape), tensor=tid))
 
     groups: list[Group] = []
-    position: list[int] = []  # index in `nodes` of each group's last member
+    position: list[float] = []  # index in `nodes` of each group's last member
     open_group: dict[int, int] = {}  # tensor id -> group whose current output it is
 
-    def new_buffer(shape: tuple[int, ...]) -> Ref:
-        buffers.append(Buffer("arena", prod(shape)))
+    def new_buffer(shape: tuple[int, ...], element: str = "i32") -> Ref:
+        buffers.append(Buffer("arena", prod(shape), element))
         return Ref(len(buffers) - 1, Layout.contiguous(shape))
+
+    def add_group(group: Group, pos: float) -> None:
+        groups.append(group)
+        position.append(pos)
+
+    packs: dict[tuple[object, ...], int] = {}
+
+    def packed(src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int) -> int:
+        """A tensor holding `src` packed: computed at compile time for a param, else by a pack kernel."""
+        key = (src, element, *sorted(pack.items()))
+        if key in packs:
+            return packs[key]
+        tid = packs[key] = len(tensors)
+        if net.tensors[src].kind == "param" and pack["to"] != "nhwc":
+            tensors.append(Tensor(shape, net.tensors[src].precision, "param", net.tensors[src].name, element,
+                                  src, pack))
+            refs[tid] = Ref(len(buffers), Layout.contiguous(shape))
+            buffers.append(Buffer("param", prod(shape), element, tid))
+            return tid
+        tensors.append(Tensor(shape, net.tensors[src].precision, "op", element=element))
+        refs[tid] = new_buffer(shape, element)
+        add_group(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
+        return tid
 
     for pos, node in enumerate(nodes):
         out_shape = net.tensors[node.outputs[0]].shape
@@ -233,24 +266,41 @@ def plan(net: Net) -> Plan:
                 position[g] = pos
                 continue
         kind = _kind(node)
-        group = Group(node, kind, outputs=list(node.outputs))
+        inputs = list(node.inputs)
+        if kind in ("conv2d", "dense"):
+            element = "i16" if bits[inputs[0]] <= 16 and bits[inputs[1]] <= 16 else "i32"
+            x, w = (net.tensors[t].shape for t in inputs[:2])
+            if kind == "conv2d":
+                (ph, pw), k = node.attrs["padding"], prod(w[1:])
+                nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
+                inputs[0] = packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos)
+                inputs[1] = packed(inputs[1], {"to": "conv_weight", "width": ops.padded(k)},
+                                   (w[0], ops.padded(k)), element, pos)
+            else:
+                k = x[1]
+                inputs[0] = packed(inputs[0], {"to": "rows", "width": ops.padded(k)}, (x[0], ops.padded(k)),
+                                   element, pos)
+                inputs[1] = packed(inputs[1], {"to": "rows", "width": ops.padded(k)}, (w[0], ops.padded(k)),
+                                   element, pos)
+        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs))
         for t in node.outputs:
             refs[t] = new_buffer(net.tensors[t].shape)
         if kind == "non_max_suppression":
             group.scratch.append(new_buffer((net.tensors[node.inputs[0]].shape[1],)).buffer)
-        groups.append(group)
-        position.append(pos)
+        add_group(group, pos)
         if group.fusable:
             open_group[node.outputs[0]] = len(groups) - 1
 
     order = sorted(range(len(groups)), key=lambda g: position[g])
     groups = [groups[g] for g in order]
-    return _place(net, refs, buffers, groups, heads)
+    return _place(net, tensors, refs, buffers, groups, heads)
 
 
 def _kind(node: Node) -> str:
     if node.op in ops.ELEMENTWISE:
         return "map"
+    if node.op in ("conv2d", "dense"):
+        return node.op
     if node.op in ops.COMPUTE:
         return "compute"
     if node.op in VIEW_OPS or node.op in ("sum", "max"):
@@ -276,10 +326,11 @@ def _fusion_target(node: Node, net: Net, refs: dict[int, Ref], open_group: dict[
 
 def group_inputs(group: Group) -> list[int]:
     """Every tensor a group reads: the anchor's inputs, then the epilogue's extras."""
-    return [*group.anchor.inputs, *group.extras]
+    return [*group.inputs, *group.extras]
 
 
-def _place(net: Net, refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int]) -> Plan:
+def _place(net: Net, tensors: list[Tensor], refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group],
+           heads: set[int]) -> Plan:
     """Liveness per base buffer over the group order, then first-fit placement in one arena."""
     for step, group in enumerate(groups):
         for t in group.outputs:
@@ -308,15 +359,14 @@ def _place(net: Net, refs: dict[int, Ref], buffers: list[Buffer], groups: list[G
         b.offset = offset
         placed.append(b)
         arena = max(arena, offset + size)
-    return Plan(net, refs, buffers, groups, arena)
+    return Plan(net, tensors, refs, buffers, groups, arena)
 
 
 def operand_layouts(plan: Plan, group: Group) -> list[Layout]:
     """The layouts a group's kernel receives for what it reads, in `group_inputs` order."""
-    net = plan.net
     node = group.anchor
-    out_shape = net.tensors[group.outputs[0]].shape
-    layouts = [plan.refs[t].layout for t in node.inputs]
+    out_shape = plan.tensors[group.outputs[0]].shape
+    layouts = [plan.refs[t].layout for t in group.inputs]
     if group.kind == "map":
         layouts = [ops.operand_layout(node.op, i, l, out_shape) for i, l in enumerate(layouts)]
     else:
@@ -325,7 +375,7 @@ def operand_layouts(plan: Plan, group: Group) -> list[Layout]:
     for t in group.extras:
         layouts.append(plan.refs[t].layout)
     # epilogue extras: broadcast to the output shape as their step reads them
-    extra_at = len(node.inputs)
+    extra_at = len(group.inputs)
     for step in group.epilogue:
         for i, src in enumerate(step.sources):
             if src is not None:
@@ -333,12 +383,10 @@ def operand_layouts(plan: Plan, group: Group) -> list[Layout]:
     return layouts
 
 
-def bits_fit(bits: Sequence[int], limit: int) -> bool:
-    return all(b <= limit for b in bits)
-
-
 def group_work(net: Net, group: Group) -> int:
     """The gas of a group's operators: how much work one call does."""
+    if group.kind == "pack":
+        return prod(net.tensors[group.anchor.inputs[0]].shape)
     work = 0
     for node in group.nodes:
         shapes = [net.tensors[t].shape for t in node.inputs]

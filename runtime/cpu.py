@@ -21,8 +21,8 @@ from math import prod
 
 import numpy as np
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, MemRefType, ModuleOp
+from xdsl.ir import Attribute, SSAValue
 
 from cvmc.errors import CVMRuntimeError
 from cvmc.passes.cvm_loops_views import Layout, layout_of
@@ -61,6 +61,12 @@ def split_host(module: ModuleOp) -> tuple[func.FuncOp, dict[str, memref.GlobalOp
     if main is None:
         raise CVMRuntimeError("the lowered module has no host function @main")
     return main, globals_, ModuleOp(kernels)
+
+
+def _dtype(t: Attribute) -> np.dtype:
+    """The numpy dtype of a memref's elements (int32 tensors, int16 packed operands)."""
+    assert isinstance(t, MemRefType) and isinstance(t.element_type, IntegerType)
+    return np.dtype({32: "<i4", 16: "<i2"}[t.element_type.width.data])
 
 
 def _aligned_bytes(n: int) -> np.ndarray:
@@ -114,12 +120,13 @@ class CpuRunner:
             elif isinstance(op, memref.GetGlobalOp):
                 g = globals_[op.name_.root_reference.data]
                 assert isinstance(g.initial_value, DenseIntOrFPElementsAttr)
-                bases[op.memref] = np.frombuffer(g.initial_value.data.data, dtype="<i4").copy()
+                dtype = _dtype(op.memref.type)
+                bases[op.memref] = np.frombuffer(g.initial_value.data.data, dtype=dtype).copy()
             elif isinstance(op, memref.ViewOp):
                 t = op.result.type
                 assert isinstance(t, MemRefType)
-                shift = consts[op.byte_shift]
-                bases[op.result] = self.arena[shift:shift + 4 * prod(t.get_shape())].view(np.int32)
+                shift, dtype = consts[op.byte_shift], _dtype(t)
+                bases[op.result] = self.arena[shift:shift + dtype.itemsize * prod(t.get_shape())].view(dtype)
             elif isinstance(op, memref.ReinterpretCastOp):
                 bases[op.result] = bases[op.source]
             elif isinstance(op, func.CallOp):

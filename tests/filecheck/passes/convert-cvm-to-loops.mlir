@@ -58,8 +58,11 @@ func.func @main(%data: tensor<1x2x3x3xi32, #cvm.prec<8>>) -> tensor<3x2xi32, #cv
 
 // -----
 
-// A conv2d with its requantization epilogue is one kernel; two identical convolutions share it, and the
-// buffer of the first result is reused once the second conv (its last reader) has run.
+// A conv2d with its requantization epilogue is one kernel: a pack kernel first writes the input as zero-padded
+// NHWC int16 (the values fit 8 bits), the weight is packed when compiling (rows of (kh, kw, c), zero-padded to
+// 32), then per output row an im2col buffer is gathered and each output is an int16 dot product widened to
+// int32, shifted, clipped and stored once. The three convolutions share one kernel, and the arena holds one
+// packed input and one output: each buffer is reused as soon as its last reader has run.
 
 func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2x4x4xi32, #cvm.prec<8>> {
   %w = cvm.param "w" dense<1> : tensor<2x2x3x3xi32, #cvm.prec<8>>
@@ -72,13 +75,36 @@ func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2x4x4xi32,
   func.return %s3 : tensor<1x2x4x4xi32, #cvm.prec<8>>
 }
 
-// CHECK:       func.func @conv2d_cvm_right_shift(
+// CHECK:       "memref.global"() <{sym_name = "param_3_w_packed", type = memref<2x32xi16>, initial_value = dense<{{\[\[}}1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [1,
+// CHECK-LABEL: func.func @pack(%0: memref<1x6x6x2xi16>, %1: memref<1x2x4x4xi32>) {
+// CHECK:         arith.trunci %{{.*}} : i32 to i16
+// CHECK-LABEL: func.func @conv2d_cvm_right_shift(%0: memref<1x2x4x4xi32>, %1: memref<1x6x6x2xi16>, %2: memref<2x32xi16>) {
+// CHECK:         "scf.parallel"
+// CHECK-NEXT:    ^bb0(%[[OH:.*]]: index):
+// CHECK-NEXT:      %[[COLS:.*]] = memref.alloca() : memref<1x4x32xi16>
+// CHECK:             %[[V:.*]] = memref.load %1[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x6x6x2xi16>
+// CHECK:             memref.store %[[V]], %[[COLS]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x4x32xi16>
+// CHECK:           %[[DOT:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (i32) {
+// CHECK-NEXT:        %[[A:.*]] = memref.load %[[COLS]][%{{.*}}, %{{.*}}, %[[K]]] : memref<1x4x32xi16>
+// CHECK-NEXT:        %[[A32:.*]] = arith.extsi %[[A]] : i16 to i32
+// CHECK-NEXT:        %[[W:.*]] = memref.load %2[%{{.*}}, %[[K]]] : memref<2x32xi16>
+// CHECK-NEXT:        %[[W32:.*]] = arith.extsi %[[W]] : i16 to i32
+// CHECK-NEXT:        %[[P:.*]] = arith.muli %[[A32]], %[[W32]] : i32
+// CHECK-NEXT:        %[[S:.*]] = arith.addi %[[ACC]], %[[P]] : i32
+// CHECK-NEXT:        scf.yield %[[S]] : i32
+// CHECK-NEXT:      }
+// CHECK-NEXT:      arith.shrsi %[[DOT]]
+// CHECK:           memref.store %{{.*}}, %0[%{{.*}}, %{{.*}}, %[[OH]], %{{.*}}] : memref<1x2x4x4xi32>
 // CHECK-NOT:   func.func @conv2d_cvm_right_shift_1(
-// CHECK-LABEL: func.func @main(%data: memref<1x2x4x4xi32>, %arena: memref<256xi8>)
-// CHECK:         %[[C0:.*]] = arith.constant 0 : index
-// CHECK-NEXT:    %[[B0:.*]] = memref.view %arena[%[[C0]]][] : memref<256xi8> to memref<32xi32>
-// CHECK-NEXT:    %[[C128:.*]] = arith.constant 128 : index
-// CHECK-NEXT:    %[[B1:.*]] = memref.view %arena[%[[C128]]][] : memref<256xi8> to memref<32xi32>
-// CHECK-NEXT:    %[[C0_:.*]] = arith.constant 0 : index
-// CHECK-NEXT:    %[[B2:.*]] = memref.view %arena[%[[C0_]]][] : memref<256xi8> to memref<32xi32>
-// CHECK-COUNT-3: func.call @conv2d_cvm_right_shift(
+// CHECK-LABEL: func.func @main(%data: memref<1x2x4x4xi32>, %arena: memref<320xi8>)
+// CHECK:         func.call @pack(
+// CHECK-NEXT:    memref.reinterpret_cast
+// CHECK-NEXT:    func.call @conv2d_cvm_right_shift(
+// CHECK-NEXT:    memref.reinterpret_cast
+// CHECK-NEXT:    func.call @pack(
+// CHECK-NEXT:    memref.reinterpret_cast
+// CHECK-NEXT:    func.call @conv2d_cvm_right_shift(
+// CHECK-NEXT:    memref.reinterpret_cast
+// CHECK-NEXT:    func.call @pack(
+// CHECK-NEXT:    memref.reinterpret_cast
+// CHECK-NEXT:    func.call @conv2d_cvm_right_shift(
