@@ -119,6 +119,8 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
 def kernel_name(group: Group, taken: Container[str]) -> str:
     """`conv2d`, `conv2d_cvm_right_shift_relu`, ... made unique with a counter."""
     base = "_".join(n.op for n in group.nodes)
+    if group.kind == "copy":
+        base = f"copy_{base}"
     if len(base) > 48:
         base = f"{group.anchor.op}_fused{len(group.epilogue)}"
     name, i = base, 1

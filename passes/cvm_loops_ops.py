@@ -582,13 +582,13 @@ def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> Non
     depth = x.layout.shape[1]
 
     def element(ivs: list[Value]) -> None:
-        m, u = ivs
+        u, m = ivs  # a weight row stays in the L1 cache while every data row meets it
         v = _dot(k, x.mem, [m], w.mem, [u], depth)
         if len(ins) > 2:
             v = k.addi(v, ins[2].load(k, [u]))
-        k.store(epilogue(v, ivs), out.mem, ivs)
+        k.store(epilogue(v, [m, u]), out.mem, [m, u])
 
-    k.loops(out.layout.shape, element, parallel=True)
+    k.loops(out.layout.shape[::-1], element, parallel=True)
 
 
 # An im2col tile is at most this many bytes (it and a weight row stay in the L1 cache).

@@ -2,71 +2,181 @@
 
     run = compile_graph(graph)
     heads = run(data)          # every head as an int32 array; `data` already saturated to its precision
-    run.stats                  # compile time, kernels, calls, copies, peak buffer bytes
+    run.stats                  # compile time, kernels, calls, copies, peak buffer bytes, cache hits
 
 The lowering (`passes/pipelines.py`, `cvm-to-loops`) produces kernels plus a host `@main`: the arena's size, the
-views of it each kernel reads and writes, and the calls in order. The runner reads that host function once:
-it allocates the arena, resolves every call's arguments to numpy views of the arena, the params and the input
-buffer, and prepares the ctypes pointers. A run then copies the input in, makes the calls (large kernels split
-over threads, each thread a contiguous range of the outermost parallel loop: the result never depends on it),
-and copies the heads out.
+views of it each kernel reads and writes, and the calls in order. `read_host` turns that function into a
+`HostProgram` (plain data: roots, byte shifts, layouts); the runner allocates the arena once, resolves every
+call's arguments to numpy views of the arena, the params and the input buffer, and prepares the ctypes
+pointers once. A run copies the input in, makes the calls (a large kernel is split over threads, each taking a
+contiguous range of its outermost parallel loop: the result never depends on it), and copies the heads out.
+
+Caching: the JIT caches object code by the hash of the LLVM IR. On top of it, the whole compiled program (host
+program, packed params, LLVM IR, kernel specs) is cached by the hash of the graph, so loading a model compiled
+before skips the lowering and the code generator altogether.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import io
+import json
 import os
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from math import prod
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, MemRefType, ModuleOp
-from xdsl.ir import Attribute, SSAValue
 
 from cvmc.errors import CVMRuntimeError
-from cvmc.passes.cvm_loops_views import Layout, layout_of
-from cvmc.passes.pipelines import run_pipeline
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.graph import Graph
-from cvmc.runtime.jit import JitEngine, PreparedCall, compile_module
+from cvmc.runtime.graph import Graph, graph_to_json
 
-# A kernel call with at least this much work (gas ops) is split over the threads.
+# A kernel call with at least this much work (gas) is split over the threads.
 SPLIT_WORK = 1 << 18
+# Part of the cache key, with the source of the lowering and the code generator (`_source_digest`).
+CACHE_VERSION = "cvm-cpu-1"
 _ALIGN = 64
+_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
+
+# LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
+# the int16 dot products of conv2d and dense into full-width `vpmaddwd` / `vpdpwssd` (x1.7 on AVX2).
+_LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth",)
 
 
 def default_threads() -> int:
-    """`$CVMC_THREADS`, else the number of CPUs this process may use (at most 2 is what the kernels split into
-    well on this class of machine, and what the tests assume)."""
+    """`$CVMC_THREADS`, else the CPUs this process may use, at most 2 (what the kernels split into well)."""
     env = os.environ.get("CVMC_THREADS")
     if env:
         return max(1, int(env))
     return max(1, min(2, len(os.sched_getaffinity(0))))
 
 
-def split_host(module: ModuleOp) -> tuple[func.FuncOp, dict[str, memref.GlobalOp], ModuleOp]:
-    """The host `@main`, the globals, and a module of the kernels alone (moved out of `module`)."""
-    main: func.FuncOp | None = None
-    globals_: dict[str, memref.GlobalOp] = {}
+# ---------------------------------------------------------------------------------------------------------
+# The host program
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class View:
+    """A memref the host passes: `root` ("arena", "input" or a global's name), the byte shift of its base
+    pointer in the root, and its layout over that base (as its memref type says)."""
+
+    root: str
+    shift: int
+    element: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+    @property
+    def identity(self) -> bool:
+        """The row-major layout of its shape (size-1 dims may have any stride), at offset 0."""
+        expect = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expect:
+                return False
+            expect *= n
+        return self.offset == 0
+
+
+@dataclass(frozen=True)
+class Call:
+    kernel: str
+    args: tuple[View, ...]
+    work: int
+
+
+@dataclass
+class HostProgram:
+    """What the host `@main` of a lowered module does, as plain data."""
+
+    arena_bytes: int
+    input_shape: tuple[int, ...] | None
+    calls: list[Call]
+    heads: list[View]
+    intermediate_bytes: int
+    globals: dict[str, np.ndarray]
+
+
+def read_host(module: Any) -> tuple[HostProgram, Any]:
+    """The host program of a lowered module, and a module of its kernels alone (moved out of `module`)."""
+    from xdsl.dialects import arith, func, memref
+    from xdsl.dialects.builtin import (
+        DenseIntOrFPElementsAttr,
+        IntegerAttr,
+        IntegerType,
+        MemRefType,
+        ModuleOp,
+        StringAttr,
+    )
+
+    from cvmc.passes.cvm_loops_views import layout_of
+
+    main: Any = None
+    globals_: dict[str, np.ndarray] = {}
     kernels = []
     for op in list(module.ops):
         if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
             main = op
         elif isinstance(op, memref.GlobalOp):
-            globals_[op.sym_name.data] = op
+            value = op.initial_value
+            assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(op.type, MemRefType)
+            element = op.type.element_type
+            assert isinstance(element, IntegerType)
+            dtype = _DTYPES[f"i{element.width.data}"]
+            globals_[op.sym_name.data] = np.frombuffer(value.data.data, dtype=dtype).reshape(op.type.get_shape())
         elif isinstance(op, func.FuncOp):
             op.detach()
             kernels.append(op)
     if main is None:
         raise CVMRuntimeError("the lowered module has no host function @main")
-    return main, globals_, ModuleOp(kernels)
+
+    block = main.body.block
+    roots: dict[Any, tuple[str, int]] = {block.args[-1]: ("arena", 0)}
+    input_shape = None
+    if len(block.args) == 2:
+        roots[block.args[0]] = ("input", 0)
+        input_shape = tuple(block.args[0].type.get_shape())
+    consts: dict[Any, int] = {}
+
+    def view(v: Any) -> View:
+        layout = layout_of(v.type)
+        root, shift = roots[v]
+        return View(root, shift, f"i{v.type.element_type.width.data}", layout.shape, layout.strides, layout.offset)
+
+    calls: list[Call] = []
+    heads: list[View] = []
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp):
+            assert isinstance(op.value, IntegerAttr)
+            consts[op.result] = op.value.value.data
+        elif isinstance(op, memref.GetGlobalOp):
+            roots[op.memref] = (op.name_.root_reference.data, 0)
+        elif isinstance(op, memref.ViewOp):
+            roots[op.result] = ("arena", consts[op.byte_shift])
+        elif isinstance(op, memref.ReinterpretCastOp):
+            roots[op.result] = roots[op.source]
+        elif isinstance(op, func.CallOp):
+            work = op.attributes.get("cvm.work")
+            calls.append(Call(op.callee.root_reference.data, tuple(view(v) for v in op.arguments),
+                              work.value.data if isinstance(work, IntegerAttr) else 0))
+        elif isinstance(op, func.ReturnOp):
+            heads = [view(v) for v in op.arguments]
+    inter = main.attributes.get("cvm.intermediate_bytes")
+    program = HostProgram(block.args[-1].type.get_shape()[0], input_shape, calls, heads,
+                          inter.value.data if isinstance(inter, IntegerAttr) else 0, globals_)
+    return program, ModuleOp(kernels, sym_name=StringAttr(CACHE_VERSION))
 
 
-def _dtype(t: Attribute) -> np.dtype:
-    """The numpy dtype of a memref's elements (int32 tensors, int16 packed operands)."""
-    assert isinstance(t, MemRefType) and isinstance(t.element_type, IntegerType)
-    return np.dtype({32: "<i4", 16: "<i2"}[t.element_type.width.data])
+# ---------------------------------------------------------------------------------------------------------
+# The runner
+# ---------------------------------------------------------------------------------------------------------
 
 
 def _aligned_bytes(n: int) -> np.ndarray:
@@ -76,70 +186,41 @@ def _aligned_bytes(n: int) -> np.ndarray:
     return raw[start:start + n]
 
 
-def _as_arg(base: np.ndarray, t: MemRefType) -> np.ndarray:
-    """The array to pass for a kernel argument of type `t` over the 1-D buffer `base` (the jit's convention:
-    the view itself for the identity layout, else the whole buffer)."""
-    layout = layout_of(t)
-    if layout.offset == 0 and layout.is_contiguous:
-        return base[:layout.size].reshape(layout.shape)
-    return base
-
-
-def _read(base: np.ndarray, layout: Layout) -> np.ndarray:
-    """A copy of the tensor a layout describes over `base`."""
-    item = base.itemsize
-    view = np.lib.stride_tricks.as_strided(base[layout.offset:], layout.shape, [s * item for s in layout.strides])
-    return np.array(view, dtype=np.int32)
-
-
 class CpuRunner:
     """Runs a compiled model: `runner(data) -> heads`. Holds the arena, the params and the prepared calls."""
 
-    def __init__(self, main: func.FuncOp, globals_: dict[str, memref.GlobalOp], engine: JitEngine,
-                 threads: int):
+    def __init__(self, program: HostProgram, engine: Any, threads: int):
         self.engine = engine
         self.threads = threads
-        block = main.body.block
-        arena_arg = block.args[-1]
-        assert isinstance(arena_arg.type, MemRefType)
-        self.arena = _aligned_bytes(arena_arg.type.get_shape()[0])
-        self.input: np.ndarray | None = None
-        bases: dict[SSAValue, np.ndarray] = {arena_arg: self.arena}
-        if len(block.args) == 2:
-            t = block.args[0].type
-            assert isinstance(t, MemRefType)
-            self.input = np.zeros(t.get_shape(), dtype=np.int32)
-            bases[block.args[0]] = self.input.reshape(-1)
-        consts: dict[SSAValue, int] = {}
-        self.calls: list[tuple[PreparedCall, bool]] = []
-        self.heads: list[tuple[np.ndarray, Layout]] = []
-        for op in block.ops:
-            if isinstance(op, arith.ConstantOp):
-                assert isinstance(op.value, IntegerAttr)
-                consts[op.result] = op.value.value.data
-            elif isinstance(op, memref.GetGlobalOp):
-                g = globals_[op.name_.root_reference.data]
-                assert isinstance(g.initial_value, DenseIntOrFPElementsAttr)
-                dtype = _dtype(op.memref.type)
-                bases[op.memref] = np.frombuffer(g.initial_value.data.data, dtype=dtype).copy()
-            elif isinstance(op, memref.ViewOp):
-                t = op.result.type
-                assert isinstance(t, MemRefType)
-                shift, dtype = consts[op.byte_shift], _dtype(t)
-                bases[op.result] = self.arena[shift:shift + dtype.itemsize * prod(t.get_shape())].view(dtype)
-            elif isinstance(op, memref.ReinterpretCastOp):
-                bases[op.result] = bases[op.source]
-            elif isinstance(op, func.CallOp):
-                kernel = engine[op.callee.root_reference.data]
-                arrays = [_as_arg(bases[v], v.type) for v in op.arguments]  # type: ignore[arg-type]
-                work = op.attributes.get("cvm.work")
-                big = isinstance(work, IntegerAttr) and work.value.data >= SPLIT_WORK
-                self.calls.append((kernel.prepare(*arrays), big and kernel.spec.splittable and kernel.trip > 1))
-            elif isinstance(op, func.ReturnOp):
-                for v in op.arguments:
-                    assert isinstance(v.type, MemRefType)
-                    self.heads.append((bases[v], layout_of(v.type)))
+        self.arena = _aligned_bytes(program.arena_bytes)
+        self.input = np.zeros(program.input_shape, np.int32) if program.input_shape is not None else None
+        roots: dict[str, np.ndarray] = {"arena": self.arena}
+        if self.input is not None:
+            roots["input"] = self.input.reshape(-1).view(np.uint8)
+        for name, array in program.globals.items():
+            roots[name] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        self._roots = roots  # keeps the params alive
+        self.calls = []
+        for call in program.calls:
+            kernel = engine[call.kernel]
+            prepared = kernel.prepare(*(self._array(v) for v in call.args))
+            split = call.work >= SPLIT_WORK and kernel.spec.splittable and kernel.trip > 1
+            self.calls.append((prepared, split))
+        self.heads = [(self._base(v), v) for v in program.heads]
         self.stats: dict[str, object] = {}
+
+    def _base(self, v: View) -> np.ndarray:
+        """The 1-D array of `v`'s elements from its base pointer to the end of its root."""
+        root = self._roots[v.root]
+        dtype = _DTYPES[v.element]
+        end = v.shift + (root.size - v.shift) // dtype.itemsize * dtype.itemsize
+        return root[v.shift:end].view(dtype)
+
+    def _array(self, v: View) -> np.ndarray:
+        """The array the JIT takes for a kernel argument: the view itself for the identity layout, else its
+        whole buffer from the base pointer."""
+        base = self._base(v)
+        return base[:prod(v.shape)].reshape(v.shape) if v.identity else base
 
     def __call__(self, data: np.ndarray | None) -> list[np.ndarray]:
         if self.input is not None:
@@ -152,36 +233,147 @@ class CpuRunner:
                 call.launch(threads)
             else:
                 call()
-        return [_read(base, layout) for base, layout in self.heads]
+        out = []
+        for base, v in self.heads:
+            item = base.itemsize
+            strided = np.lib.stride_tricks.as_strided(base[v.offset:], v.shape, [s * item for s in v.strides])
+            out.append(np.array(strided, dtype=np.int32))
+        return out
 
 
 Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 
 
-def compile_module_to_runner(module: ModuleOp, threads: int | None = None) -> CpuRunner:
-    """A runner for a lowered module (host `@main` + kernels), as `convert-cvm-to-loops` produces."""
-    main, globals_, kernels = split_host(module)
-    n_kernels = len(list(kernels.ops))
-    engine = compile_module(kernels)
-    runner = CpuRunner(main, globals_, engine, threads or default_threads())
-    inter = main.attributes.get("cvm.intermediate_bytes")
-    runner.stats.update({
-        "kernels": n_kernels,
-        "calls": len(runner.calls),
-        "peak_buffer_bytes": int(runner.arena.size),
-        "intermediate_bytes": inter.value.data if isinstance(inter, IntegerAttr) else None,
-        "jit_cache_hit": engine.cache_hit,
-    })
-    return runner
+# ---------------------------------------------------------------------------------------------------------
+# Compiling, with a cache of whole programs
+# ---------------------------------------------------------------------------------------------------------
 
 
-def compile_graph(graph: Graph, threads: int | None = None) -> CpuRunner:
+@functools.cache
+def _source_digest() -> bytes:
+    """A digest of the code that decides what a compiled program contains (so an edit invalidates the cache)."""
+    root = Path(__file__).resolve().parent.parent  # the folder holding runtime/, passes/, codegen/
+    files = [root / "runtime" / "cpu.py", root / "runtime" / "cvm_ir.py", root / "codegen" / "llvm.py",
+             root / "passes" / "pipelines.py", root / "passes" / "convert_cvm_to_loops.py",
+             *sorted((root / "passes").glob("cvm_loops_*.py"))]
+    digest = hashlib.sha256()
+    for f in files:
+        try:
+            digest.update(f.read_bytes())
+        except OSError:
+            digest.update(f.name.encode())
+    return digest.digest()
+
+
+def graph_key(graph: Graph) -> str:
+    """The cache key of a graph's compiled program: its structure, its params and the lowering's source."""
+    digest = hashlib.sha256(CACHE_VERSION.encode() + _source_digest())
+    digest.update(json.dumps(graph_to_json(graph), sort_keys=True).encode())
+    for name in sorted(graph.params):
+        digest.update(name.encode() + b"\0" + np.ascontiguousarray(graph.params[name], dtype="<i4").tobytes())
+    return digest.hexdigest()
+
+
+def _specs_to_json(specs: Any) -> list[dict[str, Any]]:
+    return [asdict(s) for s in specs]
+
+
+def _specs_from_json(data: list[dict[str, Any]]) -> list[Any]:
+    from cvmc.runtime.jit import KernelArg, KernelSpec
+
+    return [KernelSpec(d["name"], tuple(KernelArg(tuple(a["shape"]), a["element"], tuple(a["strides"]), a["offset"],
+                                                  a["written"]) for a in d["args"]), d["trip"], d["splittable"])
+            for d in data]
+
+
+def _save(path: Path, program: HostProgram, ir_text: str, specs: Any) -> None:
+    """Write a compiled program atomically (a reader never sees half a file); failures only cost time."""
+    meta = {
+        "arena_bytes": program.arena_bytes,
+        "input_shape": program.input_shape,
+        "calls": [{"kernel": c.kernel, "args": [asdict(v) for v in c.args], "work": c.work} for c in program.calls],
+        "heads": [asdict(v) for v in program.heads],
+        "intermediate_bytes": program.intermediate_bytes,
+        "globals": list(program.globals),
+        "specs": _specs_to_json(specs),
+    }
+    buf = io.BytesIO()
+    arrays = {f"global{i}": a for i, a in enumerate(program.globals.values())}
+    np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+             ir=np.frombuffer(ir_text.encode(), np.uint8), **arrays)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _load(path: Path) -> tuple[HostProgram, str, list[Any]] | None:
+    try:
+        with np.load(path) as z:
+            meta = json.loads(z["meta"].tobytes())
+            ir_text = z["ir"].tobytes().decode()
+            globals_ = {name: z[f"global{i}"] for i, name in enumerate(meta["globals"])}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None  # missing or damaged: compile again
+
+    def view(d: dict[str, Any]) -> View:
+        return View(d["root"], d["shift"], d["element"], tuple(d["shape"]), tuple(d["strides"]), d["offset"])
+
+    program = HostProgram(meta["arena_bytes"], tuple(meta["input_shape"]) if meta["input_shape"] else None,
+                          [Call(c["kernel"], tuple(view(a) for a in c["args"]), c["work"]) for c in meta["calls"]],
+                          [view(h) for h in meta["heads"]], meta["intermediate_bytes"], globals_)
+    return program, ir_text, _specs_from_json(meta["specs"])
+
+
+def _set_llvm_options() -> None:
+    import llvmlite.binding as llvm
+
+    from cvmc.runtime.jit import host_target
+
+    host_target()  # initializes the native target first
+    for option in _LLVM_OPTIONS:
+        llvm.set_option("", option)
+
+
+def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True) -> CpuRunner:
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`."""
+    from cvmc.runtime.jit import JitEngine, default_cache_dir
+
     start = time.perf_counter()
-    module = graph_to_module(graph)
-    run_pipeline(module, "cvm-to-loops")
-    lowered = time.perf_counter()
-    runner = compile_module_to_runner(module, threads)
-    runner.stats = {"compile_ms": round(1000 * (time.perf_counter() - start), 1),
-                    "lower_ms": round(1000 * (lowered - start), 1), **runner.stats}
+    _set_llvm_options()
+    path = default_cache_dir() / f"{graph_key(graph)}.cvm.npz"
+    loaded = _load(path) if cache else None
+    if loaded is not None:
+        program, ir_text, specs = loaded
+        lower_ms = 0.0
+    else:
+        from cvmc.codegen.llvm import emit_llvm, kernel_specs
+        from cvmc.passes.pipelines import run_pipeline
+        from cvmc.runtime.cvm_ir import graph_to_module
+
+        module = graph_to_module(graph)
+        run_pipeline(module, "cvm-to-loops")
+        program, kernels = read_host(module)
+        lower_ms = 1000 * (time.perf_counter() - start)
+        ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+    engine = JitEngine(ir_text, specs, cache=cache)
+    if loaded is None and cache:
+        _save(path, program, ir_text, specs)
+    runner = CpuRunner(program, engine, threads or default_threads())
+    runner.stats = {
+        "compile_ms": round(1000 * (time.perf_counter() - start), 1),
+        "lower_ms": round(lower_ms, 1),
+        "kernels": len(specs),
+        "calls": len(program.calls),
+        "copies": sum(1 for c in program.calls if c.kernel.startswith("copy")),
+        "packs": sum(1 for c in program.calls if c.kernel.startswith("pack")),
+        "peak_buffer_bytes": program.arena_bytes,
+        "intermediate_bytes": program.intermediate_bytes,
+        "cache_hit": loaded is not None,
+        "jit_cache_hit": engine.cache_hit,
+    }
     return runner

@@ -5,8 +5,8 @@
 Each graph grows from the input by random operators on random earlier tensors (attributes drawn within the
 operators' rules; a draw the rules reject is simply skipped), with a few heads, and runs on random inputs that
 include the precision's extremes. Graph `i` of seed `s` depends only on `(s, i)`, so a failure is replayed with
-`--seed s --start i --count 1`; `--save DIR` writes each failing model's files there. Exit status 1 on any
-mismatch or crash.
+`--seed s --start i --count 1`; `--save DIR` writes each failing model's files there. Compiled code is cached in
+a temporary folder unless `$CVMC_CACHE_DIR` is set. Exit status 1 on any mismatch or crash.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -331,6 +332,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--save", help="write the files of each failing model into this directory")
     a = p.parse_args(argv)
+    if "CVMC_CACHE_DIR" in os.environ:
+        return _run(a)
+    with tempfile.TemporaryDirectory(prefix="cvmc-fuzz-") as cache:  # one-off models stay out of the user's cache
+        os.environ["CVMC_CACHE_DIR"] = cache
+        try:
+            return _run(a)
+        finally:
+            del os.environ["CVMC_CACHE_DIR"]
+
+
+def _run(a: argparse.Namespace) -> int:
     failures = 0
     ops_seen: set[str] = set()
     start = time.perf_counter()

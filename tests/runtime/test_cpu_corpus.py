@@ -35,3 +35,24 @@ def test_runs_are_repeatable_and_independent_of_threads():
     for outs in (one(x), two(x), two(x)):
         assert all(np.array_equal(a, b) for a, b in zip(first, outs))
     assert one.stats["peak_buffer_bytes"] <= one.stats["intermediate_bytes"]
+
+
+def test_compiled_programs_are_cached_by_graph(tmp_path, monkeypatch):
+    """A second compile of the same graph loads the whole program from the cache; a damaged entry is ignored."""
+    from cvmc.runtime.cpu import compile_graph
+
+    monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path))
+    case = next(c for c in VALID if c.name.startswith("chain"))
+    graph = cvmc.load_model((case / "model.json").read_bytes(), case_params(case), device="reference").graph
+    x = case_input(case)
+    cold = compile_graph(graph)
+    warm = compile_graph(graph)
+    assert (cold.stats["cache_hit"], warm.stats["cache_hit"]) == (False, True)
+    assert warm.stats["lower_ms"] == 0
+    want = cold(x)
+    assert all(np.array_equal(a, b) for a, b in zip(want, warm(x)))
+    (entry,) = tmp_path.glob("*.cvm.npz")
+    entry.write_bytes(entry.read_bytes()[:100])
+    again = compile_graph(graph)
+    assert not again.stats["cache_hit"]
+    assert all(np.array_equal(a, b) for a, b in zip(want, again(x)))
