@@ -140,7 +140,7 @@ class KernelBuilder:
 
     # ---- values ----------------------------------------------------------------------------------------
 
-    def const(self, value: int, type: Attribute = i32) -> Value:
+    def const(self, value: int, type: IntegerType | IndexType = i32) -> Value:
         """A constant, made once per kernel at its entry (i32 values are wrapped to the signed range)."""
         if isinstance(type, IntegerType):
             bits = type.width.data
@@ -159,8 +159,15 @@ class KernelBuilder:
     def idx(self, value: int | Value) -> Value:
         return self.const(value, INDEX) if isinstance(value, int) else value
 
+    @staticmethod
+    def _type(a: Value | int, b: Value | int) -> IntegerType | IndexType:
+        """The type of the operands of a binary op (at least one is a value)."""
+        v = a if isinstance(a, SSAValue) else b
+        assert isinstance(v, SSAValue) and isinstance(v.type, IntegerType | IndexType)
+        return v.type
+
     def _bin(self, cls: type[Operation], a: Value | int, b: Value | int) -> Value:
-        ty = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
+        ty = self._type(a, b)
         x, y = self.constant_value(a), self.constant_value(b)
         if ty == INDEX and x is not None and y is not None and cls in _FOLD:
             folded = _FOLD[cls](x, y)
@@ -193,7 +200,7 @@ class KernelBuilder:
 
     def muli(self, a: Value | int, b: Value | int) -> Value:
         if self.constant_value(a) == 0 or self.constant_value(b) == 0:
-            return self.const(0, a.type if isinstance(a, SSAValue) else b.type)  # type: ignore[union-attr]
+            return self.const(0, self._type(a, b))
         if self.constant_value(b) == 1 and isinstance(a, SSAValue):
             return a
         if self.constant_value(a) == 1 and isinstance(b, SSAValue):
@@ -228,7 +235,7 @@ class KernelBuilder:
         return self._bin(arith.OrIOp, a, b)
 
     def cmpi(self, pred: str, a: Value | int, b: Value | int) -> Value:
-        ty = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
+        ty = self._type(a, b)
         a = self.const(a, ty) if isinstance(a, int) else a
         b = self.const(b, ty) if isinstance(b, int) else b
         return self.insert(arith.CmpiOp(a, b, pred)).results[0]
@@ -239,13 +246,13 @@ class KernelBuilder:
     def absi(self, a: Value) -> Value:
         return self.insert(math.AbsIOp(a)).results[0]
 
-    def extsi(self, a: Value, type: Attribute) -> Value:
+    def extsi(self, a: Value, type: IntegerType) -> Value:
         return self.insert(arith.ExtSIOp(a, type)).results[0]
 
-    def extui(self, a: Value, type: Attribute) -> Value:
+    def extui(self, a: Value, type: IntegerType) -> Value:
         return self.insert(arith.ExtUIOp(a, type)).results[0]
 
-    def trunci(self, a: Value, type: Attribute) -> Value:
+    def trunci(self, a: Value, type: IntegerType) -> Value:
         return self.insert(arith.TruncIOp(a, type)).results[0]
 
     def index_cast(self, a: Value, type: Attribute) -> Value:

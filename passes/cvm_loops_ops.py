@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import IntegerType, MemRefType, i1, i32, i64
 from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
@@ -513,7 +513,7 @@ def _widen(k: KernelBuilder, v: Value) -> Value:
 
 
 def _narrow(k: KernelBuilder, v: Value, element: Attribute) -> Value:
-    return k.trunci(v, element) if element != i32 else v
+    return k.trunci(v, element) if isinstance(element, IntegerType) and element != i32 else v
 
 
 def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:

@@ -298,9 +298,10 @@ def _save(path: Path, program: HostProgram, ir_text: str, specs: Any) -> None:
         "specs": _specs_to_json(specs),
     }
     buf = io.BytesIO()
-    arrays = {f"global{i}": a for i, a in enumerate(program.globals.values())}
-    np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-             ir=np.frombuffer(ir_text.encode(), np.uint8), **arrays)
+    arrays: dict[str, Any] = {f"global{i}": a for i, a in enumerate(program.globals.values())}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    arrays["ir"] = np.frombuffer(ir_text.encode(), np.uint8)
+    np.savez(buf, **arrays)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")

@@ -12,6 +12,7 @@ a temporary folder unless `$CVMC_CACHE_DIR` is set. Exit status 1 on any mismatc
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -26,7 +27,7 @@ import numpy as np
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError
 from cvmc.runtime.builder import CvmBuilder, Tensor
-from cvmc.runtime.graph import Graph
+from cvmc.runtime.graph import Graph, graph_to_json, write_params
 from cvmc.runtime.model import Model
 from cvmc.runtime.reference import run_graph
 
@@ -44,6 +45,11 @@ class _Gen:
     def pick(self, want: Callable[[Tensor], bool] = lambda t: True) -> Tensor | None:
         choices = [t for t in self.pool if want(t)]
         return choices[int(self.rng.integers(len(choices)))] if choices else None
+
+    def pick_or(self, chance: float, want: Callable[[Tensor], bool], make: Callable[[], Tensor]) -> Tensor:
+        """With probability `chance` an earlier tensor that fits `want`, else (or when none fits) a new one."""
+        found = self.pick(want) if self.rng.random() < chance else None
+        return found if found is not None else make()
 
     def int(self, lo: int, hi: int) -> int:
         """A uniform integer in [lo, hi]."""
@@ -99,16 +105,15 @@ def _unary(g: _Gen) -> Tensor | None:
 
 
 def _binary(g: _Gen) -> Tensor | None:
-    a = g.pick()
-    assert a is not None
+    picked = g.pick()
+    assert picked is not None
+    a: Tensor = picked
     op = str(g.rng.choice(["elemwise_add", "elemwise_sub", "broadcast_add", "broadcast_sub", "broadcast_mul",
                            "broadcast_max", "broadcast_div", "broadcast_greater"]))
     if op.startswith("elemwise"):
-        other = g.pick(lambda t: t.shape == a.shape) if g.rng.random() < 0.6 else None
-        other = other or g.param(a.shape)
+        other = g.pick_or(0.6, lambda t: t.shape == a.shape, lambda: g.param(a.shape))
     else:
-        other = g.pick(lambda t: _broadcastable(t.shape, a.shape)) if g.rng.random() < 0.4 else None
-        other = other or g.param(g.shape_like(a.shape))
+        other = g.pick_or(0.4, lambda t: _broadcastable(t.shape, a.shape), lambda: g.param(g.shape_like(a.shape)))
         if op == "broadcast_mul" and a.precision + other.precision > 32:
             return None
         if g.rng.random() < 0.5:
@@ -238,9 +243,11 @@ def _layout(g: _Gen) -> Tensor | None:
         reps = tuple(g.int(1, 2) for _ in range(g.int(1, n + 1)))
         return b.tile(t, reps=reps) if prod(t.shape) * prod(reps) <= MAX_ELEMENTS else None
     ax = g.int(-n, n - 1)
-    others = [g.pick(lambda u: len(u.shape) == n and all(u.shape[i] == t.shape[i] for i in range(n) if i != ax % n))
-              or t for _ in range(g.int(0, 2))]
-    return b.concatenate(t, *others, axis=ax)
+    first: Tensor = t
+    others = [g.pick_or(1.0, lambda u: len(u.shape) == n and all(u.shape[i] == first.shape[i] for i in range(n)
+                                                              if i != ax % n), lambda: first)
+              for _ in range(g.int(0, 2))]
+    return b.concatenate(first, *others, axis=ax)
 
 
 def _gather(g: _Gen) -> Tensor | None:
@@ -311,6 +318,15 @@ def random_graph(seed: int, index: int, n_ops: int = 8) -> tuple[Graph, np.ndarr
     return graph, data
 
 
+def _save(graph: Graph, directory: str) -> None:
+    """cvm-runtime's model.json and params.bin of a graph."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "model.json"), "w") as f:
+        json.dump(graph_to_json(graph), f)
+    with open(os.path.join(directory, "params.bin"), "wb") as f:
+        f.write(write_params(graph.params))
+
+
 def check(graph: Graph, data: np.ndarray, device: str = "cpu") -> str | None:
     """None when the device agrees with the reference on every head, else what differs."""
     want = run_graph(graph, data)
@@ -324,7 +340,7 @@ def check(graph: Graph, data: np.ndarray, device: str = "cpu") -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="index of the first graph")
@@ -358,9 +374,7 @@ def _run(a: argparse.Namespace) -> int:
             failures += 1
             print(f"seed {a.seed} graph {i}: {problem}", flush=True)
             if a.save and graph is not None:
-                from cvmc.runtime.cvm_ir import write_model
-
-                write_model(graph, os.path.join(a.save, f"fuzz_{a.seed}_{i}"))
+                _save(graph, os.path.join(a.save, f"fuzz_{a.seed}_{i}"))
     print(f"{a.count} graphs, {len(ops_seen)} operators, {failures} failures, {time.perf_counter() - start:.1f}s")
     return 1 if failures else 0
 
