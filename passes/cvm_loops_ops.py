@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -591,8 +592,16 @@ def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> Non
     k.loops(out.layout.shape[::-1], element, parallel=True)
 
 
-# An im2col tile is at most this many bytes (it and a weight row stay in the L1 cache).
+# An im2col tile is at most this many bytes (it and a weight row stay in the L1 cache), unless one pixel alone
+# needs more; a pixel that needs more than IM2COL_LIMIT bytes (on the stack of the calling thread) makes the
+# convolution take the direct loop nest instead (`COMPUTE["conv2d"]`).
 IM2COL_BYTES = 32 * 1024
+IM2COL_LIMIT = 1 << 20
+
+
+def conv2d_fits(a: Attrs, weight_shape: tuple[int, ...], element: str) -> bool:
+    """Whether the im2col buffer of one output pixel of this convolution fits IM2COL_LIMIT."""
+    return a["groups"] * padded(prod(weight_shape[1:])) * (2 if element == "i16" else 4) <= IM2COL_LIMIT
 
 
 def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:

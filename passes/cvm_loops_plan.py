@@ -267,8 +267,10 @@ def plan(net: Net) -> Plan:
                 continue
         kind = _kind(node)
         inputs = list(node.inputs)
+        element = "i16" if kind in ("conv2d", "dense") and bits[inputs[0]] <= 16 and bits[inputs[1]] <= 16 else "i32"
+        if kind == "conv2d" and not ops.conv2d_fits(node.attrs, net.tensors[inputs[1]].shape, element):
+            kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
         if kind in ("conv2d", "dense"):
-            element = "i16" if bits[inputs[0]] <= 16 and bits[inputs[1]] <= 16 else "i32"
             x, w = (net.tensors[t].shape for t in inputs[:2])
             if kind == "conv2d":
                 (ph, pw), k = node.attrs["padding"], prod(w[1:])

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -208,6 +209,7 @@ class CpuRunner:
             self.calls.append((prepared, split))
         self.heads = [(self._base(v), v) for v in program.heads]
         self.stats: dict[str, object] = {}
+        self._lock = threading.Lock()  # one run at a time: runs share the arena
 
     def _base(self, v: View) -> np.ndarray:
         """The 1-D array of `v`'s elements from its base pointer to the end of its root."""
@@ -223,21 +225,21 @@ class CpuRunner:
         return base[:prod(v.shape)].reshape(v.shape) if v.identity else base
 
     def __call__(self, data: np.ndarray | None) -> list[np.ndarray]:
-        if self.input is not None:
-            if data is None:
-                raise CVMRuntimeError("the model takes an input 'data', none was given")
-            np.copyto(self.input, np.asarray(data, dtype=np.int32).reshape(self.input.shape))
-        threads = self.threads
-        for call, split in self.calls:
-            if split and threads > 1:
-                call.launch(threads)
-            else:
-                call()
-        out = []
-        for base, v in self.heads:
-            item = base.itemsize
-            strided = np.lib.stride_tricks.as_strided(base[v.offset:], v.shape, [s * item for s in v.strides])
-            out.append(np.array(strided, dtype=np.int32))
+        if self.input is not None and data is None:
+            raise CVMRuntimeError("the model takes an input 'data', none was given")
+        with self._lock:
+            if self.input is not None:
+                np.copyto(self.input, np.asarray(data, dtype=np.int32).reshape(self.input.shape))
+            for call, split in self.calls:
+                if split and self.threads > 1:
+                    call.launch(self.threads)
+                else:
+                    call()
+            out = []
+            for base, v in self.heads:
+                item = base.itemsize
+                strided = np.lib.stride_tricks.as_strided(base[v.offset:], v.shape, [s * item for s in v.strides])
+                out.append(np.array(strided, dtype=np.int32))
         return out
 
 

@@ -41,7 +41,7 @@ def _lowered(builder, outputs) -> ModuleOp:
 def _check_bit_exact(builder, outputs, x):
     graph = builder.graph(outputs)
     want = run_graph(graph, x)
-    got = compile_graph(graph)(x)
+    got = compile_graph(graph, cache=False)(x)  # what this lowering makes now, never an earlier program
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.dtype == np.int32 and g.shape == w.shape
@@ -99,6 +99,22 @@ def test_requantization_chain_fuses_into_the_conv():
     assert arena == [("i16", 10 * 10 * 3), ("i32", 4 * 8 * 8)]  # the padded NHWC input, the output
     weight = [t for t in p.tensors if t.pack is not None]
     assert [(t.kind, t.element, t.shape) for t in weight] == [("param", "i16", (4, 32))]  # 27 taps, zero-padded
+
+
+def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypatch):
+    from cvmc.passes import cvm_loops_ops
+
+    b = CvmBuilder()
+    x = b.create_input([1, 8, 6, 6], 8)
+    y = b.conv2d(x, b.create_param(_rand((4, 4, 3, 3)), 8), channels=4, kernel_size=(3, 3), groups=2,
+                 use_bias=False)
+    x0 = _rand((1, 8, 6, 6))
+    monkeypatch.setattr(cvm_loops_ops, "IM2COL_LIMIT", 2 * 48 * 2 - 1)  # 2 groups of 36 taps padded to 48
+    assert [g.kind for g in _plan(b, [y]).groups] == ["compute"]
+    _check_bit_exact(b, [y], x0)
+    monkeypatch.setattr(cvm_loops_ops, "IM2COL_LIMIT", 2 * 48 * 2)
+    assert [g.kind for g in _plan(b, [y]).groups] == ["pack", "conv2d"]
+    _check_bit_exact(b, [y], x0)
 
 
 def test_conv_operands_wider_than_16_bits_stay_int32():
