@@ -169,133 +169,15 @@ def _view(node: Node, src: Layout, out_shape: tuple[int, ...]) -> Layout | None:
         return src.slice(rules.strided_slice_bounds(src.shape, a["begin"], a["end"], a["stride"]))
     if op == "slice_like":
         return src.slice([(0, 1, n) for n in out_shape])
-    if op in ("sum", "max"):  # exclude=true listing every axis: the identity
-        return src.reshape(out_shape)
-    return src.reshape(out_shape)
+    return src.reshape(out_shape)  # reshape, flatten, expand_dims, squeeze, and a sum/max reducing nothing
 
 
-def _is_identity_reduce(node: Node, shape: tuple[int, ...]) -> bool:
-    a = node.attrs
-    return node.op in ("sum", "max") and not rules.reduce_axes(shape, a["axis"], a["exclude"])
-
-
-def _live_nodes(net: Net) -> list[Node]:
-    """The nodes some head depends on, in order."""
-    needed = set(net.heads)
-    live: list[Node] = []
-    for node in reversed(net.nodes):
-        if any(t in needed for t in node.outputs):
-            live.append(node)
-            needed.update(node.inputs)
-    return live[::-1]
-
-
-def plan(net: Net) -> Plan:
-    """Views, fused groups, their order, and arena offsets for a network."""
-    nodes = _live_nodes(net)
-    consumers: dict[int, int] = {}
-    for node in nodes:
-        for t in set(node.inputs):
-            consumers[t] = consumers.get(t, 0) + 1
-    heads = set(net.heads)
-    bits = value_bits(net)
-    tensors = list(net.tensors)
-
-    buffers: list[Buffer] = []
-    refs: dict[int, Ref] = {}
-    for tid, t in enumerate(net.tensors):
-        if t.kind in ("input", "param"):
-            refs[tid] = Ref(len(buffers), Layout.contiguous(t.shape))
-            buffers.append(Buffer(t.kind, prod(t.shape), tensor=tid))
-
-    groups: list[Group] = []
-    position: list[float] = []  # index in `nodes` of each group's last member
-    open_group: dict[int, int] = {}  # tensor id -> group whose current output it is
-
-    def new_buffer(shape: tuple[int, ...], element: str = "i32") -> Ref:
-        buffers.append(Buffer("arena", prod(shape), element))
-        return Ref(len(buffers) - 1, Layout.contiguous(shape))
-
-    def add_group(group: Group, pos: float) -> None:
-        groups.append(group)
-        position.append(pos)
-
-    packs: dict[tuple[object, ...], int] = {}
-
-    def packed(src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int) -> int:
-        """A tensor holding `src` packed: computed at compile time for a param, else by a pack kernel."""
-        key = (src, element, *sorted(pack.items()))
-        if key in packs:
-            return packs[key]
-        tid = packs[key] = len(tensors)
-        if net.tensors[src].kind == "param" and pack["to"] != "nhwc":
-            tensors.append(Tensor(shape, net.tensors[src].precision, "param", net.tensors[src].name, element,
-                                  src, pack))
-            refs[tid] = Ref(len(buffers), Layout.contiguous(shape))
-            buffers.append(Buffer("param", prod(shape), element, tid))
-            return tid
-        tensors.append(Tensor(shape, net.tensors[src].precision, "op", element=element))
-        refs[tid] = new_buffer(shape, element)
-        add_group(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
-        return tid
-
-    for pos, node in enumerate(nodes):
-        out_shape = net.tensors[node.outputs[0]].shape
-        if node.op in VIEW_OPS or _is_identity_reduce(node, net.tensors[node.inputs[0]].shape):
-            src = refs[node.inputs[0]]
-            layout = _view(node, src.layout, out_shape)
-            if layout is not None:
-                refs[node.outputs[0]] = Ref(src.buffer, layout)
-                continue
-        if node.op in ops.ELEMENTWISE:
-            g = _fusion_target(node, net, refs, open_group, consumers, heads, groups)
-            if g is not None:
-                group = groups[g]
-                running = group.outputs[0]
-                sources: list[int | None] = []
-                for t in node.inputs:
-                    if t == running:
-                        sources.append(None)
-                    else:
-                        sources.append(len(group.extras))
-                        group.extras.append(t)
-                group.epilogue.append(Step(node, sources))
-                group.outputs = [node.outputs[0]]
-                refs[node.outputs[0]] = refs.pop(running)  # same shape: the buffer carries over
-                open_group[node.outputs[0]] = open_group.pop(running)
-                position[g] = pos
-                continue
-        kind = _kind(node)
-        inputs = list(node.inputs)
-        element = "i16" if kind in ("conv2d", "dense") and bits[inputs[0]] <= 16 and bits[inputs[1]] <= 16 else "i32"
-        if kind == "conv2d" and not ops.conv2d_fits(node.attrs, net.tensors[inputs[1]].shape, element):
-            kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
-        if kind in ("conv2d", "dense"):
-            x, w = (net.tensors[t].shape for t in inputs[:2])
-            if kind == "conv2d":
-                (ph, pw), k = node.attrs["padding"], prod(w[1:])
-                nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
-                inputs[0] = packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos)
-                inputs[1] = packed(inputs[1], {"to": "conv_weight", "width": ops.padded(k)},
-                                   (w[0], ops.padded(k)), element, pos)
-            else:
-                k = x[1]
-                inputs[0] = packed(inputs[0], {"to": "rows", "width": ops.padded(k)}, (x[0], ops.padded(k)),
-                                   element, pos)
-                inputs[1] = packed(inputs[1], {"to": "rows", "width": ops.padded(k)}, (w[0], ops.padded(k)),
-                                   element, pos)
-        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs))
-        for t in node.outputs:
-            refs[t] = new_buffer(net.tensors[t].shape)
-        if kind == "non_max_suppression":
-            group.scratch.append(new_buffer((net.tensors[node.inputs[0]].shape[1],)).buffer)
-        add_group(group, pos)
-        if group.fusable:
-            open_group[node.outputs[0]] = len(groups) - 1
-
-    order = sorted(range(len(groups)), key=lambda g: position[g])
-    groups = [groups[g] for g in order]
-    return _place(net, tensors, refs, buffers, groups, heads)
+def _is_view(node: Node, net: Net) -> bool:
+    """A view operator, or a sum/max whose `exclude` lists every axis (the identity)."""
+    if node.op in ("sum", "max"):
+        a = node.attrs
+        return not rules.reduce_axes(net.tensors[node.inputs[0]].shape, a["axis"], a["exclude"])
+    return node.op in VIEW_OPS
 
 
 def _kind(node: Node) -> str:
@@ -310,20 +192,149 @@ def _kind(node: Node) -> str:
     return node.op  # concatenate, get_valid_counts, non_max_suppression
 
 
-def _fusion_target(node: Node, net: Net, refs: dict[int, Ref], open_group: dict[int, int],
-                   consumers: dict[int, int], heads: set[int], groups: list[Group]) -> int | None:
-    """The group whose output this elementwise node can consume in its epilogue (the latest one), or None."""
-    out_shape = net.tensors[node.outputs[0]].shape
-    best: int | None = None
-    for t in node.inputs:
-        g = open_group.get(t)
-        if g is None or consumers.get(t) != 1 or t in heads or net.tensors[t].shape != out_shape:
-            continue
-        if node.op == "where" and t == node.inputs[0] and len(net.tensors[t].shape) != len(out_shape):
-            continue
-        if best is None or g > best:
-            best = g
-    return best
+def _live_nodes(net: Net) -> list[Node]:
+    """The nodes some head depends on, in order."""
+    needed = set(net.heads)
+    live: list[Node] = []
+    for node in reversed(net.nodes):
+        if any(t in needed for t in node.outputs):
+            live.append(node)
+            needed.update(node.inputs)
+    return live[::-1]
+
+
+class _Planner:
+    """The state of `plan` while it walks the nodes in order."""
+
+    def __init__(self, net: Net):
+        self.net = net
+        self.nodes = _live_nodes(net)
+        self.consumers: dict[int, int] = {}
+        for node in self.nodes:
+            for t in set(node.inputs):
+                self.consumers[t] = self.consumers.get(t, 0) + 1
+        self.heads = set(net.heads)
+        self.bits = value_bits(net)
+        self.tensors = list(net.tensors)
+        self.buffers: list[Buffer] = []
+        self.refs: dict[int, Ref] = {}
+        for tid, t in enumerate(net.tensors):
+            if t.kind in ("input", "param"):
+                self.refs[tid] = Ref(len(self.buffers), Layout.contiguous(t.shape))
+                self.buffers.append(Buffer(t.kind, prod(t.shape), tensor=tid))
+        self.groups: list[Group] = []
+        self.position: list[float] = []  # index in `nodes` of each group's last member
+        self.open_group: dict[int, int] = {}  # tensor id -> the group whose current output it is
+        self.packs: dict[tuple[object, ...], int] = {}
+
+    def run(self) -> Plan:
+        for pos, node in enumerate(self.nodes):
+            if _is_view(node, self.net) and self._view(node):
+                continue
+            if node.op in ops.ELEMENTWISE and self._fuse(node, pos):
+                continue
+            self._group(node, pos)
+        order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
+        return _place(self.net, self.tensors, self.refs, self.buffers, [self.groups[g] for g in order], self.heads)
+
+    def _new_buffer(self, shape: tuple[int, ...], element: str = "i32") -> Ref:
+        self.buffers.append(Buffer("arena", prod(shape), element))
+        return Ref(len(self.buffers) - 1, Layout.contiguous(shape))
+
+    def _add(self, group: Group, pos: float) -> None:
+        self.groups.append(group)
+        self.position.append(pos)
+        if group.fusable:
+            self.open_group[group.outputs[0]] = len(self.groups) - 1
+
+    def _view(self, node: Node) -> bool:
+        """Make the node's output a view of its input's buffer, if strides can express it."""
+        src = self.refs[node.inputs[0]]
+        layout = _view(node, src.layout, self.net.tensors[node.outputs[0]].shape)
+        if layout is not None:
+            self.refs[node.outputs[0]] = Ref(src.buffer, layout)
+        return layout is not None
+
+    def _fuse(self, node: Node, pos: int) -> bool:
+        """Append an elementwise node to the epilogue of the group that makes one of its inputs, if it may:
+        that input is the group's current output, has no other consumer, is no head and has the node's shape
+        (the latest such group, so that every other input is ready when the group runs)."""
+        net = self.net
+        out_shape = net.tensors[node.outputs[0]].shape
+        target: int | None = None
+        for t in node.inputs:
+            g = self.open_group.get(t)
+            if g is None or self.consumers.get(t) != 1 or t in self.heads or net.tensors[t].shape != out_shape:
+                continue
+            if node.op == "where" and t == node.inputs[0] and len(net.tensors[t].shape) != len(out_shape):
+                continue
+            target = g if target is None else max(target, g)
+        if target is None:
+            return False
+        group = self.groups[target]
+        running = group.outputs[0]
+        sources: list[int | None] = []
+        for t in node.inputs:
+            if t == running:
+                sources.append(None)
+            else:
+                sources.append(len(group.extras))
+                group.extras.append(t)
+        group.epilogue.append(Step(node, sources))
+        group.outputs = [node.outputs[0]]
+        self.refs[node.outputs[0]] = self.refs.pop(running)  # same shape: the buffer carries over
+        self.open_group[node.outputs[0]] = self.open_group.pop(running)
+        self.position[target] = pos
+        return True
+
+    def _group(self, node: Node, pos: int) -> None:
+        """A new group anchored at `node` (conv2d and dense with their packed operands)."""
+        net, kind, inputs = self.net, _kind(node), list(node.inputs)
+        if kind in ("conv2d", "dense"):
+            wide = self.bits[inputs[0]] > 16 or self.bits[inputs[1]] > 16
+            element = "i32" if wide else "i16"
+            x, w = (net.tensors[t].shape for t in inputs[:2])
+            if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element):
+                kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
+            elif kind == "conv2d":
+                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]))
+                nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
+                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos)
+                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), element,
+                                         pos)
+            else:
+                width = ops.padded(x[1])
+                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width}, (x[0], width), element, pos)
+                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), element, pos)
+        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs))
+        for t in node.outputs:
+            self.refs[t] = self._new_buffer(net.tensors[t].shape)
+        if kind == "non_max_suppression":
+            group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],)).buffer)
+        self._add(group, pos)
+
+    def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int) -> int:
+        """A tensor holding `src` packed: made when compiling for a param, else by a pack kernel that runs just
+        before the node at `pos`; one per source and packing."""
+        key = (src, element, *sorted(pack.items()))
+        if key in self.packs:
+            return self.packs[key]
+        tid = self.packs[key] = len(self.tensors)
+        origin = self.net.tensors[src]
+        if origin.kind == "param" and pack["to"] != "nhwc":
+            self.tensors.append(Tensor(shape, origin.precision, "param", origin.name, element, src, pack))
+            self.refs[tid] = Ref(len(self.buffers), Layout.contiguous(shape))
+            self.buffers.append(Buffer("param", prod(shape), element, tid))
+            return tid
+        self.tensors.append(Tensor(shape, origin.precision, "op", element=element))
+        self.refs[tid] = self._new_buffer(shape, element)
+        self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
+        return tid
+
+
+def plan(net: Net) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network."""
+    return _Planner(net).run()
 
 
 def group_inputs(group: Group) -> list[int]:
