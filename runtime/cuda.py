@@ -6,11 +6,11 @@ launched with the CUDA driver API (through `cuda-python`).
     run.stats                       # compile times, kernels, launches, device, buffer bytes
     emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles) and out/host.mlir (buffers, launches)
 
-One pipeline, two printers: `graph_to_module` and the `cvm-to-loops` pipeline give kernels plus a host `@main`
-(the arena's size, the views of it each kernel reads and writes, the calls in order), exactly as for the cpu
-device; `cvmc.codegen.cuda` prints the kernels. The runner reads `@main` once and plans the device memory then:
-one arena, one buffer for the input, one per parameter (uploaded once), and the arguments of every launch
-(device pointers, prepared once). A run copies the input in, launches the kernels in order on one stream, and
+One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline and `read_host` give the loop-level
+kernels and the host program (the arena's size, the views of it each kernel reads and writes, the calls in
+order), exactly as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner plans the device
+memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the arguments of every
+launch (device pointers, prepared once). A run copies the input in, launches the kernels in order on one stream, and
 copies the heads out. Kernels share no memory between threads and use no atomics, so every run and every launch
 configuration gives the same bits.
 
@@ -29,32 +29,28 @@ import functools
 import hashlib
 import os
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
 
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
-from cvmc.passes.cvm_loops_views import Layout, layout_of
 from cvmc.passes.pipelines import run_pipeline
-from cvmc.runtime.cpu import split_host
+from cvmc.runtime.cpu import HostProgram, View, read_host
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.graph import Graph
 from cvmc.runtime.jit import default_cache_dir
 
 # Options NVRTC compiles every module with (the architecture is added per device).
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
-# Device buffers start on this many bytes (cuMemAlloc gives at least 256).
-_ALIGN = 256
 
 # --------------------------------------------------------------------------------------------------------------
 # The device
@@ -138,7 +134,8 @@ class CudaDevice:
             raise CVMRuntimeError(f"no CUDA device: the driver sees {count} GPU(s), device {ordinal} asked for")
         self.device = _check(driver, driver.cuDeviceGet(ordinal), "cuDeviceGet")
         self.context = _check(driver, driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-        _check(driver, driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self._thread = threading.local()
+        self._set_current()
         raw_name = _check(driver, driver.cuDeviceGetName(64, self.device), "cuDeviceGetName")
         self.name = raw_name.split(b"\0", 1)[0].decode()
         attr = driver.CUdevice_attribute
@@ -155,7 +152,11 @@ class CudaDevice:
         self.cache_hit = False
 
     def _set_current(self) -> None:
+        """Make the device's context current in the calling thread (once per thread)."""
+        if getattr(self._thread, "current", False):
+            return
         _check(self.driver, self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self._thread.current = True
 
     def compile(self, source: str) -> Any:
         start = time.perf_counter()
@@ -179,11 +180,13 @@ class CudaDevice:
         self.driver.cuMemFree(pointer)
 
     def upload(self, pointer: int, array: np.ndarray) -> None:
+        self._set_current()
         a = np.ascontiguousarray(array)
         _check(self.driver, self.driver.cuMemcpyHtoD(pointer, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
 
     def download(self, array: np.ndarray, pointer: int) -> None:
         assert array.flags.c_contiguous
+        self._set_current()
         _check(self.driver, self.driver.cuMemcpyDtoH(array.ctypes.data, pointer, array.nbytes), "cuMemcpyDtoH")
 
     def prepare(self, pointers: Sequence[int]) -> Any:
@@ -194,10 +197,12 @@ class CudaDevice:
 
     def launch(self, function: Any, grid: int, block: int, arguments: Any) -> None:
         _, addresses = arguments
+        self._set_current()
         _check(self.driver, self.driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, 0,
                                                        addresses.ctypes.data, 0), "cuLaunchKernel")  # fmt: skip
 
     def synchronize(self) -> None:
+        self._set_current()
         _check(self.driver, self.driver.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)")
 
 
@@ -307,32 +312,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# The host plan: buffers and launches, read once from the lowered `@main`
+# The runner
 # --------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel launch: the kernel, its grid and block, and each argument as (buffer, byte offset)."""
-
-    kernel: str
-    grid: int
-    block: int
-    args: tuple[tuple[int, int], ...]
-
-
-@dataclass
-class HostPlan:
-    """The buffers a model needs on the device and the launches, in order. Buffer 0 is the arena; the input
-    (if any) and every parameter have their own buffer; `contents[b]` is what a buffer is uploaded with once
-    (None: nothing), `heads` where each output lives as (buffer, byte offset, layout of int32 elements)."""
-
-    sizes: list[int]
-    contents: list[np.ndarray | None]
-    input_buffer: int | None
-    input_shape: tuple[int, ...] | None
-    launches: list[Launch]
-    heads: list[tuple[int, int, Layout]]
 
 
 def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]:
@@ -344,67 +325,13 @@ def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]
     return max(1, min(blocks, 32 * max(1, multiprocessors))), BLOCK_SIZE
 
 
-def plan_host(main: func.FuncOp, globals_: dict[str, memref.GlobalOp], specs: dict[str, CudaKernelSpec],
-              multiprocessors: int) -> HostPlan:
-    """Read the host `@main` of a lowered module (see `cvmc.runtime.cpu`) into buffers and launches."""
-    block = main.body.block
-    arena = block.args[-1]
-    assert isinstance(arena.type, MemRefType)
-    sizes: list[int] = [arena.type.get_shape()[0]]
-    contents: list[np.ndarray | None] = [None]
-    where: dict[SSAValue, tuple[int, int]] = {arena: (0, 0)}  # value -> (buffer, byte offset)
-    input_buffer = input_shape = None
-    if len(block.args) == 2:
-        t = block.args[0].type
-        assert isinstance(t, MemRefType)
-        input_shape = tuple(t.get_shape())
-        input_buffer = len(sizes)
-        sizes.append(4 * prod(input_shape))
-        contents.append(None)
-        where[block.args[0]] = (input_buffer, 0)
-    consts: dict[SSAValue, int] = {}
-    launches: list[Launch] = []
-    heads: list[tuple[int, int, Layout]] = []
-    for op in block.ops:
-        if isinstance(op, arith.ConstantOp):
-            assert isinstance(op.value, IntegerAttr)
-            consts[op.result] = op.value.value.data
-        elif isinstance(op, memref.GetGlobalOp):
-            g = globals_[op.name_.root_reference.data]
-            assert isinstance(g.initial_value, DenseIntOrFPElementsAttr)
-            data = np.frombuffer(g.initial_value.data.data, dtype="<i4").copy()
-            where[op.memref] = (len(sizes), 0)
-            sizes.append(data.nbytes)
-            contents.append(data)
-        elif isinstance(op, memref.ViewOp):
-            buffer, offset = where[op.source]
-            where[op.result] = (buffer, offset + consts[op.byte_shift])
-        elif isinstance(op, memref.ReinterpretCastOp):
-            where[op.result] = where[op.source]
-        elif isinstance(op, func.CallOp):
-            spec = specs[op.callee.root_reference.data]
-            grid, threads = launch_config(spec, multiprocessors)
-            launches.append(Launch(spec.name, grid, threads, tuple(where[v] for v in op.arguments)))
-        elif isinstance(op, func.ReturnOp):
-            for v in op.arguments:
-                assert isinstance(v.type, MemRefType)
-                buffer, offset = where[v]
-                heads.append((buffer, offset, layout_of(v.type)))
-        else:
-            raise CVMRuntimeError(f"cuda: unexpected op '{op.name}' in the host function")
-    return HostPlan(sizes, contents, input_buffer, input_shape, launches, heads)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# The runner
-# --------------------------------------------------------------------------------------------------------------
-
-
-def lower_graph(graph: Graph) -> tuple[func.FuncOp, dict[str, memref.GlobalOp], ModuleOp]:
-    """The cpu device's pipeline: (host `@main`, parameter globals, module of loop-level kernels)."""
+def lower_graph(graph: Graph) -> tuple[HostProgram, ModuleOp, func.FuncOp]:
+    """The cpu device's pipeline: (host program, module of loop-level kernels, the host function `@main`)."""
     module = graph_to_module(graph)
     run_pipeline(module, "cvm-to-loops")
-    return split_host(module)
+    program, kernels = read_host(module)
+    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+    return program, kernels, main
 
 
 def _free_all(device: Device, pointers: list[int]) -> None:
@@ -416,43 +343,56 @@ def _free_all(device: Device, pointers: list[int]) -> None:
 
 
 class CudaRunner:
-    """Runs a compiled model on a device: `runner(data) -> heads`. Holds the device buffers and launches."""
+    """Runs a compiled model on a device: `runner(data) -> heads`. Holds the device buffers and the prepared
+    launches: the arena, the input and every parameter (uploaded once) are device buffers (`roots`); a kernel
+    argument is its root's address plus its byte shift (the kernel adds the static offset of its layout)."""
 
-    def __init__(self, plan: HostPlan, specs: dict[str, CudaKernelSpec], device: Device, module: Any):
-        self.plan = plan
+    def __init__(self, program: HostProgram, specs: dict[str, CudaKernelSpec], device: Device, module: Any):
+        self.program = program
         self.device = device
         self.module = module  # keeps the kernels loaded
-        self.pointers = [device.alloc(n) for n in plan.sizes]
-        weakref.finalize(self, _free_all, device, list(self.pointers))
-        for pointer, data in zip(self.pointers, plan.contents):
-            if data is not None:
-                device.upload(pointer, data)
-        functions = {name: device.function(module, specs[name].symbol) for name in {la.kernel for la in plan.launches}}
-        self.launches = [
-            (functions[la.kernel], la.grid, la.block, device.prepare([self.pointers[b] + o for b, o in la.args]))
-            for la in plan.launches
-        ]
+        sizes = {"arena": program.arena_bytes}
+        if program.input_shape is not None:
+            sizes["input"] = 4 * prod(program.input_shape)
+        sizes.update({name: array.nbytes for name, array in program.globals.items()})
+        self.roots = {name: device.alloc(n) for name, n in sizes.items()}
+        weakref.finalize(self, _free_all, device, list(self.roots.values()))
+        for name, array in program.globals.items():
+            device.upload(self.roots[name], array)
+        multiprocessors = getattr(device, "multiprocessors", 1)
+        functions = {c.kernel: device.function(module, specs[c.kernel].symbol) for c in program.calls}
+        self.launch_plan: list[tuple[str, int, int]] = []  # (kernel, grid, block) of every launch, in order
+        self.launches = []
+        for call in program.calls:
+            grid, block = launch_config(specs[call.kernel], multiprocessors)
+            self.launch_plan.append((call.kernel, grid, block))
+            arguments = device.prepare([self.roots[v.root] + v.shift for v in call.args])
+            self.launches.append((functions[call.kernel], grid, block, arguments))
         self.stats: dict[str, object] = {}
+        self._lock = threading.Lock()  # one run at a time: runs share the device buffers
 
     def __call__(self, data: np.ndarray | None) -> list[np.ndarray]:
-        plan = self.plan
-        if plan.input_buffer is not None:
-            if data is None:
-                raise CVMRuntimeError("the model takes an input 'data', none was given")
-            x = np.ascontiguousarray(np.asarray(data, dtype=np.int32).reshape(plan.input_shape))
-            self.device.upload(self.pointers[plan.input_buffer], x)
-        for function, grid, block, arguments in self.launches:
-            self.device.launch(function, grid, block, arguments)
-        self.device.synchronize()
-        return [self._read(buffer, offset, layout) for buffer, offset, layout in plan.heads]
+        program = self.program
+        if program.input_shape is not None and data is None:
+            raise CVMRuntimeError("the model takes an input 'data', none was given")
+        with self._lock:
+            if program.input_shape is not None:
+                x = np.ascontiguousarray(np.asarray(data, dtype=np.int32).reshape(program.input_shape))
+                self.device.upload(self.roots["input"], x)
+            for function, grid, block, arguments in self.launches:
+                self.device.launch(function, grid, block, arguments)
+            self.device.synchronize()
+            return [self._read(v) for v in program.heads]
 
-    def _read(self, buffer: int, offset: int, layout: Layout) -> np.ndarray:
-        """A head: the int32 elements its layout reaches, copied back, then viewed through the layout."""
-        if layout.size == 0:
-            return np.zeros(layout.shape, dtype=np.int32)
-        flat = np.empty(layout.span() - layout.offset, dtype=np.int32)
-        self.device.download(flat, self.pointers[buffer] + offset + 4 * layout.offset)
-        view = np.lib.stride_tricks.as_strided(flat, layout.shape, [4 * s for s in layout.strides])
+    def _read(self, v: View) -> np.ndarray:
+        """A head: the elements its layout reaches, copied back, then viewed through the layout as int32."""
+        dtype = np.dtype(f"<i{int(v.element[1:]) // 8}")
+        if prod(v.shape) == 0:
+            return np.zeros(v.shape, dtype=np.int32)
+        span = sum((n - 1) * s for n, s in zip(v.shape, v.strides)) + 1
+        flat = np.empty(span, dtype=dtype)
+        self.device.download(flat, self.roots[v.root] + v.shift + dtype.itemsize * v.offset)
+        view = np.lib.stride_tricks.as_strided(flat, v.shape, [dtype.itemsize * s for s in v.strides])
         return np.array(view, dtype=np.int32)
 
 
@@ -461,15 +401,14 @@ def compile_graph(graph: Graph, device: Device | None = None) -> CudaRunner:
     `runner(data) -> heads`, with `runner.stats`. Raises CVMRuntimeError("no CUDA device: ...") without one."""
     start = time.perf_counter()
     device = device if device is not None else default_device()
-    main, globals_, kernels = lower_graph(graph)
+    program, kernels, _ = lower_graph(graph)
     lowered = time.perf_counter()
     specs = kernel_specs(kernels)
     source = emit_cuda(kernels)
     printed = time.perf_counter()
     module = device.compile(source)
     compiled = time.perf_counter()
-    plan = plan_host(main, globals_, specs, getattr(device, "multiprocessors", 1))
-    runner = CudaRunner(plan, specs, device, module)
+    runner = CudaRunner(program, specs, device, module)
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
         "lower_ms": round(1000 * (lowered - start), 1),
@@ -477,19 +416,71 @@ def compile_graph(graph: Graph, device: Device | None = None) -> CudaRunner:
         "nvrtc_ms": round(1000 * (compiled - printed), 1),
         "device_name": device.name,
         "kernels": len(specs),
-        "launches": len(plan.launches),
+        "launches": len(program.calls),
         "one_thread_kernels": sum(1 for s in specs.values() if not s.parallel),
-        "peak_buffer_bytes": plan.sizes[0],
-        "device_bytes": sum(plan.sizes),
+        "peak_buffer_bytes": program.arena_bytes,
+        "intermediate_bytes": program.intermediate_bytes,
         "nvrtc_cache_hit": getattr(device, "cache_hit", None),
     }
     return runner
 
 
+class CinnCudaRunner:
+    """A function of cinn primitives on a CUDA device, `runner(arrays) -> outputs` (what CinnBuilder's "cuda"
+    device runs): convert-cinn-to-loops gives one kernel per primitive, launched in op order over device buffers,
+    one per SSA value, allocated once."""
+
+    def __init__(self, function: func.FuncOp, device: Device | None = None):
+        from xdsl.context import Context
+
+        from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, cinn_ops, kernel_name
+        from cvmc.runtime.cinn_reference import numpy_dtype
+
+        self.device = device if device is not None else default_device()
+        module = ModuleOp([function.clone()])
+        ConvertCinnToLoopsPass().apply(Context(), module)
+        specs = kernel_specs(module)
+        self.source = emit_cuda(module)
+        self.module = self.device.compile(self.source)
+        ops = cinn_ops(function)
+        values = [*function.args, *(r for op in ops for r in op.results)]
+        self.types = {v: (tuple(v.type.get_shape()), numpy_dtype(v.type)) for v in values}  # pyright: ignore
+        self.pointers = {v: self.device.alloc(prod(shape) * dtype.itemsize) for v, (shape, dtype) in self.types.items()}
+        weakref.finalize(self, _free_all, self.device, list(self.pointers.values()))
+        self.inputs = list(function.args)
+        ret = function.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        self.outputs = list(ret.arguments)
+        self.launches = []
+        for i, op in enumerate(ops):
+            spec = specs[kernel_name(function.sym_name.data, i, op)]
+            grid, block = launch_config(spec, getattr(self.device, "multiprocessors", 1))
+            arguments = self.device.prepare([self.pointers[v] for v in (*op.operands, *op.results)])
+            self.launches.append((self.device.function(self.module, spec.symbol), grid, block, arguments))
+        self._lock = threading.Lock()
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        with self._lock:
+            for value, array in zip(self.inputs, arrays, strict=True):
+                shape, dtype = self.types[value]
+                self.device.upload(self.pointers[value], np.ascontiguousarray(array, dtype=dtype).reshape(shape))
+            for function, grid, block, arguments in self.launches:
+                self.device.launch(function, grid, block, arguments)
+            self.device.synchronize()
+            outputs = []
+            for value in self.outputs:
+                shape, dtype = self.types[value]
+                out = np.empty(shape, dtype=dtype)
+                if out.size:
+                    self.device.download(out, self.pointers[value])
+                outputs.append(out)
+            return outputs
+
+
 def emit_sources(graph: Graph, directory: str | os.PathLike[str]) -> list[Path]:
     """Write the CUDA source NVRTC compiles for `graph` (`kernels.cu`) and the host function that plans its
     buffers and launches (`host.mlir`) into `directory`; returns the paths. Needs no GPU."""
-    main, _, kernels = lower_graph(graph)
+    _, kernels, main = lower_graph(graph)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     cu, host = out / "kernels.cu", out / "host.mlir"

@@ -3,7 +3,7 @@ level says when run on the CPU by `cuda_host` (the generated source with a host 
 
 The integer ops are checked against a Python model of the loop-level contract on edge values of every width,
 the float ops against numpy, the control-flow and memory tests against numpy; under several emulated grids.
-(The corpus and the CINN primitives, through the runtime, are in tests/runtime/test_cuda.py.)
+(The corpus and the CINN primitives, through the runtime, are in tests/runtime/test_cuda_device.py.)
 """
 
 from __future__ import annotations
