@@ -20,6 +20,7 @@ from math import prod
 from typing import Any
 
 from cvmc.dialects import cvm_rules as rules
+from cvmc.errors import CVMError
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_views import Layout
 
@@ -64,19 +65,38 @@ class Net:
 
 
 def value_bits(net: Net) -> list[int]:
-    """A sound bound on each tensor's values, as a precision (|x| <= 2^(p-1) - 1).
+    """A sound bound on each tensor's values, as a precision (|x| <= 2^(p-1) - 1; 32: any int32 value).
 
-    The declared precision is sound for every operator but three: `where` takes its precision from the
-    condition while its values come from x and y, and get_valid_counts / non_max_suppression fill rows with -1
-    (beyond precision 1). Conv2d and dense use it to decide whether products fit 16 bits."""
+    The declared precision is not always one: `where` takes its precision from the condition while its values
+    come from x and y, broadcast_greater keeps its first input's precision for 0/1 values, and get_valid_counts
+    and non_max_suppression fill rows with -1; whatever consumes such a tensor inherits the understatement. So a
+    node whose inputs are all within their declared precisions keeps its declared output precisions, and any
+    other node is inferred again by `cvm_rules.infer` from the bounds of its inputs (32 when the rules reject
+    them: the values may have wrapped). Conv2d and dense use it to decide whether products fit 16 bits."""
     bits = [t.precision for t in net.tensors]
     for node in net.nodes:
+        ins = [bits[t] for t in node.inputs]
+        declared = [net.tensors[t].precision for t in node.outputs]
         if node.op == "where":
-            bits[node.outputs[0]] = max(bits[node.inputs[1]], bits[node.inputs[2]])
-        elif node.op in ("get_valid_counts", "non_max_suppression"):
-            bits[node.outputs[-1]] = max(bits[node.outputs[-1]], 2)
+            out = [max(ins[1], ins[2])]
         elif node.op == "broadcast_greater":
-            bits[node.outputs[0]] = max(bits[node.outputs[0]], 2)
+            out = [2]
+        elif node.op == "get_valid_counts":
+            out = [declared[0], max(ins[0], 2)]
+        elif node.op == "non_max_suppression":
+            out = [max(ins[0], 2)]
+        elif node.op == "cvm_precision":
+            out = [7 if ins[0] >= 32 else declared[0]]  # |INT32_MIN| has 32 bits
+        elif all(b <= net.tensors[t].precision for b, t in zip(ins, node.inputs)):
+            out = declared
+        else:
+            try:
+                sig = rules.infer(node.op, node.attrs, [net.tensors[t].shape for t in node.inputs], ins)
+                out = [max(d, p) for d, p in zip(declared, sig.precisions)]
+            except CVMError:
+                out = [32] * len(declared)
+        for t, b in zip(node.outputs, out):
+            bits[t] = min(b, 32)
     return bits
 
 

@@ -101,6 +101,20 @@ def test_requantization_chain_fuses_into_the_conv():
     assert [(t.kind, t.element, t.shape) for t in weight] == [("param", "i16", (4, 32))]  # 27 taps, zero-padded
 
 
+def test_an_understated_precision_reaches_every_consumer():
+    """Found by fuzz_cvm (seed 3, graph 1484): `take` of a `where` result declares the condition's precision
+    too, so a dense two ops later must not narrow its data to int16."""
+    b = CvmBuilder()
+    x = b.create_input([6, 4], 31)
+    w = b.where(b.create_param(np.ones(6, dtype=np.int32), 2), x, x)
+    t = b.take(w, b.create_param(np.array([[0, 5], [7, 23], [2, 2]]), 8))
+    y = b.dense(b.broadcast_max(t, t), b.create_param(_rand((3, 2), 2), 2), units=3, use_bias=False)
+    assert (w.precision, t.precision) == (2, 2)  # the values are up to 31 bits
+    p = _plan(b, [y])
+    assert {buf.element for buf in p.buffers if buf.kind == "arena"} == {"i32"}
+    _check_bit_exact(b, [y], RNG.integers(-(1 << 30), 1 << 30, size=(6, 4)).astype(np.int32))
+
+
 def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypatch):
     from cvmc.passes import cvm_loops_ops
 
