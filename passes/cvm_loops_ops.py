@@ -1,11 +1,13 @@
 """The loop nests of the 37 CVM operators, bit for bit the reference interpreter (`cvmc.runtime.reference`).
 
-Three kinds of lowering:
+Four kinds of lowering:
 - elementwise ops are scalar functions (`scalar`) of i32 values: a kernel applies them inside one loop nest, and
   a chain of them runs in the epilogue of the op that produces their input (fusion);
 - most other ops are a `compute(ivs) -> i32` of the output index (`COMPUTE`): the kernel loops over the output
   shape in an `scf.parallel`, computes the element, runs the epilogue and stores it once;
-- concatenate, get_valid_counts, non_max_suppression and copies write their outputs themselves (`SPECIAL`).
+- conv2d and dense reduce over packed operands (`pack`, `conv2d`, `dense`): contiguous int16 (or int32) dot
+  products, with the same epilogue;
+- concatenate, get_valid_counts, non_max_suppression and copies write their outputs themselves.
 
 Arithmetic is int32 wrapping (`arith` is), widened to i64 only where the reference widens (non_max_suppression's
 areas); division and shifts rely on the loop level's total semantics. Indices are clipped where the reference
@@ -145,7 +147,7 @@ def _clamp_index(k: KernelBuilder, i: Value, n: int) -> Value:
     return k.minsi(k.maxsi(i, 0), n - 1)
 
 
-@_computes("conv2d")
+@_computes("conv2d")  # the direct loop nest, for convolutions whose im2col rows are too large (`conv2d_fits`)
 def _conv2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
     x, w = ins[0], ins[1]
     _, _, h, wd = x.layout.shape
@@ -183,21 +185,7 @@ def _conv2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ..
     return compute
 
 
-@_computes("dense")
-def _dense(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
-    x, w = ins[0], ins[1]
-    depth = x.layout.shape[1]
-
-    def compute(ivs: list[Value]) -> Value:
-        m, u = ivs
-        acc = k.for_(depth, lambda i, acc: [k.addi(acc, k.muli(x.load(k, [m, i]), w.load(k, [u, i])))],
-                     inits=[k.const(0)])[0]
-        return k.addi(acc, ins[2].load(k, [u])) if len(ins) > 2 else acc
-
-    return compute
-
-
-def pool_padding(a: Attrs) -> tuple[int, int]:
+def _pool_padding(a: Attrs) -> tuple[int, int]:
     pad = a["padding"]
     return (pad[0], pad[0]) if len(pad) == 1 else (pad[0], pad[1])
 
@@ -206,7 +194,7 @@ def pool_padding(a: Attrs) -> tuple[int, int]:
 def _max_pool2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
     x = ins[0]
     _, _, h, wd = x.layout.shape
-    (psh, psw), (sh, sw), (ph, pw) = a["pool_size"], a["strides"], pool_padding(a)
+    (psh, psw), (sh, sw), (ph, pw) = a["pool_size"], a["strides"], _pool_padding(a)
 
     def compute(ivs: list[Value]) -> Value:
         n, c, oh, ow = ivs
