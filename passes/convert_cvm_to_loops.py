@@ -3,12 +3,14 @@
 The function `@main` (as `graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators,
 the heads returned) becomes:
 
-- one `memref.global` per param that some kernel reads (`constant`, its values);
-- one kernel `func.func` per fused group (`cvm_loops_plan`), with memref arguments only; groups that compute the
-  same thing on the same argument types share one kernel;
+- one `memref.global` per param that some kernel reads (`constant`, its values), conv2d and dense weights
+  already packed (int16 rows of the reduction, see `cvm_loops_plan`);
+- one kernel `func.func` per fused group (`cvm_loops_plan`), with memref arguments only, plus the pack kernels
+  of conv2d and dense inputs; groups that compute the same thing on the same argument types share one kernel;
 - a host `func.func @main(%data, %arena)` returning the heads: `memref.view`s of the byte arena at the planned
   offsets, `memref.reinterpret_cast`s to the strided view each kernel reads, and one `func.call` per group in
-  execution order. Views (reshape, transpose, slices, broadcast operands) exist only as these layouts.
+  execution order (with `cvm.work`, its gas, to decide threading). Views (reshape, transpose, slices, broadcast
+  operands) exist only as these layouts.
 
     func.func @main(%data: memref<1x4xi32>, %arena: memref<64xi8>) -> memref<1x4xi32> {
       %0 = memref.view %arena[%c0][] : memref<64xi8> to memref<4xi32>
@@ -17,8 +19,9 @@ the heads returned) becomes:
       func.return %1 : memref<1x4xi32>
     }
 
-The kernels follow the loop level contract (`codegen/llvm.py` compiles them); the host `@main` is read by the
-runtime (`cvmc.runtime.cpu`), which allocates the arena once and calls the kernels in order.
+The kernels follow the loop level contract (`codegen/llvm.py` compiles them); the host `@main` is not a kernel
+(it calls them): the runtime (`cvmc.runtime.cpu.read_host`) reads it, allocates the arena once and calls the
+kernels in order.
 """
 
 from __future__ import annotations
