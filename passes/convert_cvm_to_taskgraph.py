@@ -1,0 +1,895 @@
+"""`convert-cvm-to-taskgraph`: a CVM model (`@main` of `cvm` ops) becomes a Task IR `taskgraph.graph`.
+
+    module = convert_graph(graph_to_module(load_graph("model.json", "params.bin")))
+    // cvm-opt model.mlir -p convert-cvm-to-taskgraph
+
+The graph has the form of the original converter's LeNet (`tests/data/taskir/lenet`): each compute block
+reads storage blocks of its own (SIC or SIC2D, SW or SW2D and SB for a convolution; SIFC, SWFC and SB for a
+CVM; SI elsewhere) and is read through an SI; the model's input is an INPUT block and each head, in order, an
+OUTPUT block. A compute block and the storage blocks it reads form a group. Values are in Task IR's (y, x, f)
+order: an NCHW tensor of batch 1 is the box (y = H, x = W, f = C), any other tensor the 1-D box (f = size) of
+its row-major values (`to_task_layout` and `from_task_layout` convert).
+
+    conv2d (groups 1)                    CC (CC2D below 8 input channels); stride, dilation, zero padding
+    dense (batch 1)                      CVM
+    relu, clip, cvm_clip,                one CCMPB per chain (requantization, below), then a CCMPS when the
+      cvm_right_shift, max_pool2d,         upper bound is not the top of a precision
+      max over H and W
+    elemwise_add                         CADD
+    elemwise_sub, negative,              CVS (x * CONSTANT_A) or CAX (x * a[f]) and CADD
+      cvm_left_shift, broadcast_add,
+      broadcast_sub, broadcast_mul       (CVVH for a product of two computed tensors)
+    sum over H and W                     CAVG (the exact window sum)
+    cvm_lut                              CLUT over a table of 2^LUT_DW entries
+    concatenate                          an SI that the inputs' edges write side by side (interface boxes)
+    flatten, reshape, squeeze,           edge rearranges: RESHAPE (c-major flatten of a (y, x, f) box) or
+      expand_dims, transpose               SHUFFLE (any other permutation)
+    upsampling                           a SCALE rearrange
+
+Requantization. cvm_right_shift rounds: ((x >> (b-1)) + 1) >> 1 = (x + 2^(b-1)) >> b. relu, clips, rounding
+right shifts and one window max are monotone, so a chain of them (each value with one use) is
+clamp((max_window(v) + c) >> s, lo, hi): one CCMPB with BIT_SHIGT_NUM = s, CMP = lo and the precision whose
+largest value is hi (127 for INT_8), reading v + c. The offset c joins the bias of the block that computes v,
+or a CADD adds it when v has other users or comes from a block without a bias; the conversion checks with v's
+precision that v + c stays in int32. A CCMPB pads with 0 where max_pool2d pads with INT32_MIN: the same when
+lo >= 0 (after a relu); otherwise the window reads an SI whose border holds INT32_MIN (its data, which the
+input edge never overwrites).
+
+What no block can compute (an operator, an attribute value such as conv2d groups > 1, a precision such as a
+LUT index of more than 16 bits) raises CVMLogicError naming the first such node and why; `cvm-opt` reports it
+as a pass failure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from cvmc.dialects import cvm_rules as rules
+from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
+from cvmc.dialects.taskgraph import (
+    KIND_SPECS,
+    PRECISION_RANGE,
+    BiasType,
+    BlockOp,
+    CaddOp,
+    CavgOp,
+    CaxOp,
+    Cc2dOp,
+    CcmpbOp,
+    CcmpsOp,
+    CcOp,
+    ClusterAttr,
+    ClutOp,
+    ComputeBlockOp,
+    CvmOp,
+    CvsOp,
+    CvvhOp,
+    EdgeOp,
+    GraphOp,
+    GroupOp,
+    InputOp,
+    InterfaceAttr,
+    OutputOp,
+    ParamAttr,
+    ParamKind,
+    Precision,
+    RearrangeAttr,
+    RearrangeKind,
+    SbOp,
+    ShapeAttr,
+    Sic2dOp,
+    SicOp,
+    SifcOp,
+    SiOp,
+    StorageBlockOp,
+    Sw2dOp,
+    SwfcOp,
+    SwOp,
+    TensorAttr,
+)
+from cvmc.errors import CVMLogicError
+
+P = ParamKind
+Shape = tuple[int, ...]
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+_INF = 2**64  # the open end of a clamp
+
+# Precisions whose largest value can be a CCMPB's upper clamp, in order of preference.
+_CLAMP_PRECISIONS = (
+    Precision.TERNARY, Precision.UINT_4, Precision.INT_8, Precision.UINT_8, Precision.INT_9,
+    Precision.INT_16, Precision.UINT_16, Precision.INT_28, Precision.INT_32,
+)  # fmt: skip
+_ACCUMULATOR = Precision.INT_32  # the precision of linear compute blocks and biases, as in LeNet
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Layout: a cvm tensor as a Task IR box
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _spatial(shape: Shape) -> bool:
+    """Whether a tensor is an NCHW image of batch 1, held as a (y, x, f) box."""
+    return len(shape) == 4 and shape[0] == 1
+
+
+def task_shape(shape: Sequence[int]) -> Shape:
+    """The Task IR box of a cvm tensor: (H, W, C) for an NCHW tensor of batch 1, else (size,)."""
+    shape = tuple(shape)
+    return (shape[2], shape[3], shape[1]) if _spatial(shape) else (math.prod(shape),)
+
+
+def to_task_layout(array: np.ndarray) -> np.ndarray:
+    """A cvm tensor's values in the order of its Task IR box, flat (the values of an INPUT block)."""
+    array = np.asarray(array)
+    return (array[0].transpose(1, 2, 0) if _spatial(array.shape) else array).reshape(-1)
+
+
+def from_task_layout(values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """The cvm tensor of `shape` whose Task IR box holds `values` (the values of an OUTPUT block)."""
+    shape = tuple(shape)
+    box = np.asarray(values).reshape(task_shape(shape))
+    return box.transpose(2, 0, 1).reshape(shape) if _spatial(shape) else box.reshape(shape)
+
+
+def _box_dims(box: Shape, names: tuple[str, str, str] = ("y", "x", "f")) -> dict[str, int]:
+    """A box as block dims: (y, x, f) or (f); `names` renames them (SIC holds (y, x, r))."""
+    return dict(zip(names, box)) if len(box) == 3 else {names[2]: box[0]}
+
+
+def _wrap32(v):
+    """Two's-complement int32 of an integer (or an int64 array)."""
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def _label(precision: int) -> Precision:
+    """The Task IR precision of values of a cvm precision (|x| <= 2^(p-1) - 1)."""
+    return Precision.INT_8 if precision <= 8 else Precision.INT_16 if precision <= 16 else Precision.INT_32
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The graph under construction
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Block:
+    """A block under construction: its edges are final; its bias may still take an offset."""
+
+    id: int
+    op: type[BlockOp]
+    precision: Precision
+    shape: dict[str, int]
+    params: dict[ParamKind, int] = field(default_factory=dict)
+    data: np.ndarray | None = None
+    bias: _Block | int | None = None  # a compute block's SB (VECTOR) or CONSTANT_B
+    inputs: list[list[InterfaceAttr]] = field(default_factory=list)
+    outputs: list[InterfaceAttr] = field(default_factory=list)
+
+    @property
+    def is_compute(self) -> bool:
+        return issubclass(self.op, ComputeBlockOp)
+
+    @property
+    def out_box(self) -> Shape:
+        """The shape of the block's output cluster."""
+        if self.is_compute:
+            return tuple(self.shape[d] for d in ("y", "x", "f") if d in self.shape)
+        return tuple(self.shape.values())
+
+    def build(self) -> BlockOp:
+        params = [ParamAttr.get(kind, value) for kind, value in self.params.items()]
+        bias_type = None
+        if isinstance(self.bias, _Block):
+            bias_type = BiasType.VECTOR
+        elif self.bias is not None:
+            bias_type = BiasType.CONSTANT
+            params.append(ParamAttr.get(P.CONSTANT_B, self.bias))
+        data = None if self.data is None else TensorAttr.from_numpy(self.data, self.precision)
+        outputs = [] if self.op is OutputOp else [ClusterAttr.get(self.outputs)]
+        inputs = [ClusterAttr.get(c) for c in self.inputs]
+        return self.op(self.id, self.precision, ShapeAttr.get(**self.shape), inputs, outputs, params, data, bias_type)
+
+
+class _Graph:
+    """Blocks, edges and groups, numbered in the order they are made."""
+
+    def __init__(self):
+        self.blocks: list[_Block] = []
+        self.edges: list[EdgeOp] = []
+        self.groups: list[list[int]] = []
+
+    def block(self, op: type[BlockOp], precision: Precision, shape: dict[str, int], **fields) -> _Block:
+        b = _Block(len(self.blocks), op, precision, shape, **fields)
+        self.blocks.append(b)
+        return b
+
+    def connect(
+        self,
+        src: _Block,
+        dst: _Block,
+        rearranges: Sequence[RearrangeAttr] = (),
+        position: ShapeAttr | None = None,
+        size: ShapeAttr | None = None,
+        cluster: int | None = None,
+    ) -> None:
+        """An edge from `src`'s output into a new input cluster of `dst` (or into `cluster`)."""
+        edge = len(self.edges)
+        src.outputs.append(InterfaceAttr.get(edge))
+        iface = InterfaceAttr.get(edge, position, size)
+        if cluster is None:
+            dst.inputs.append([iface])
+        else:
+            dst.inputs[cluster].append(iface)
+        self.edges.append(EdgeOp(edge, src.id, dst.id, _simplified(rearranges, src.out_box)))
+
+    def build(self) -> GraphOp:
+        groups = [GroupOp(k, ids) for k, ids in enumerate(self.groups)]
+        return GraphOp([*(b.build() for b in self.blocks), *self.edges, *groups])
+
+
+def _simplified(rearranges: Sequence[RearrangeAttr], shape: Shape) -> tuple[RearrangeAttr, ...]:
+    """The rearranges, or none when together they leave a box of `shape` in row-major order."""
+    if not rearranges:
+        return ()
+    index = np.arange(math.prod(shape)).reshape(shape)
+    for r in rearranges:
+        gather = r.gather_map(index.shape)
+        index = np.where(gather >= 0, index.reshape(-1)[np.maximum(gather, 0)], -1)
+    return () if np.array_equal(index.reshape(-1), np.arange(index.size)) else tuple(rearranges)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Values of the model
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Tensor:
+    """A value a block's output holds: its output box, rearranged by `rearranges`, read row-major, is the
+    value's Task IR box. `sole`: this value, used once, is the only reader of the block's output."""
+
+    block: _Block
+    shape: Shape
+    precision: int
+    rearranges: tuple[RearrangeAttr, ...] = ()
+    sole: bool = False
+
+    def array_shape(self) -> Shape:
+        """The shape of the block's output box after the rearranges."""
+        shape = self.block.out_box
+        for r in self.rearranges:
+            shape = r.result_shape(shape)
+        return shape
+
+
+@dataclass(eq=False)
+class _Const:
+    """A param's values (cvm shape)."""
+
+    array: np.ndarray
+    precision: int
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A max_pool2d window: kernel, strides, padding (top, bottom, left, right) and output extents."""
+
+    ky: int
+    kx: int
+    sy: int
+    sx: int
+    pad: tuple[int, int, int, int]
+    oy: int
+    ox: int
+
+
+@dataclass(frozen=True)
+class _Requant:
+    """clamp((max over `window` of v + offset) >> shift, lo, hi) of a value v; +-_INF: an open end."""
+
+    offset: int = 0
+    shift: int = 0
+    lo: int = -_INF
+    hi: int = _INF
+    window: _Window | None = None
+
+    def clamp(self, lo: int, hi: int) -> _Requant:
+        return replace(self, lo=min(max(self.lo, lo), hi), hi=max(min(self.hi, hi), lo))
+
+    def round_shift(self, s: int) -> _Requant:
+        """Then (y + 2^(s-1)) >> s, which is monotone: it moves the bounds and joins the shift."""
+        k = 1 << (s - 1)
+
+        def moved(bound: int) -> int:
+            return bound if abs(bound) == _INF else (bound + k) >> s
+
+        return replace(self, offset=self.offset + (k << self.shift), shift=self.shift + s,
+                       lo=moved(self.lo), hi=moved(self.hi))  # fmt: skip
+
+    def pool(self, window: _Window) -> _Requant | None:
+        return None if self.window is not None else replace(self, window=window)
+
+    def fits(self, precision: int) -> bool:
+        """Whether v + offset stays in int32 for every v of the precision."""
+        return (1 << (precision - 1)) - 1 + self.offset <= INT32_MAX
+
+
+@dataclass(eq=False)
+class _Fused:
+    """A requantization chain over `base`, not yet given its CCMPB."""
+
+    base: _Tensor
+    requant: _Requant
+    shape: Shape
+    precision: int
+
+
+class _Unmappable(Exception):
+    """Raised by an op's conversion with the reason; the converter names the node."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The conversion
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _main(module: ModuleOp | func.FuncOp) -> func.FuncOp:
+    if isinstance(module, func.FuncOp):
+        return module
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    mains = [f for f in funcs if f.sym_name.data == "main"] or (funcs if len(funcs) == 1 else [])
+    if len(mains) != 1:
+        raise CVMLogicError(f"expected a function @main of cvm ops, found {len(funcs)} functions")
+    return mains[0]
+
+
+def _shape(value: SSAValue) -> Shape:
+    shape = tensor_shape(value.type)
+    if shape is None:
+        raise CVMLogicError(f"a value has no static shape ({value.type}); run cvm-infer-shapes first")
+    return shape
+
+
+def _precision(value: SSAValue) -> int:
+    precision = tensor_precision(value.type)
+    if precision is None:
+        raise CVMLogicError(f"a value has no precision ({value.type}); run cvm-infer-precision first")
+    return precision
+
+
+def _batch1(shape: Shape) -> None:
+    if shape[0] != 1:
+        raise _Unmappable(f"batch {shape[0]}: a block holds one (y, x, f) image (expected batch 1)")
+
+
+def _box_order(shape: Shape) -> np.ndarray:
+    """For each position of a tensor's Task IR box (row-major), the index of its element in cvm order."""
+    return to_task_layout(np.arange(math.prod(shape)).reshape(shape))
+
+
+def _negated(value: int | np.ndarray) -> int | np.ndarray:
+    return int(_wrap32(-value)) if isinstance(value, int) else _wrap32(-value)
+
+
+def _per_f(values: np.ndarray) -> int | np.ndarray | None:
+    """A param broadcast to a result as a block constant: one int, a vector over f, or None when it varies
+    over (y, x)."""
+    if np.all(values == values.flat[0]):
+        return int(values.flat[0])
+    if not _spatial(values.shape):
+        return values.reshape(-1)
+    per_channel = values[0, :, :1, :1]
+    return per_channel.reshape(-1) if np.all(values[0] == per_channel) else None
+
+
+def _clamp_precision(lo: int, hi: int) -> Precision | None:
+    """The precision whose largest value is hi (INT_32 without an upper bound) and that holds lo."""
+    hi = min(hi, INT32_MAX)
+    for p in _CLAMP_PRECISIONS:
+        p_lo, p_hi = PRECISION_RANGE[p]
+        if p_hi == hi and p_lo <= lo:
+            return p
+    return None
+
+
+def _compare_block(box: Shape, w: _Window | None) -> tuple[dict[str, int], _Window]:
+    """The shape of a CCMPB or CCMPS over a box: (y, x, f) with a window (1x1 without one), or 1-D."""
+    if len(box) == 1:
+        return {"f": box[0], "ky": 1, "kx": 1}, _Window(1, 1, 1, 1, (0, 0, 0, 0), 0, 0)
+    w = w or _Window(1, 1, 1, 1, (0, 0, 0, 0), box[0], box[1])
+    return {"y": w.oy, "x": w.ox, "f": box[2], "ky": w.ky, "kx": w.kx, "iy": box[0], "ix": box[1]}, w
+
+
+def _compare_params(cmp: int, w: _Window, shift: int, planar: bool) -> dict[ParamKind, int]:
+    """A CCMPB's or CCMPS's attributes, in LeNet's order."""
+    params = {P.CMP: cmp, P.KERNEL_X: w.kx, P.KERNEL_Y: w.ky}
+    if planar:
+        params.update({P.PAD_UP: w.pad[0], P.PAD_DOWN: w.pad[1], P.PAD_LEFT: w.pad[2], P.PAD_RIGHT: w.pad[3]})
+    params.update({P.STRIDE_X: w.sx, P.STRIDE_Y: w.sy, P.BIT_SHIGT_NUM: shift})
+    return params
+
+
+class _Converter:
+    """Walks `@main` once, keeping for each SSA value its `_Tensor`, `_Const` or `_Fused`."""
+
+    def __init__(self):
+        self.graph = _Graph()
+        self.values: dict[SSAValue, _Tensor | _Const | _Fused] = {}
+
+    def convert(self, main: func.FuncOp) -> GraphOp:
+        block = main.body.block
+        for arg in block.args:
+            shape, precision = _shape(arg), _precision(arg)
+            port = self.graph.block(InputOp, _label(precision), _box_dims(task_shape(shape)))
+            self.values[arg] = _Tensor(port, shape, precision, sole=arg.has_one_use())
+        index = len(block.args)  # the node index, for an op without a name
+        for op in block.ops:
+            if isinstance(op, ParamOp):
+                self.values[op.result] = _Const(op.array(), _precision(op.result))
+            elif isinstance(op, CvmOperator):
+                try:
+                    if op.op_name not in _HANDLERS:
+                        raise _Unmappable("no task block computes it")
+                    _HANDLERS[op.op_name](self, op, cvm_attrs(op))
+                except _Unmappable as e:
+                    name = op.node_name.data if op.node_name is not None else f"{op.op_name}_{index}"
+                    raise CVMLogicError(f"cannot convert node {name!r} ({op.op_name}) to Task IR: {e}") from None
+            elif isinstance(op, func.ReturnOp):
+                for head in op.arguments:
+                    self.output(head)
+            else:
+                raise CVMLogicError(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
+            index += 1
+        return self.graph.build()
+
+    # --- values as blocks -------------------------------------------------------------------------------
+
+    def tensor(self, value: SSAValue) -> _Tensor:
+        """The value held in a block's output (a chain gets its CCMPB, a param an SI holding it)."""
+        v = self.values[value]
+        if isinstance(v, _Fused):
+            v = self._materialize(v, value.has_one_use())
+        elif isinstance(v, _Const):
+            v = _Tensor(self._const_block(SiOp, v.array, v.precision), v.array.shape, v.precision)
+        self.values[value] = v
+        return v
+
+    def _const_block(self, kind: type[StorageBlockOp], array: np.ndarray, precision: int,
+                     box: Shape | None = None) -> _Block:  # fmt: skip
+        box = box or task_shape(array.shape)
+        data = to_task_layout(array).reshape(box).astype(np.int64)
+        return self.graph.block(kind, _label(precision), self._storage_dims(kind, box), data=data)
+
+    def const(self, value: SSAValue, role: str) -> np.ndarray:
+        v = self.values[value]
+        if not isinstance(v, _Const):
+            raise _Unmappable(f"its {role} is computed; a block reads its {role} from a storage block's data")
+        return v.array
+
+    def storage(self, value: SSAValue | _Tensor, kind: type[StorageBlockOp] = SiOp, box: Shape | None = None) -> _Block:
+        """A new storage block of `kind` holding the value (in `box`, row-major, when given), for one compute
+        block to read."""
+        if isinstance(value, SSAValue) and isinstance(c := self.values[value], _Const):
+            return self._const_block(kind, c.array, c.precision, box)
+        t = value if isinstance(value, _Tensor) else self.tensor(value)
+        s = self.graph.block(kind, t.block.precision, self._storage_dims(kind, box or task_shape(t.shape)))
+        self.graph.connect(t.block, s, t.rearranges)
+        return s
+
+    @staticmethod
+    def _storage_dims(kind: type[StorageBlockOp], box: Shape) -> dict[str, int]:
+        if kind is SifcOp:
+            return {"r": box[0]}
+        return _box_dims(box, ("y", "x", "r") if kind in (SicOp, Sic2dOp) else ("y", "x", "f"))
+
+    def compute(
+        self,
+        kind: type[ComputeBlockOp],
+        precision: Precision,
+        shape: dict[str, int],
+        inputs: Sequence[_Block],
+        params: dict[ParamKind, int] | None = None,
+        bias: int | np.ndarray | None = None,
+    ) -> _Block:
+        """A compute block reading `inputs` (then an SB for a vector bias); it and its inputs form a group."""
+        members = [*inputs]
+        if isinstance(bias, np.ndarray):
+            members.append(self.graph.block(SbOp, _ACCUMULATOR, {"f": bias.size}, data=_wrap32(bias.astype(np.int64))))
+        block = self.graph.block(kind, precision, shape, params=params or {})
+        for s in members:
+            self.graph.connect(s, block)
+        if isinstance(bias, np.ndarray):
+            block.bias = members[-1]
+        elif bias:
+            block.bias = int(_wrap32(bias))
+        self.graph.groups.append([b.id for b in (*members, block)])
+        return block
+
+    def result(self, op: CvmOperator, block: _Block) -> None:
+        """The op's result is the output of a compute block."""
+        r = op.results[0]
+        self.values[r] = _Tensor(block, _shape(r), _precision(r), sole=r.has_one_use())
+
+    def output(self, head: SSAValue) -> None:
+        """An OUTPUT block for a head, read from an SI as LeNet's."""
+        t = self.tensor(head)
+        source = self.storage(t) if t.block.is_compute else t.block
+        port = self.graph.block(OutputOp, source.precision, _box_dims(task_shape(t.shape)))
+        self.graph.connect(source, port, () if t.block.is_compute else t.rearranges)
+
+    # --- requantization chains ------------------------------------------------------------------------
+
+    def chain(self, op: CvmOperator, step: Callable[[_Requant], _Requant | None]) -> None:
+        """The op's result is `step` of its operand's chain: that chain extended when the operand is one
+        used only here (and the step composes), else a new chain over the operand."""
+        x, r = op.operands[0], op.results[0]
+        v = self.values[x]
+        if (requant := self._extended(x, step)) is not None:
+            assert isinstance(v, _Fused)
+            self.values[r] = _Fused(v.base, requant, _shape(r), _precision(r))
+            return
+        base = self.tensor(x)
+        requant = step(_Requant())
+        assert requant is not None
+        if not requant.fits(base.precision):
+            raise _Unmappable(f"the rounding offset {requant.offset} added to a value of precision "
+                              f"{base.precision} may leave int32")  # fmt: skip
+        self.values[r] = _Fused(base, requant, _shape(r), _precision(r))
+
+    def _extended(self, x: SSAValue, step: Callable[[_Requant], _Requant | None]) -> _Requant | None:
+        """The chain of x (a chain used only by the op at hand) with `step`, if the step composes."""
+        v = self.values[x]
+        if isinstance(v, _Fused) and x.has_one_use():
+            requant = step(v.requant)
+            if requant is not None and requant.fits(v.base.precision):
+                return requant
+        return None
+
+    def _add_offset(self, t: _Tensor, offset: int) -> _Tensor:
+        """t + offset: in the bias of the block computing t when t is its only reader, else through a CADD."""
+        b = t.block
+        if t.sole and b.is_compute and KIND_SPECS[b.op.kind_name()].biased:
+            if isinstance(b.bias, _Block):
+                assert b.bias.data is not None
+                b.bias.data = _wrap32(b.bias.data + offset)
+            else:
+                b.bias = int(_wrap32((b.bias or 0) + offset))
+            return t
+        return _Tensor(self._linear(t, None, offset), t.shape, t.precision, sole=True)
+
+    def _materialize(self, f: _Fused, sole: bool) -> _Tensor:
+        """The CCMPB of a chain (and the CCMPS of an upper bound that no precision tops out at)."""
+        r = f.requant
+        t = self._add_offset(f.base, r.offset) if r.offset else f.base
+        box, out_box = task_shape(t.shape), task_shape(f.shape)
+        lo, w = max(r.lo, INT32_MIN), r.window
+        if w is not None and any(w.pad) and lo < 0:
+            # Padding must lose every max: an SI whose border holds INT32_MIN, the value written inside.
+            (h, wd, c), (pu, pd, pl, pr) = box, w.pad
+            box, w = (h + pu + pd, wd + pl + pr, c), replace(w, pad=(0, 0, 0, 0))
+            si = self.graph.block(SiOp, Precision.INT_32, _box_dims(box), data=np.full(box, INT32_MIN, np.int64))
+            self.graph.connect(t.block, si, t.rearranges, ShapeAttr.get(y=pu, x=pl), ShapeAttr.get(y=h, x=wd, f=c))
+        else:
+            si = self.storage(t)
+        precision = _clamp_precision(lo, r.hi)
+        shape, w = _compare_block(box, w)
+        params = _compare_params(lo, w, min(r.shift, 31), len(box) == 3)
+        out = _Tensor(self.compute(CcmpbOp, precision or Precision.INT_32, shape, [si], params), f.shape,
+                      f.precision, sole=sole)  # fmt: skip
+        if precision is None:  # the minimum with hi: a CCMPS labelled with a precision that holds [lo, hi]
+            label = next(p for p in (Precision.INT_8, Precision.INT_16, Precision.INT_32)
+                         if PRECISION_RANGE[p][0] <= lo and r.hi <= PRECISION_RANGE[p][1])  # fmt: skip
+            shape, w = _compare_block(out_box, None)
+            params = _compare_params(r.hi, w, 0, len(out_box) == 3)
+            ccmps = self.compute(CcmpsOp, label, shape, [self.storage(out)], params)
+            out = _Tensor(ccmps, f.shape, f.precision, sole=sole)
+        return out
+
+    def _relu(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self.chain(op, lambda r: r.clamp(0, _INF))
+
+    def _clip(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self.chain(op, lambda r: r.clamp(a["a_min"], a["a_max"]))
+
+    def _cvm_clip(self, op: CvmOperator, a: rules.Attrs) -> None:
+        bound = rules.precision_bound(a["precision"])
+        self.chain(op, lambda r: r.clamp(-bound, bound))
+
+    def _cvm_right_shift(self, op: CvmOperator, a: rules.Attrs) -> None:
+        bound, b = rules.precision_bound(a["precision"]), a["shift_bit"]
+        x, r = op.operands[0], op.results[0]
+        step = lambda req: req.round_shift(b).clamp(-bound, bound)  # noqa: E731
+        if b > 1 and self._extended(x, step) is None and not _Requant().round_shift(b).fits(_precision(x)):
+            # x + 2^(b-1) may leave int32: ((x >> (b-1)) + 1) >> 1 as the reference computes it, the first
+            # shift in a CCMPB of its own.
+            t = self.tensor(x)
+            shifted = self._materialize(_Fused(t, _Requant(shift=b - 1), t.shape, t.precision), sole=True)
+            shifted.precision = max(2, t.precision - b + 2)  # |x >> (b-1)| <= 2^(p-b)
+            self.values[r] = _Fused(shifted, _Requant().round_shift(1).clamp(-bound, bound), _shape(r), _precision(r))
+            return
+        self.chain(op, step)
+
+    def _max_pool2d(self, op: CvmOperator, a: rules.Attrs) -> None:
+        (_, _, h, w), (_, _, oh, ow) = _shape(op.operands[0]), _shape(op.results[0])
+        _batch1(_shape(op.operands[0]))
+        (ky, kx), (sy, sx) = a["pool_size"], a["strides"]
+        ph, pw = a["padding"] * 2 if len(a["padding"]) == 1 else a["padding"]
+        # Bottom and right padding as far as the last window reaches (ceil mode), at least the top's.
+        pad = (ph, max(ph, (oh - 1) * sy + ky - h - ph), pw, max(pw, (ow - 1) * sx + kx - w - pw))
+        window = _Window(ky, kx, sy, sx, pad, oh, ow)
+        self.chain(op, lambda r: r.pool(window))
+
+    def _max(self, op: CvmOperator, a: rules.Attrs) -> None:
+        h, w = self._plane(op, a, "max")
+        window = _Window(h, w, 1, 1, (0, 0, 0, 0), 1, 1)
+        self.chain(op, lambda r: r.pool(window))
+
+    @staticmethod
+    def _plane(op: CvmOperator, a: rules.Attrs, what: str) -> tuple[int, int]:
+        """(H, W) of a reduction over the H and W axes of an NCHW tensor of batch 1."""
+        shape = _shape(op.operands[0])
+        axes = rules.reduce_axes(shape, a["axis"], a["exclude"])
+        if len(shape) != 4 or axes != (2, 3):
+            raise _Unmappable(f"a window {what} reduces the H and W axes of an NCHW tensor, not axes {list(axes)} "
+                              f"of shape {list(shape)}")  # fmt: skip
+        _batch1(shape)
+        return shape[2], shape[3]
+
+    # --- linear blocks -----------------------------------------------------------------------------------
+
+    def _conv2d(self, op: CvmOperator, a: rules.Attrs) -> None:
+        (n, c, h, w), (_, oc, oh, ow) = _shape(op.operands[0]), _shape(op.results[0])
+        _batch1((n,))
+        if a["groups"] != 1:
+            raise _Unmappable(f"'groups' = {a['groups']}: a CC sums over all its input channels (expected 1)")
+        weight = self.const(op.operands[1], "weight")
+        bias = self.const(op.operands[2], "bias") if a["use_bias"] else None
+        first = c < 8  # CC2D: the variant for fewer than 8 input channels (LeNet's first layer)
+        sic = self.storage(op.operands[0], Sic2dOp if first else SicOp)
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = a["kernel_size"], a["strides"], a["padding"], a["dilation"]
+        weights = self.graph.block(Sw2dOp if first else SwOp, Precision.INT_8, {"f": oc, "r": c, "ky": kh, "kx": kw},
+                                   data=weight.astype(np.int64))  # fmt: skip
+        params = {
+            P.DILATION_X: dw, P.DILATION_Y: dh, P.KERNEL_X: kw, P.KERNEL_Y: kh,
+            P.PAD_UP: ph, P.PAD_DOWN: ph, P.PAD_LEFT: pw, P.PAD_RIGHT: pw, P.STRIDE_X: sw, P.STRIDE_Y: sh,
+        }  # fmt: skip
+        shape = {"y": oh, "x": ow, "f": oc, "r": c, "ky": kh, "kx": kw, "iy": h, "ix": w}
+        self.result(op, self.compute(Cc2dOp if first else CcOp, _ACCUMULATOR, shape, [sic, weights], params, bias))
+
+    def _dense(self, op: CvmOperator, a: rules.Attrs) -> None:
+        """A CVM; with a batch of m > 1 rows, a 1x1 CC over the (y = m, x = 1, r = k) box of the rows."""
+        m, k = _shape(op.operands[0])
+        units = a["units"]
+        weight = self.const(op.operands[1], "weight").astype(np.int64)
+        bias = self.const(op.operands[2], "bias") if a["use_bias"] else None
+        if m == 1:
+            sifc = self.storage(op.operands[0], SifcOp)
+            swfc = self.graph.block(SwfcOp, Precision.INT_8, {"f": units, "r": k}, data=weight)
+            self.result(op, self.compute(CvmOp, _ACCUMULATOR, {"f": units, "r": k}, [sifc, swfc], bias=bias))
+            return
+        first = k < 8
+        rows = self.storage(op.operands[0], Sic2dOp if first else SicOp, (m, 1, k))
+        sw = self.graph.block(Sw2dOp if first else SwOp, Precision.INT_8, {"f": units, "r": k, "ky": 1, "kx": 1},
+                              data=weight.reshape(units, k, 1, 1))  # fmt: skip
+        shape = {"y": m, "x": 1, "f": units, "r": k, "ky": 1, "kx": 1, "iy": m, "ix": 1}
+        params = {P.KERNEL_X: 1, P.KERNEL_Y: 1, P.STRIDE_X: 1, P.STRIDE_Y: 1}
+        self.result(op, self.compute(Cc2dOp if first else CcOp, _ACCUMULATOR, shape, [rows, sw], params, bias))
+
+    def _linear(self, x: SSAValue | _Tensor, scale: int | np.ndarray | None, bias: int | np.ndarray | None) -> _Block:
+        """x * scale + bias, scale and bias per f or constant: a CADD (no scale), CVS or CAX."""
+        dims = _box_dims(task_shape(x.shape if isinstance(x, _Tensor) else _shape(x)))
+        si = self.storage(x)
+        if scale is None:
+            return self.compute(CaddOp, _ACCUMULATOR, {**dims, "ky": 1, "kx": 1}, [si], bias=bias)
+        if isinstance(scale, int):
+            return self.compute(CvsOp, _ACCUMULATOR, dims, [si], {P.CONSTANT_A: int(_wrap32(scale))}, bias)
+        alpha = self.graph.block(SbOp, _ACCUMULATOR, {"f": scale.size}, data=_wrap32(scale.astype(np.int64)))
+        return self.compute(CaxOp, _ACCUMULATOR, dims, [si, alpha], bias=bias)
+
+    def _combine(self, op: CvmOperator, kind: str) -> None:
+        """x + y, x - y or x * y (numpy broadcasting): with a param of one value per f (or one value) as the
+        bias or scale of one block, else of two inputs of the result's shape (CADD, CVVH)."""
+        x, y = op.operands
+        out = _shape(op.results[0])
+        is_const = [isinstance(self.values[v], _Const) for v in (x, y)]
+        if is_const[0] != is_const[1]:
+            t, c = (y, x) if is_const[0] else (x, y)
+            param = self.values[c]
+            assert isinstance(param, _Const)
+            value = _per_f(np.broadcast_to(param.array, out).astype(np.int64))
+            if _shape(t) == out and value is not None:
+                if kind == "mul":
+                    block = self._linear(t, value, None)
+                elif kind == "add":
+                    block = self._linear(t, None, value)
+                else:
+                    block = self._linear(t, None, _negated(value)) if c is y else self._linear(t, -1, value)
+                self.result(op, block)
+                return
+        inputs = [self._operand(x, out), self._operand(y, out, negate=kind == "sub")]
+        box = task_shape(out)
+        if kind == "mul":
+            self.result(op, self.compute(CvvhOp, _ACCUMULATOR, _box_dims(box), inputs))
+        else:
+            self.result(op, self.compute(CaddOp, _ACCUMULATOR, {**_box_dims(box), "ky": 1, "kx": 1}, inputs))
+
+    def _operand(self, value: SSAValue, out: Shape, negate: bool = False) -> _Block:
+        """An SI holding an operand of an elementwise op (negated when asked), a param broadcast to `out`."""
+        v = self.values[value]
+        if isinstance(v, _Const):
+            array = np.broadcast_to(v.array, out).astype(np.int64)
+            return self._const_block(SiOp, _wrap32(-array) if negate else array, v.precision)
+        if _shape(value) != out:
+            raise _Unmappable(f"a computed operand of shape {list(_shape(value))} is broadcast to {list(out)}; "
+                              "a block reads its inputs as they are")  # fmt: skip
+        if negate:
+            return self.storage(_Tensor(self._linear(value, -1, None), out, _precision(value)))
+        return self.storage(value)
+
+    def _elemwise_add(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self._combine(op, "add")
+
+    def _elemwise_sub(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self._combine(op, "sub")
+
+    _broadcast_add = _elemwise_add
+    _broadcast_sub = _elemwise_sub
+
+    def _broadcast_mul(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self._combine(op, "mul")
+
+    def _negative(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self.result(op, self._linear(op.operands[0], -1, None))
+
+    def _cvm_left_shift(self, op: CvmOperator, a: rules.Attrs) -> None:
+        """x * 2^b (exact: the precision rules keep it in int32), then the clip as a chain."""
+        x, r, b = op.operands[0], op.results[0], a["shift_bit"]
+        scaled = _Tensor(self._linear(x, 1 << b, None), _shape(x), _precision(x) + b, sole=True)
+        bound = rules.precision_bound(a["precision"])
+        self.values[r] = _Fused(scaled, _Requant().clamp(-bound, bound), _shape(r), _precision(r))
+
+    def _sum(self, op: CvmOperator, a: rules.Attrs) -> None:
+        h, w = self._plane(op, a, "sum")
+        c = _shape(op.operands[0])[1]
+        params = {P.KERNEL_X: w, P.KERNEL_Y: h, P.STRIDE_X: 1, P.STRIDE_Y: 1,
+                  P.PAD_UP: 0, P.PAD_DOWN: 0, P.PAD_LEFT: 0, P.PAD_RIGHT: 0}  # fmt: skip
+        shape = {"y": 1, "x": 1, "f": c, "ky": h, "kx": w, "iy": h, "ix": w}
+        self.result(op, self.compute(CavgOp, _ACCUMULATOR, shape, [self.storage(op.operands[0])], params))
+
+    def _cvm_lut(self, op: CvmOperator, a: rules.Attrs) -> None:
+        """table[clip(x, 0, n - 1)]: a CLUT whose table covers every x of LUT_DW bits (x clamped first
+        when its precision is above 16)."""
+        x = op.operands[0]
+        table = self.const(op.operands[1], "table").reshape(-1)
+        n, precision = table.size, _precision(x)
+        t = self.tensor(x)
+        dw = precision
+        if precision > 16:
+            dw = (n - 1).bit_length() + 1
+            if dw > 16:
+                raise _Unmappable(f"an index of precision {precision} into a table of {n} entries needs {dw} "
+                                  "bits; a CLUT's LUT_DW is at most 16")  # fmt: skip
+            t = self._materialize(_Fused(t, _Requant().clamp(0, n - 1), t.shape, precision), sole=True)
+        index = np.arange(2**dw)
+        lut = table[np.clip(np.where(index < 2 ** (dw - 1), index, index - 2**dw), 0, n - 1)].astype(np.int64)
+        label = _label(_precision(op.results[0]))
+        sb = self.graph.block(SbOp, label, {"f": lut.size}, data=lut)
+        self.result(op, self.compute(ClutOp, label, _box_dims(task_shape(t.shape)), [self.storage(t), sb],
+                                     {P.LUT_DW: dw}))  # fmt: skip
+
+    # --- data movement -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _relaid(t: _Tensor, shape: Shape, source_of: np.ndarray) -> tuple[RearrangeAttr, ...]:
+        """The rearranges that make t's box the box of a tensor of `shape` whose element i (cvm order) is
+        t's element source_of[i]: RESHAPE for the c-major flatten of a (y, x, f) box, else a SHUFFLE."""
+        # For each position of the new box, the position of t's box it reads.
+        perm = np.argsort(_box_order(t.shape))[source_of[_box_order(shape)]]
+        if np.array_equal(perm, np.arange(perm.size)):
+            return t.rearranges
+        current = t.array_shape()
+        flatten = RearrangeAttr.get(RearrangeKind.RESHAPE, [1, 0, 2])
+        if len(current) == 3 and np.array_equal(flatten.gather_map(current), perm):
+            return (*t.rearranges, flatten)
+        return (*t.rearranges, RearrangeAttr.get(RearrangeKind.SHUFFLE, perm))
+
+    def _view(self, op: CvmOperator, source_of: np.ndarray) -> None:
+        t, r = self.tensor(op.operands[0]), op.results[0]
+        rearranges = self._relaid(t, _shape(r), source_of)
+        self.values[r] = _Tensor(t.block, _shape(r), _precision(r), rearranges, t.sole and r.has_one_use())
+
+    def _reshape(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self._view(op, np.arange(math.prod(_shape(op.results[0]))))
+
+    _flatten = _squeeze = _expand_dims = _reshape
+
+    def _transpose(self, op: CvmOperator, a: rules.Attrs) -> None:
+        shape = _shape(op.operands[0])
+        axes = rules.transpose_axes(a["axes"], len(shape))
+        self._view(op, np.arange(math.prod(shape)).reshape(shape).transpose(axes).reshape(-1))
+
+    def _upsampling(self, op: CvmOperator, a: rules.Attrs) -> None:
+        x, r = op.operands[0], op.results[0]
+        _batch1(_shape(x))
+        t = self.tensor(x)
+        if t.array_shape() != task_shape(t.shape):  # SCALE needs the (y, x, f) box: copy it into one
+            t = _Tensor(self.storage(t), t.shape, t.precision)
+        scale = RearrangeAttr.get(RearrangeKind.SCALE, [a["scale"], a["scale"]])
+        self.values[r] = _Tensor(t.block, _shape(r), _precision(r), (*t.rearranges, scale),
+                                 t.sole and r.has_one_use())  # fmt: skip
+
+    def _concatenate(self, op: CvmOperator, a: rules.Attrs) -> None:
+        """One SI; each input's edge writes its box at its offset along the joined dim."""
+        r = op.results[0]
+        out = _shape(r)
+        axis = a["axis"] % len(out)
+        if _spatial(out):
+            dim = {1: "f", 2: "y", 3: "x"}[axis]
+        elif math.prod(out[:axis]) == 1:  # the inputs are consecutive runs of the result
+            dim = "f"
+        else:
+            raise _Unmappable(f"joining axis {axis} of shape {list(out)} interleaves the inputs' values")
+        inputs = [self.tensor(v) for v in op.operands]
+        label = max((t.block.precision for t in inputs), key=lambda p: PRECISION_RANGE[p][1])
+        si = self.graph.block(SiOp, label, _box_dims(task_shape(out)), inputs=[[]])
+        offset = 0
+        for t in inputs:
+            rearranges = t.rearranges
+            part = _box_dims(task_shape(t.shape))
+            if dim == "f" and not _spatial(out):  # a run of the flat result (a (y, x, f) box flattened c-major)
+                size = math.prod(t.shape)
+                rearranges = self._relaid(t, (size,), np.arange(size))
+                part = {"f": size}
+            self.graph.connect(t.block, si, rearranges, ShapeAttr.get(**{dim: offset}), ShapeAttr.get(**part), 0)
+            offset += part[dim]
+        self.values[r] = _Tensor(si, out, _precision(r))
+
+
+_Handler = Callable[[_Converter, CvmOperator, rules.Attrs], None]
+_HANDLERS: dict[str, _Handler] = {
+    name: getattr(_Converter, f"_{name}")
+    for name in (
+        "conv2d", "dense", "relu", "clip", "cvm_clip", "cvm_right_shift", "cvm_left_shift", "max_pool2d", "max",
+        "sum", "elemwise_add", "elemwise_sub", "broadcast_add", "broadcast_sub", "broadcast_mul", "negative",
+        "cvm_lut", "flatten", "reshape", "squeeze", "expand_dims", "transpose", "upsampling", "concatenate",
+    )
+}  # fmt: skip
+"""The operators a block (or an edge) computes, and their conversions."""
+
+
+def convert_graph(module: ModuleOp | func.FuncOp) -> ModuleOp:
+    """The Task IR of a CVM model: a verified module holding one `taskgraph.graph`.
+
+    `module` holds the model's function `@main` of cvm ops (as `cvmc.runtime.cvm_ir.graph_to_module` writes
+    it), with static shapes and precisions. Raises CVMLogicError naming the first node no block can compute.
+    """
+    result = ModuleOp([_Converter().convert(_main(module))])
+    result.verify()
+    return result
+
+
+@dataclass(frozen=True)
+class ConvertCvmToTaskGraphPass(ModulePass):
+    """Replace the cvm function `@main` by the Task IR graph of the model."""
+
+    name = "convert-cvm-to-taskgraph"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            main = _main(op)
+            graph = _Converter().convert(main)
+        except CVMLogicError as e:
+            raise PassFailedException(str(e)) from e
+        main.detach()
+        main.erase()
+        op.body.block.add_op(graph)
