@@ -715,18 +715,31 @@ class _KernelPrinter:
 
     # ---- memory ------------------------------------------------------------------------------------------
 
-    def address(self, memref_value: SSAValue, indices: Sequence[str]) -> str:
-        """`base[offset + sum(index * stride)]` for a memref value of static layout."""
-        _, strides, offset = _layout(memref_value.type)
-        terms = [i if s == 1 else f"{i} * {s}" for i, s in zip(indices, strides) if s != 0]
-        if offset or not terms:
-            terms.append(str(offset))
-        return f"{self.values[memref_value]}[{' + '.join(terms)}]"
+    def address(self, memref_value: SSAValue, indices: Sequence[SSAValue | str]) -> str:
+        """`base[offset + sum(index * stride)]` for a memref value of static layout; constant indices are folded
+        into the offset. An index is an SSA value or the name of a loop variable."""
+        _, strides, static = _layout(memref_value.type)
+        terms: list[str] = []
+        for index, stride in zip(indices, strides):
+            constant = _constant_int(index) if isinstance(index, SSAValue) else None
+            if stride == 0:
+                continue
+            if constant is not None:
+                static += constant * stride
+                continue
+            name = self.values[index] if isinstance(index, SSAValue) else index
+            terms.append(name if stride == 1 else f"{name} * {stride}")
+        linear = " + ".join(terms)
+        if not terms:
+            linear = str(static)
+        elif static:
+            linear += f" + {static}" if static > 0 else f" - {-static}"
+        return f"{self.values[memref_value]}[{linear}]"
 
     @_handles("memref.load")
     def _load(self, op: Operation) -> None:
         memref_value, *indices = op.operands
-        access = self.address(memref_value, [self.values[i] for i in indices])
+        access = self.address(memref_value, indices)
         result = op.results[0]
         self.define(result, f"({access} != 0)" if _c_type(result.type) == "bool" else access)
 
@@ -736,7 +749,7 @@ class _KernelPrinter:
         value = self.values[value_ssa]
         if _c_type(value_ssa.type) == "bool":
             value = f"(u8){value}"
-        self.line(f"{self.address(memref_value, [self.values[i] for i in indices])} = {value};")
+        self.line(f"{self.address(memref_value, indices)} = {value};")
 
     def _buffer_elements(self, t: Attribute) -> int:
         shape, strides, offset = _layout(t)
@@ -858,6 +871,18 @@ class _KernelPrinter:
         w = _width(op.results[0].type)
         amount = _zext(b, w)
         name = _name(op)
+        constant = _constant_int(op.operands[1])
+        if constant is not None:  # a constant amount: the range check is done here
+            k = constant & ((1 << w) - 1)
+            if name == "arith.shrsi":
+                self.define(op.results[0], _wrap(f"({_sext(a, w)} >> {min(k, w - 1)})", w))
+            elif k >= w:
+                self.define(op.results[0], _int_literal(0, w))
+            elif name == "arith.shli":
+                self.define(op.results[0], _wrap(f"({_low(a, w)} << {k})", w))
+            else:
+                self.define(op.results[0], _wrap(f"({_zext(a, w)} >> {k})", w))
+            return
         if name == "arith.shrsi":
             clamped = f"({amount} < {w}u ? {amount} : {w - 1}u)"
             self.define(op.results[0], _wrap(f"({_sext(a, w)} >> {clamped})", w))
@@ -907,6 +932,8 @@ class _KernelPrinter:
             expr = _wrap(_low(a, src), dst) if dst < src else a
         elif name in ("arith.extui", "arith.index_castui"):
             expr = _wrap(_zext(a, src), dst)
+        elif dst == 32:
+            expr = _sext(a, src)  # already an i32
         else:
             expr = _wrap(_sext(a, src), dst)
         self.define(op.results[0], expr)

@@ -92,11 +92,11 @@ class Device(Protocol):
 def _bindings() -> tuple[Any, Any]:
     """The driver and NVRTC modules of cuda-python (12.x or 13.x)."""
     try:
-        from cuda.bindings import driver, nvrtc
+        from cuda.bindings import driver, nvrtc  # pyright: ignore  (optional: the `cuda` extra)
     except ImportError:
         try:
-            from cuda import cuda as driver  # pyright: ignore[reportAttributeAccessIssue]
-            from cuda import nvrtc  # pyright: ignore[reportAttributeAccessIssue]
+            from cuda import cuda as driver  # pyright: ignore  (cuda-python before 12.6)
+            from cuda import nvrtc  # pyright: ignore
         except ImportError as e:
             raise CVMRuntimeError(
                 "no CUDA device: cuda-python is not installed (pip install 'cvmc[cuda]')"

@@ -181,6 +181,31 @@ def test_index_op(int_module, op, capfd):
     assert "runtime error" not in capfd.readouterr().err
 
 
+@needs_host_compiler
+def test_constant_shift_amounts_are_folded_with_the_same_semantics(capfd):
+    """A constant amount is range-checked when printing; the result must be the contract's all the same."""
+    kernels, cases = [], []
+    for w in WIDTHS[1:]:
+        t = f"i{w}"
+        for op in ("shli", "shrsi", "shrui"):
+            for k in (0, 1, w - 1, w, w + 5, -1):
+                name = f"{op}_{t}_{k}".replace("-", "m")
+                body = (f"%x = memref.load %a[%i] : memref<8x{t}>\n%k = arith.constant {k} : {t}\n"
+                        f"%r = arith.{op} %x, %k : {t}\nmemref.store %r, %out[%i] : memref<8x{t}>")  # fmt: skip
+                kernels.append(f"func.func @{name}(%out: memref<8x{t}>, %a: memref<8x{t}>) {{\n"
+                               f"{parallel(8, body)}\nfunc.return\n}}")  # fmt: skip
+                cases.append((name, op, w, k))
+    module = parse_loop_level("\n".join(kernels))
+    assert "<<" in emit_cuda(module) and "? (u32)" not in emit_cuda(module)  # no run-time range checks
+    for name, op, w, k in cases:
+        lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
+        a = [0, 1, -1, lo, hi, 5, -7, lo + 3]
+        out = np.zeros(8, NUMPY_INT[w])
+        run(module, name, out, np.array(a).astype(NUMPY_INT[w]))
+        assert [int(v) for v in out] == [contract(op, x, signed(k, w), w) for x in a], name
+    assert "runtime error" not in capfd.readouterr().err
+
+
 CASTS = [("extsi", 8, 32), ("extsi", 1, 16), ("extsi", 32, 64), ("extui", 8, 32), ("extui", 1, 64),
          ("extui", 32, 64), ("trunci", 32, 8), ("trunci", 64, 32), ("trunci", 16, 1), ("absi", 8, 8),
          ("absi", 32, 32), ("absi", 64, 64), ("ctlz", 32, 32), ("ctlz", 8, 8), ("cttz", 16, 16),

@@ -32,6 +32,10 @@ func.func @ints(%o32: memref<8xi32>, %o8: memref<4xi8>, %o64: memref<2xi64>, %b:
   %lt = arith.cmpi ult, %p, %q : i8
   %sgt = arith.cmpi sgt, %x, %y : i32
   %tr = arith.trunci %x : i32 to i8
+  %c3 = arith.constant 3 : i32
+  %c40 = arith.constant 40 : i32
+  %shrc = arith.shrsi %x, %c3 : i32
+  %shlc = arith.shli %x, %c40 : i32
   memref.store %add, %o32[%c0] : memref<8xi32>
   memref.store %div, %o32[%c0] : memref<8xi32>
   memref.store %rem, %o32[%c0] : memref<8xi32>
@@ -49,6 +53,8 @@ func.func @ints(%o32: memref<8xi32>, %o8: memref<4xi8>, %o64: memref<2xi64>, %b:
   memref.store %lt, %b[%c0] : memref<2xi1>
   memref.store %sgt, %b[%c0] : memref<2xi1>
   memref.store %tr, %o8[%c0] : memref<4xi8>
+  memref.store %shrc, %o32[%c1] : memref<8xi32>
+  memref.store %shlc, %o32[%c1] : memref<8xi32>
   func.return
 }
 
@@ -69,7 +75,10 @@ func.func @ints(%o32: memref<8xi32>, %o8: memref<4xi8>, %o64: memref<2xi64>, %b:
 // CHECK:      static __device__ __forceinline__ i32 cvmc_clamp_i32(i32 x, i32 lo, i32 hi) {
 
 // CHECK-LABEL: k_ints(
-// CHECK:      i32 [[ADD:v[0-9]+]] = (i32)((u32)[[X:v[0-9]+]] + (u32)[[Y:v[0-9]+]]);
+// Constant indices are folded into the address.
+// CHECK:      i32 [[X:v[0-9]+]] = arg4[0];
+// CHECK-NEXT: i32 [[Y:v[0-9]+]] = arg4[1];
+// CHECK:      i32 [[ADD:v[0-9]+]] = (i32)((u32)[[X]] + (u32)[[Y]]);
 // CHECK-NEXT: i32 {{v[0-9]+}} = cvmc_divsi_i32([[X]], [[Y]]);
 // CHECK-NEXT: i32 {{v[0-9]+}} = (i32)cvmc_remui_u32((u32)[[X]], (u32)[[Y]]);
 // CHECK-NEXT: i32 {{v[0-9]+}} = cvmc_floordivsi_i32([[X]], [[Y]]);
@@ -86,6 +95,9 @@ func.func @ints(%o32: memref<8xi32>, %o8: memref<4xi8>, %o64: memref<2xi64>, %b:
 // CHECK-NEXT: bool {{v[0-9]+}} = ((u32)(u8)[[P]] < (u32)(u8)[[Q]]);
 // CHECK-NEXT: bool {{v[0-9]+}} = ([[X]] > [[Y]]);
 // CHECK-NEXT: i8 {{v[0-9]+}} = (i8)(u32)[[X]];
+// A constant shift amount is checked here: clamped for shrsi, 0 for shli and shrui out of range.
+// CHECK-NEXT: i32 {{v[0-9]+}} = (i32)([[X]] >> 3);
+// CHECK-NEXT: i32 {{v[0-9]+}} = 0;
 
 func.func @floats(%o: memref<4xf32>, %d: memref<2xf64>, %i: memref<4xi8>, %u: memref<2xi64>, %a: memref<2xf32>) {
   %c0 = arith.constant 0 : index

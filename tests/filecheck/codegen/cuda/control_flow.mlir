@@ -110,4 +110,4 @@ func.func @moved_view(%out: memref<4xi64>, %a: memref<16xi64>) {
 // CHECK-NEXT:   i64 *v0 = (i64 *)malloc(8 * sizeof(i64));
 // CHECK-NEXT:   if (v0 == nullptr) __trap();
 // CHECK-NEXT:   const i64 *v1 = arg1 + 6;
-// CHECK-NEXT:   i64 v2 = v1[0LL];
+// CHECK-NEXT:   i64 v2 = v1[0];
