@@ -457,11 +457,10 @@ class _Converter:
     def tensor(self, value: SSAValue) -> _Tensor:
         """The value held in a block's output (a chain gets its CCMPB, a param an SI holding it)."""
         v = self.values[value]
+        if isinstance(v, _Const):  # (a param stays one: a weight may be another op's input too)
+            return _Tensor(self._const_block(SiOp, v.array, v.precision), v.array.shape, v.precision)
         if isinstance(v, _Fused):
-            v = self._materialize(v, value.has_one_use())
-        elif isinstance(v, _Const):
-            v = _Tensor(self._const_block(SiOp, v.array, v.precision), v.array.shape, v.precision)
-        self.values[value] = v
+            v = self.values[value] = self._materialize(v, value.has_one_use())
         return v
 
     def _const_block(self, kind: type[StorageBlockOp], array: np.ndarray, precision: int,
@@ -648,8 +647,8 @@ class _Converter:
     # --- linear blocks -----------------------------------------------------------------------------------
 
     def _conv2d(self, op: CvmOperator, a: rules.Attrs) -> None:
-        (n, c, h, w), (_, oc, oh, ow) = _shape(op.operands[0]), _shape(op.results[0])
-        _batch1((n,))
+        (_, c, h, w), (_, oc, oh, ow) = _shape(op.operands[0]), _shape(op.results[0])
+        _batch1(_shape(op.operands[0]))
         if a["groups"] != 1:
             raise _Unmappable(f"'groups' = {a['groups']}: a CC sums over all its input channels (expected 1)")
         weight = self.const(op.operands[1], "weight")
