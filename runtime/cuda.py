@@ -255,9 +255,10 @@ def compile_source(source: str, capability: tuple[int, int], nvrtc: Any = None,
     """(image, cache hit): `source` compiled by NVRTC for a device of compute `capability` (a cubin, or PTX
     where NVRTC does not know the device), read from the disk cache when it was compiled before."""
     nvrtc = nvrtc or _bindings()[1]
+    version = nvrtc_version(nvrtc)  # a missing NVRTC library fails here, with a clear message
     option, cubin = _target(capability, nvrtc)
     options = [option, *NVRTC_OPTIONS]
-    key = hashlib.sha256("\0".join([*map(str, nvrtc_version(nvrtc)), *options, source]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([*map(str, version), *options, source]).encode()).hexdigest()
     path = default_cache_dir() / f"{key}.{'cubin' if cubin else 'ptx'}"
     if cache:
         try:

@@ -165,6 +165,19 @@ def test_launch_config():
     assert rc.launch_config(spec(0), 132) == (1, BLOCK_SIZE)
 
 
+@pytest.mark.skipif(COMPILER != "nvrtc", reason="NVRTC (cuda-python and nvidia-cuda-nvrtc) is not installed")
+def test_nvrtc_compiles_once_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path))
+    source = 'extern "C" __global__ void k_k(int *a) { a[threadIdx.x] = 1; }\n'
+    cubin, hit = rc.compile_source(source, (9, 0))
+    assert not hit and cubin[:4] == b"\x7fELF"  # a cubin for sm_90
+    assert rc.compile_source(source, (9, 0)) == (cubin, True)
+    ptx, hit = rc.compile_source(source, (9, 9))  # an architecture NVRTC does not know: PTX for the newest below
+    assert not hit and b".target sm_90" in ptx
+    with pytest.raises(CVMRuntimeError, match="the generated CUDA does not compile"):
+        rc.compile_source("this is not CUDA", (9, 0))
+
+
 def test_emit_sources_needs_no_gpu(tmp_path):
     case = MODELS[0]
     paths = rc.emit_sources(graph(case), tmp_path / "out")
