@@ -53,10 +53,6 @@ class Layout:
         return Layout(self.shape, tuple(r if n == 1 else s for n, s, r in zip(self.shape, self.strides, rm)),
                       self.offset)
 
-    def span(self) -> int:
-        """One past the largest element index touched (strides are never negative here)."""
-        return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.strides)) + 1
-
     def memref_type(self, element: Attribute) -> MemRefType:
         """`memref<shape x element>`, with the identity layout when it is one, else `strided<[...], offset: o>`."""
         c = self.canonical()
