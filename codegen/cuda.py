@@ -19,15 +19,16 @@ next to ops that neither write memory nor hold regions (the *splittable* kernels
 leading dimensions of that loop with constant bounds are flattened into `work` units, and a grid-stride loop
 deals the units to the threads:
 
-    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < 96u; t += gridDim.x * blockDim.x) {
-      i64 v4 = (i64)(t / 8u);
-      i64 v5 = (i64)(t % 8u);
+    for (u32 v0 = blockIdx.x * blockDim.x + threadIdx.x; v0 < 96u; v0 += gridDim.x * blockDim.x) {
+      i64 v1 = (i64)(v0 / 8u);
+      i64 v2 = (i64)(v0 % 8u);
       ...
 
-so the result does not depend on the launch configuration (any grid of blocks of at most `BLOCK_SIZE`
-threads). Every other kernel has `work == 1` and runs on thread 0 of block 0 alone; nested `scf.parallel`
-loops run as sequential loops inside a thread. Nothing is shared between threads: no atomics, no shared memory,
-no barriers, so every launch computes the same bits.
+(`u32` units while they fit 31 bits, else `i64`), so the result does not depend on the launch configuration
+(any grid of blocks of at most `BLOCK_SIZE` threads, fewer than 2**31 threads in all). Every other kernel has
+`work == 1` and runs on thread 0 of block 0 alone; nested `scf.parallel` loops run as sequential loops inside a
+thread. Nothing is shared between threads: no atomics, no shared memory, no barriers, so every launch computes
+the same bits.
 
 Values. Each op result is a local variable `vN` of its C type: an index is an `i64`, `iN` an `iN` typedef
 (`i8` is `signed char`), `i1` a `bool` in registers and a `u8` (0 or 1) in memory, `f32` / `f64` `float` /
@@ -122,7 +123,7 @@ def _kernels(module: ModuleOp) -> list[func.FuncOp]:
 
 @dataclass(frozen=True)
 class _GridLoop:
-    """The top-level scf.parallel whose leading `dims` dimensions (constant bounds) the grid shares."""
+    """The top-level scf.parallel whose leading dimensions with constant bounds (`bounds`) the grid shares."""
 
     loop: scf.ParallelOp
     bounds: tuple[tuple[int, int, int], ...]  # (lower bound, step, trip count) of each flattened dimension
