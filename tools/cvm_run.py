@@ -29,13 +29,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="reference, cpu (default) or cuda")
     p.add_argument("--gas", action="store_true", help="print the model's gas and exit")
     p.add_argument("--stats", action="store_true", help="print compile and run statistics on stderr")
-    p.add_argument("--emit-source", metavar="DIR", help="write the generated kernel sources to DIR")
+    p.add_argument("--emit-source", metavar="DIR", help="write the generated CUDA sources to DIR (no GPU needed)")
     return p
 
 
 def _run(a: argparse.Namespace) -> int:
     from cvmc.runtime.model import DEFAULT_DEVICE, load_model
 
+    if a.emit_source:
+        from cvmc.runtime.cuda import emit_sources
+        from cvmc.runtime.graph import load_graph
+
+        for path in emit_sources(load_graph(a.graph, a.params), a.emit_source):
+            print(path)
+        return 0
     t0 = time.perf_counter()
     model = load_model(a.graph, a.params, device=a.device or DEFAULT_DEVICE)
     t_load = time.perf_counter() - t0

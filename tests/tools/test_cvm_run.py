@@ -46,3 +46,10 @@ def test_missing_files_are_clear_errors(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     r = cvm_run(MLP / "model.json", MLP / "params.bin", tmp_path / "none.bin", "--device", "reference")
     assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_emit_source_writes_cuda_without_a_gpu(tmp_path):
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", "--device", "cuda", "--emit-source", tmp_path)
+    assert r.returncode == 0, r.stderr
+    source = (tmp_path / "kernels.cu").read_text()
+    assert source.count('extern "C" __global__') >= 2
