@@ -35,3 +35,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The long differential run of issue 3: random valid graphs, reference against cpu.
+fuzz-long: $(STAMP)
+	$(BIN)/python -m cvmc.tools.fuzz_cvm --count 2000

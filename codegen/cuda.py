@@ -78,7 +78,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from cvmc.codegen import llvm
-from cvmc.codegen.llvm import KernelArg
+from cvmc.codegen.abi import KernelArg, row_major_strides
 from cvmc.errors import CVMRuntimeError
 
 # Threads per block: the kernels' `__launch_bounds__`, and what a launcher should use.
@@ -300,15 +300,6 @@ def _name(op: Operation) -> str:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides: list[int] = []
-    acc = 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))
-
-
 def _layout(t: Attribute) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """(shape, strides, offset) of a static memref type, strides and offset in elements."""
     if not isinstance(t, MemRefType):
@@ -318,7 +309,7 @@ def _layout(t: Attribute) -> tuple[tuple[int, ...], tuple[int, ...], int]:
         raise CVMRuntimeError(f"cuda codegen: expected a static memref shape, got {t}")
     layout = t.layout
     if isinstance(layout, NoneAttr):
-        return shape, _row_major(shape), 0
+        return shape, row_major_strides(shape), 0
     if isinstance(layout, StridedLayoutAttr):
         strides = layout.get_strides()
         offset = layout.get_offset()

@@ -1,8 +1,12 @@
 """The project's dialects: `cvm` (CVM operators), `cinn` (CinnBuilder primitives), `taskgraph` (Task IR)."""
 
-from collections.abc import Callable
+from __future__ import annotations
 
-from xdsl.ir import Dialect
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.ir import Dialect
 
 
 def _cvm() -> Dialect:

@@ -47,9 +47,6 @@ _DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
 
 # LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
 # the int16 dot products of conv2d and dense into full-width `vpmaddwd` / `vpdpwssd` (x1.7 on AVX2).
-_LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth",)
-
-
 def default_threads() -> int:
     """`$CVMC_THREADS`, else the CPUs this process may use, at most 2 (what the kernels split into well)."""
     env = os.environ.get("CVMC_THREADS")
@@ -332,22 +329,11 @@ def _load(path: Path) -> tuple[HostProgram, str, list[Any]] | None:
     return program, ir_text, _specs_from_json(meta["specs"])
 
 
-def _set_llvm_options() -> None:
-    import llvmlite.binding as llvm
-
-    from cvmc.runtime.jit import host_target
-
-    host_target()  # initializes the native target first
-    for option in _LLVM_OPTIONS:
-        llvm.set_option("", option)
-
-
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True) -> CpuRunner:
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`."""
     from cvmc.runtime.jit import JitEngine, default_cache_dir
 
     start = time.perf_counter()
-    _set_llvm_options()
     path = default_cache_dir() / f"{graph_key(graph)}.cvm.npz"
     loaded = _load(path) if cache else None
     if loaded is not None:
