@@ -160,6 +160,8 @@ def _label(precision: int) -> Precision:
 # The graph under construction
 # ---------------------------------------------------------------------------------------------------------
 
+_Box = tuple[dict[str, int], dict[str, int]]  # (position, size) of a box in a cluster, by dim
+
 
 @dataclass(eq=False)
 class _Block:
@@ -172,6 +174,7 @@ class _Block:
     params: dict[ParamKind, int] = field(default_factory=dict)
     data: np.ndarray | None = None
     bias: _Block | int | None = None  # a compute block's SB (VECTOR) or CONSTANT_B
+    parts: list[_Block] = field(default_factory=list)  # an SI's writers, biased blocks that only it reads
     inputs: list[list[InterfaceAttr]] = field(default_factory=list)
     outputs: list[InterfaceAttr] = field(default_factory=list)
 
@@ -197,7 +200,8 @@ class _Block:
         data = None if self.data is None else TensorAttr.from_numpy(self.data, self.precision)
         outputs = [] if self.op is OutputOp else [ClusterAttr.get(self.outputs)]
         inputs = [ClusterAttr.get(c) for c in self.inputs]
-        return self.op(self.id, self.precision, ShapeAttr.get(**self.shape), inputs, outputs, params, data, bias_type)
+        shape = ShapeAttr.get((), **self.shape)
+        return self.op(self.id, self.precision, shape, inputs, outputs, params, data, bias_type)
 
 
 class _Graph:
@@ -218,23 +222,35 @@ class _Graph:
         src: _Block,
         dst: _Block,
         rearranges: Sequence[RearrangeAttr] = (),
-        position: ShapeAttr | None = None,
-        size: ShapeAttr | None = None,
+        src_box: _Box | None = None,
+        dst_box: _Box | None = None,
         cluster: int | None = None,
     ) -> None:
-        """An edge from `src`'s output into a new input cluster of `dst` (or into `cluster`)."""
+        """An edge from `src`'s output (or a box of it) into a new input cluster of `dst` (or into a box of
+        `cluster`)."""
         edge = len(self.edges)
-        src.outputs.append(InterfaceAttr.get(edge))
-        iface = InterfaceAttr.get(edge, position, size)
+        src.outputs.append(_interface(edge, src_box))
         if cluster is None:
-            dst.inputs.append([iface])
+            dst.inputs.append([_interface(edge, dst_box)])
         else:
-            dst.inputs[cluster].append(iface)
-        self.edges.append(EdgeOp(edge, src.id, dst.id, _simplified(rearranges, src.out_box)))
+            dst.inputs[cluster].append(_interface(edge, dst_box))
+        shape = src.out_box if src_box is None else _box_shape(src_box)
+        self.edges.append(EdgeOp(edge, src.id, dst.id, _simplified(rearranges, shape)))
 
     def build(self) -> GraphOp:
         groups = [GroupOp(k, ids) for k, ids in enumerate(self.groups)]
         return GraphOp([*(b.build() for b in self.blocks), *self.edges, *groups])
+
+
+def _interface(edge: int, box: _Box | None) -> InterfaceAttr:
+    if box is None:
+        return InterfaceAttr.get(edge)
+    return InterfaceAttr.get(edge, ShapeAttr.get((), **box[0]), ShapeAttr.get((), **box[1]))
+
+
+def _box_shape(box: _Box) -> Shape:
+    """The extents of a box, in layout order."""
+    return tuple(box[1].values())
 
 
 def _simplified(rearranges: Sequence[RearrangeAttr], shape: Shape) -> tuple[RearrangeAttr, ...]:
@@ -255,18 +271,20 @@ def _simplified(rearranges: Sequence[RearrangeAttr], shape: Shape) -> tuple[Rear
 
 @dataclass(eq=False)
 class _Tensor:
-    """A value a block's output holds: its output box, rearranged by `rearranges`, read row-major, is the
-    value's Task IR box. `sole`: this value, used once, is the only reader of the block's output."""
+    """A value a block's output holds: the block's output cluster (or `box` of it), rearranged by
+    `rearranges`, read row-major, is the value's Task IR box. `sole`: this value, used once, is the only
+    reader of the block's output."""
 
     block: _Block
     shape: Shape
     precision: int
     rearranges: tuple[RearrangeAttr, ...] = ()
     sole: bool = False
+    box: _Box | None = None
 
     def array_shape(self) -> Shape:
-        """The shape of the block's output box after the rearranges."""
-        shape = self.block.out_box
+        """The shape of what the block gives after the rearranges."""
+        shape = self.block.out_box if self.box is None else _box_shape(self.box)
         for r in self.rearranges:
             shape = r.result_shape(shape)
         return shape
@@ -482,8 +500,19 @@ class _Converter:
             return self._const_block(kind, c.array, c.precision, box)
         t = value if isinstance(value, _Tensor) else self.tensor(value)
         s = self.graph.block(kind, t.block.precision, self._storage_dims(kind, box or task_shape(t.shape)))
-        self.graph.connect(t.block, s, t.rearranges)
+        self.feed(t, s)
         return s
+
+    def feed(self, t: _Tensor, dst: _Block, dst_box: _Box | None = None, cluster: int | None = None) -> None:
+        """An edge carrying t into `dst` (into a box of input cluster `cluster`, when given)."""
+        self.graph.connect(t.block, dst, t.rearranges, t.box, dst_box, cluster)
+
+    def plain(self, t: _Tensor) -> _Tensor:
+        """t as the whole output cluster of a block, in its (y, x, f) box (copied into an SI if need be), so
+        that boxes of it can be read."""
+        if not t.rearranges and t.box is None and t.array_shape() == task_shape(t.shape):
+            return t
+        return _Tensor(self.storage(t), t.shape, t.precision, sole=t.sole)
 
     @staticmethod
     def _storage_dims(kind: type[StorageBlockOp], box: Shape) -> dict[str, int]:
@@ -522,16 +551,16 @@ class _Converter:
     def output(self, head: SSAValue) -> None:
         """An OUTPUT block for a head, read from an SI as LeNet's."""
         t = self.tensor(head)
-        source = self.storage(t) if t.block.is_compute else t.block
-        port = self.graph.block(OutputOp, source.precision, _box_dims(task_shape(t.shape)))
-        self.graph.connect(source, port, () if t.block.is_compute else t.rearranges)
+        if t.block.is_compute:
+            t = _Tensor(self.storage(t), t.shape, t.precision)
+        self.feed(t, self.graph.block(OutputOp, t.block.precision, _box_dims(task_shape(t.shape))))
 
     # --- requantization chains ------------------------------------------------------------------------
 
-    def chain(self, op: CvmOperator, step: Callable[[_Requant], _Requant | None]) -> None:
-        """The op's result is `step` of its operand's chain: that chain extended when the operand is one
-        used only here (and the step composes), else a new chain over the operand."""
-        x, r = op.operands[0], op.results[0]
+    def chain(self, op: CvmOperator, step: Callable[[_Requant], _Requant | None], x: SSAValue | None = None) -> None:
+        """The op's result is `step` of its operand's (or x's) chain: that chain extended when the operand is
+        one used only here (and the step composes), else a new chain over the operand."""
+        x, r = x or op.operands[0], op.results[0]
         v = self.values[x]
         if (requant := self._extended(x, step)) is not None:
             assert isinstance(v, _Fused)
@@ -556,13 +585,14 @@ class _Converter:
 
     def _add_offset(self, t: _Tensor, offset: int) -> _Tensor:
         """t + offset: in the bias of the block computing t when t is its only reader, else through a CADD."""
-        b = t.block
-        if t.sole and b.is_compute and KIND_SPECS[b.op.kind_name()].biased:
-            if isinstance(b.bias, _Block):
-                assert b.bias.data is not None
-                b.bias.data = _wrap32(b.bias.data + offset)
-            else:
-                b.bias = int(_wrap32((b.bias or 0) + offset))
+        writers = t.block.parts or [t.block]
+        if t.sole and all(b.is_compute and KIND_SPECS[b.op.kind_name()].biased for b in writers):
+            for b in writers:
+                if isinstance(b.bias, _Block):
+                    assert b.bias.data is not None
+                    b.bias.data = _wrap32(b.bias.data + offset)
+                else:
+                    b.bias = int(_wrap32((b.bias or 0) + offset))
             return t
         return _Tensor(self._linear(t, None, offset), t.shape, t.precision, sole=True)
 
@@ -577,7 +607,9 @@ class _Converter:
             (h, wd, c), (pu, pd, pl, pr) = box, w.pad
             box, w = (h + pu + pd, wd + pl + pr, c), replace(w, pad=(0, 0, 0, 0))
             si = self.graph.block(SiOp, Precision.INT_32, _box_dims(box), data=np.full(box, INT32_MIN, np.int64))
-            self.graph.connect(t.block, si, t.rearranges, ShapeAttr.get(y=pu, x=pl), ShapeAttr.get(y=h, x=wd, f=c))
+            self.feed(t, si, ({"y": pu, "x": pl}, {"y": h, "x": wd, "f": c}))
+        elif t.sole and t.block.op is SiOp and not t.block.data and not t.rearranges and t.box is None:
+            si = t.block  # an SI made for this chain (the two rows of a max)
         else:
             si = self.storage(t)
         precision = _clamp_precision(lo, r.hi)
@@ -647,23 +679,43 @@ class _Converter:
     # --- linear blocks -----------------------------------------------------------------------------------
 
     def _conv2d(self, op: CvmOperator, a: rules.Attrs) -> None:
-        (_, c, h, w), (_, oc, oh, ow) = _shape(op.operands[0]), _shape(op.results[0])
-        _batch1(_shape(op.operands[0]))
-        if a["groups"] != 1:
-            raise _Unmappable(f"'groups' = {a['groups']}: a CC sums over all its input channels (expected 1)")
-        weight = self.const(op.operands[1], "weight")
+        """A CC (CC2D below 8 input channels, as LeNet's first layer); with groups, one per group reading its
+        channels (a box of the input) and writing its own (a box of one SI)."""
+        x, r = op.operands[0], op.results[0]
+        (_, c, h, w), (_, oc, oh, ow) = _shape(x), _shape(r)
+        _batch1(_shape(x))
+        weight = self.const(op.operands[1], "weight").astype(np.int64)
         bias = self.const(op.operands[2], "bias") if a["use_bias"] else None
-        first = c < 8  # CC2D: the variant for fewer than 8 input channels (LeNet's first layer)
-        sic = self.storage(op.operands[0], Sic2dOp if first else SicOp)
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = a["kernel_size"], a["strides"], a["padding"], a["dilation"]
-        weights = self.graph.block(Sw2dOp if first else SwOp, Precision.INT_8, {"f": oc, "r": c, "ky": kh, "kx": kw},
-                                   data=weight.astype(np.int64))  # fmt: skip
         params = {
             P.DILATION_X: dw, P.DILATION_Y: dh, P.KERNEL_X: kw, P.KERNEL_Y: kh,
             P.PAD_UP: ph, P.PAD_DOWN: ph, P.PAD_LEFT: pw, P.PAD_RIGHT: pw, P.STRIDE_X: sw, P.STRIDE_Y: sh,
         }  # fmt: skip
-        shape = {"y": oh, "x": ow, "f": oc, "r": c, "ky": kh, "kx": kw, "iy": h, "ix": w}
-        self.result(op, self.compute(Cc2dOp if first else CcOp, _ACCUMULATOR, shape, [sic, weights], params, bias))
+        g = a["groups"]
+        if g == 1:
+            self.result(op, self._conv(x, weight, bias, (oh, ow), params))
+            return
+        t, icg, ocg = self.plain(self.tensor(x)), c // g, oc // g
+        parts = []
+        for k in range(g):
+            channels = replace(t, shape=(1, icg, h, w), box=({"f": k * icg}, {"y": h, "x": w, "f": icg}))
+            group_bias = None if bias is None else bias[k * ocg : (k + 1) * ocg]
+            parts.append(self._conv(channels, weight[k * ocg : (k + 1) * ocg], group_bias, (oh, ow), params))
+        joined = self.graph.block(SiOp, _ACCUMULATOR, {"y": oh, "x": ow, "f": oc}, inputs=[[]], parts=parts)
+        for k, part in enumerate(parts):
+            self.graph.connect(part, joined, dst_box=({"f": k * ocg}, {"y": oh, "x": ow, "f": ocg}), cluster=0)
+        self.values[r] = _Tensor(joined, (1, oc, oh, ow), _precision(r), sole=r.has_one_use())
+
+    def _conv(self, x: SSAValue | _Tensor, weight: np.ndarray, bias: np.ndarray | None, out: tuple[int, int],
+              params: dict[ParamKind, int]) -> _Block:  # fmt: skip
+        """A CC or CC2D of x with weight [f, r, ky, kx]."""
+        (f, c, kh, kw), (h, w, _) = weight.shape, task_shape(x.shape if isinstance(x, _Tensor) else _shape(x))
+        first = c < 8
+        sic = self.storage(x, Sic2dOp if first else SicOp)
+        sw = self.graph.block(Sw2dOp if first else SwOp, Precision.INT_8, {"f": f, "r": c, "ky": kh, "kx": kw},
+                              data=weight)  # fmt: skip
+        shape = {"y": out[0], "x": out[1], "f": f, "r": c, "ky": kh, "kx": kw, "iy": h, "ix": w}
+        return self.compute(Cc2dOp if first else CcOp, _ACCUMULATOR, shape, [sic, sw], params, bias)
 
     def _dense(self, op: CvmOperator, a: rules.Attrs) -> None:
         """A CVM; with a batch of m > 1 rows, a 1x1 CC over the (y = m, x = 1, r = k) box of the rows."""
@@ -827,6 +879,85 @@ class _Converter:
         self.values[r] = _Tensor(t.block, _shape(r), _precision(r), (*t.rearranges, scale),
                                  t.sole and r.has_one_use())  # fmt: skip
 
+    def _strided_slice(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self._slice(op, rules.strided_slice_bounds(_shape(op.operands[0]), a["begin"], a["end"], a["stride"]))
+
+    def _slice_like(self, op: CvmOperator, a: rules.Attrs) -> None:
+        self._slice(op, [(0, 1, n) for n in _shape(op.results[0])])
+
+    def _slice(self, op: CvmOperator, bounds: Sequence[tuple[int, int, int]]) -> None:
+        """The result is a box of the operand, read by the edges that carry it; strides over H and W then are a
+        1x1 CAVG with those strides (downsampling by pooling, as the seed has it). `bounds`: (begin, stride,
+        length) per axis."""
+        x, r = op.operands[0], op.results[0]
+        shape, out = _shape(x), _shape(r)
+        t = self.plain(self.tensor(x))
+        sole = t.sole and r.has_one_use()
+        if _spatial(shape):
+            _, (c0, sc, nc), (h0, sh, nh), (w0, sw, nw) = bounds
+            if sc != 1 and nc > 1 or min(sh, sw) < 1:
+                raise _Unmappable(f"strides {[sc, sh, sw]} over C, H, W: a block reads a box of channels and "
+                                  "strides forward over H and W")  # fmt: skip
+            eh, ew = (nh - 1) * sh + 1, (nw - 1) * sw + 1
+            box = ({"y": h0, "x": w0, "f": c0}, {"y": eh, "x": ew, "f": nc})
+            part = replace(t, shape=(1, nc, eh, ew), precision=_precision(r), box=box, sole=sole)
+            if (eh, ew) == (nh, nw):
+                self.values[r] = part
+                return
+            params = {P.KERNEL_X: 1, P.KERNEL_Y: 1, P.STRIDE_X: sw, P.STRIDE_Y: sh,
+                      P.PAD_UP: 0, P.PAD_DOWN: 0, P.PAD_LEFT: 0, P.PAD_RIGHT: 0}  # fmt: skip
+            shape_1x1 = {"y": nh, "x": nw, "f": nc, "ky": 1, "kx": 1, "iy": eh, "ix": ew}
+            self.result(op, self.compute(CavgOp, _ACCUMULATOR, shape_1x1, [self.storage(part)], params))
+            return
+        picks = tuple(np.arange(b, b + st * n, st) for b, st, n in bounds)
+        index = np.arange(math.prod(shape)).reshape(shape)[np.ix_(*picks)].reshape(-1)
+        if not np.array_equal(index, index[0] + np.arange(index.size)):
+            raise _Unmappable(f"the slice of shape {list(out)} is not one run of the operand's (f) box")
+        box = ({"f": int(index[0])}, {"f": index.size})
+        self.values[r] = replace(t, shape=out, precision=_precision(r), box=box, sole=sole)
+
+    def _broadcast_max(self, op: CvmOperator, a: rules.Attrs) -> None:
+        """max(x, c) of a constant c is a clamp; else a 2x1 window max (a chain) over two rows that hold x, y."""
+        x, y = op.operands
+        out = _shape(op.results[0])
+        for t, c in ((x, y), (y, x)):
+            param = self.values[c]
+            if isinstance(param, _Const) and _shape(t) == out and np.all(param.array == param.array.flat[0]):
+                low = int(param.array.flat[0])
+                self.chain(op, lambda r: r.clamp(low, _INF), t)
+                return
+        self._max_of_two(op, *(self._full(v, out) for v in (x, y)))
+
+    def _abs(self, op: CvmOperator, a: rules.Attrs) -> None:
+        """max(x, -x), as INT32_MIN stays INT32_MIN."""
+        x = op.operands[0]
+        negated = _Tensor(self._linear(x, -1, None), _shape(x), _precision(x))
+        self._max_of_two(op, self.tensor(x), negated)
+
+    def _full(self, value: SSAValue, out: Shape) -> _Tensor:
+        """An operand of an elementwise op as a tensor of the result's shape (a param broadcast to it)."""
+        v = self.values[value]
+        if isinstance(v, _Const):
+            array = np.broadcast_to(v.array, out)
+            return _Tensor(self._const_block(SiOp, array, v.precision), out, v.precision)
+        if _shape(value) != out:
+            raise _Unmappable(f"a computed operand of shape {list(_shape(value))} is broadcast to {list(out)}; "
+                              "a block reads its inputs as they are")  # fmt: skip
+        return self.tensor(value)
+
+    def _max_of_two(self, op: CvmOperator, a: _Tensor, b: _Tensor) -> None:
+        """The result is the chain of a 2x1 window max over an SI whose two rows (y = 0, 1) hold a and b."""
+        r = op.results[0]
+        box = task_shape(_shape(r))
+        m, f = (box[0] * box[1], box[2]) if len(box) == 3 else (box[0], 1)
+        label = max((a.block.precision, b.block.precision), key=lambda p: PRECISION_RANGE[p][1])
+        rows = self.graph.block(SiOp, label, {"y": 2, "x": m, "f": f}, inputs=[[]])
+        for row, t in enumerate((a, b)):
+            self.feed(t, rows, ({"y": row}, {"y": 1, "x": m, "f": f}), cluster=0)
+        base = _Tensor(rows, (1, f, 2, m), max(a.precision, b.precision), sole=True)
+        window = _Window(2, 1, 1, 1, (0, 0, 0, 0), 1, m)
+        self.values[r] = _Fused(base, _Requant(window=window), _shape(r), _precision(r))
+
     def _concatenate(self, op: CvmOperator, a: rules.Attrs) -> None:
         """One SI; each input's edge writes its box at its offset along the joined dim."""
         r = op.results[0]
@@ -849,7 +980,7 @@ class _Converter:
                 size = math.prod(t.shape)
                 rearranges = self._relaid(t, (size,), np.arange(size))
                 part = {"f": size}
-            self.graph.connect(t.block, si, rearranges, ShapeAttr.get(**{dim: offset}), ShapeAttr.get(**part), 0)
+            self.feed(replace(t, rearranges=rearranges), si, ({dim: offset}, part), cluster=0)
             offset += part[dim]
         self.values[r] = _Tensor(si, out, _precision(r))
 
@@ -860,7 +991,8 @@ _HANDLERS: dict[str, _Handler] = {
     for name in (
         "conv2d", "dense", "relu", "clip", "cvm_clip", "cvm_right_shift", "cvm_left_shift", "max_pool2d", "max",
         "sum", "elemwise_add", "elemwise_sub", "broadcast_add", "broadcast_sub", "broadcast_mul", "negative",
-        "cvm_lut", "flatten", "reshape", "squeeze", "expand_dims", "transpose", "upsampling", "concatenate",
+        "broadcast_max", "abs", "cvm_lut", "flatten", "reshape", "squeeze", "expand_dims", "transpose",
+        "upsampling", "concatenate", "strided_slice", "slice_like",
     )
 }  # fmt: skip
 """The operators a block (or an edge) computes, and their conversions."""
