@@ -8,7 +8,14 @@
 Names are imported lazily so that `import cvmc` (and the command-line tools) start fast.
 """
 
+from typing import TYPE_CHECKING
+
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+if TYPE_CHECKING:  # what __getattr__ below imports on first use
+    from cvmc.runtime.builder import CvmBuilder
+    from cvmc.runtime.cinn_builder import CinnBuilder
+    from cvmc.runtime.model import Model, load_model
 
 __all__ = [
     "CVMError",
@@ -16,6 +23,7 @@ __all__ = [
     "CVMRuntimeError",
     "CinnBuilder",
     "CvmBuilder",
+    "Model",
     "load_model",
 ]
 

@@ -187,8 +187,8 @@ def _int_list(x: Any, what: str) -> list[int]:
 
 def _graph_attr(attrs: dict[str, Any], key: str, kind: str, n: int) -> list[Any]:
     v = attrs.get(key)
-    _expect(isinstance(v, list) and len(v) == 2 and v[0] == kind and isinstance(v[1], list),
-            f"expected graph attribute {key!r} as [\"{kind}\", [...]]")
+    if not (isinstance(v, list) and len(v) == 2 and v[0] == kind and isinstance(v[1], list)):
+        raise CVMRuntimeError(f"expected graph attribute {key!r} as [\"{kind}\", [...]]")
     _expect(len(v[1]) == n, f"graph attribute {key!r} has {len(v[1])} entries, expected {n}")
     return v[1]
 
