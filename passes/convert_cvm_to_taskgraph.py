@@ -10,18 +10,22 @@ OUTPUT block. A compute block and the storage blocks it reads form a group. Valu
 order: an NCHW tensor of batch 1 is the box (y = H, x = W, f = C), any other tensor the 1-D box (f = size) of
 its row-major values (`to_task_layout` and `from_task_layout` convert).
 
-    conv2d (groups 1)                    CC (CC2D below 8 input channels); stride, dilation, zero padding
-    dense (batch 1)                      CVM
+    conv2d                               CC (CC2D below 8 input channels); stride, dilation, zero padding;
+                                           with groups, one per group over boxes of the channels
+    dense                                CVM (with a batch of m rows: a 1x1 CC over a (y = m) box)
     relu, clip, cvm_clip,                one CCMPB per chain (requantization, below), then a CCMPS when the
-      cvm_right_shift, max_pool2d,         upper bound is not the top of a precision
-      max over H and W
+      cvm_right_shift, max_pool2d,         upper bound is not the largest value of a precision
+      max over H and W, broadcast_max,   (max of two tensors and abs: a 2x1 window over an SI whose two
+      abs                                  rows hold the operands)
     elemwise_add                         CADD
-    elemwise_sub, negative,              CVS (x * CONSTANT_A) or CAX (x * a[f]) and CADD
-      cvm_left_shift, broadcast_add,
-      broadcast_sub, broadcast_mul       (CVVH for a product of two computed tensors)
+    elemwise_sub, negative,              CVS (x * CONSTANT_A) or CAX (x * a[f]) and CADD, a param of one value
+      cvm_left_shift, broadcast_add,       per f being the bias or the scale (CVVH for a product of two
+      broadcast_sub, broadcast_mul         tensors)
     sum over H and W                     CAVG (the exact window sum)
     cvm_lut                              CLUT over a table of 2^LUT_DW entries
     concatenate                          an SI that the inputs' edges write side by side (interface boxes)
+    strided_slice, slice_like            a box of the producer's output (interface box); strides over H and
+                                           W: then a 1x1 CAVG with those strides
     flatten, reshape, squeeze,           edge rearranges: RESHAPE (c-major flatten of a (y, x, f) box) or
       expand_dims, transpose               SHUFFLE (any other permutation)
     upsampling                           a SCALE rearrange
@@ -30,14 +34,15 @@ Requantization. cvm_right_shift rounds: ((x >> (b-1)) + 1) >> 1 = (x + 2^(b-1)) 
 right shifts and one window max are monotone, so a chain of them (each value with one use) is
 clamp((max_window(v) + c) >> s, lo, hi): one CCMPB with BIT_SHIGT_NUM = s, CMP = lo and the precision whose
 largest value is hi (127 for INT_8), reading v + c. The offset c joins the bias of the block that computes v,
-or a CADD adds it when v has other users or comes from a block without a bias; the conversion checks with v's
-precision that v + c stays in int32. A CCMPB pads with 0 where max_pool2d pads with INT32_MIN: the same when
-lo >= 0 (after a relu); otherwise the window reads an SI whose border holds INT32_MIN (its data, which the
-input edge never overwrites).
+or a CADD adds it when v has other users or comes from a block without a bias. The conversion checks with v's
+precision that v + c stays in int32; where it may not, the shift by b - 1 comes first in a CCMPB of its own,
+as the reference computes it. A CCMPB pads with 0 where max_pool2d pads with INT32_MIN: the same when lo >= 0
+(after a relu); otherwise the window reads an SI whose border holds INT32_MIN (its data, which the input edge
+never overwrites).
 
-What no block can compute (an operator, an attribute value such as conv2d groups > 1, a precision such as a
-LUT index of more than 16 bits) raises CVMLogicError naming the first such node and why; `cvm-opt` reports it
-as a pass failure.
+What no block can compute (an operator such as take, an attribute value such as a negative slice stride, a
+precision such as a LUT index of more than 16 bits into a large table, a batch of images) raises
+CVMLogicError naming the first such node and why; `cvm-opt` reports it as a pass failure.
 """
 
 from __future__ import annotations
@@ -639,7 +644,10 @@ class _Converter:
     def _cvm_right_shift(self, op: CvmOperator, a: rules.Attrs) -> None:
         bound, b = rules.precision_bound(a["precision"]), a["shift_bit"]
         x, r = op.operands[0], op.results[0]
-        step = lambda req: req.round_shift(b).clamp(-bound, bound)  # noqa: E731
+
+        def step(requant: _Requant) -> _Requant:
+            return requant.round_shift(b).clamp(-bound, bound)
+
         if b > 1 and self._extended(x, step) is None and not _Requant().round_shift(b).fits(_precision(x)):
             # x + 2^(b-1) may leave int32: ((x >> (b-1)) + 1) >> 1 as the reference computes it, the first
             # shift in a CCMPB of its own.
