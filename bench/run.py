@@ -6,7 +6,9 @@ onnxruntime's ConvInteger / MatMulInteger on the same ops (for the bench model: 
 layers, each run alone — a lower bound of what onnxruntime would need for the model), the multiply-add rate,
 and cold and cached compile times (the cached one in a fresh process, as a user sees it).
 
-    python bench/run.py [--repeat N] [--threads T] [--quick]
+    python bench/run.py [--repeat N] [--quick]
+
+Both cvmc and onnxruntime run with 1 thread and with 2 threads; ratios compare equal thread counts.
 """
 
 from __future__ import annotations
@@ -128,7 +130,6 @@ def _cached_load_seconds(json_path: str, params_path: str, cache: str) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=1, help="threads for onnxruntime (cvmc uses its own setting)")
     ap.add_argument("--quick", action="store_true", help="fewer repeats, no reference run on the big workloads")
     a = ap.parse_args()
     repeat = 3 if a.quick else a.repeat
@@ -166,28 +167,40 @@ def main() -> int:
         cache = tempfile.mkdtemp(prefix="cvmc-cache-")
         os.environ["CVMC_CACHE_DIR"] = cache
         t = time.perf_counter()
-        cpu = cvmc.load_model(jpath, ppath, device="cpu")
+        cvmc.load_model(jpath, ppath, device="cpu")
         cold = time.perf_counter() - t
         cached = _cached_load_seconds(str(jpath), str(ppath), cache)
-        t_cpu = _timeit(lambda: cpu.run(x), repeat)
         ref = cvmc.load_model(jpath, ppath, device="reference")
         t_ref = _timeit(lambda: ref.run(x), 1 if a.quick else 3)
-        same = all(np.array_equal(p, q) for p, q in zip(cpu.run(x), ref.run(x)))
-        t_ort = _ort_time_of_layers(graph, repeat, a.threads) if have_ort and name != "digits MLP" else None
-        macs = _macs(graph)
-        rows.append((name, t_cpu, t_ref, t_ort, macs, cold, cached, same, cpu.stats if hasattr(cpu, "stats") else {}))
+        want = ref.run(x)
+        row = {"name": name, "ref": t_ref, "macs": _macs(graph), "cold": cold, "cached": cached, "exact": True}
+        for threads in (1, 2):
+            os.environ["CVMC_THREADS"] = str(threads)
+            cpu = cvmc.load_model(jpath, ppath, device="cpu")
+            row[f"cpu{threads}"] = _timeit(lambda: cpu.run(x), repeat)
+            row["exact"] &= all(np.array_equal(p, q) for p, q in zip(cpu.run(x), want))
+            row["stats"] = cpu.stats
+            if have_ort and name != "digits MLP":
+                row[f"ort{threads}"] = _ort_time_of_layers(graph, repeat, threads)
+        rows.append(row)
+    os.environ.pop("CVMC_THREADS", None)
 
-    print(f"\n{'workload':32} {'cvmc cpu':>10} {'reference':>10} {'ort int':>10} {'ort/cvmc':>9} {'ref/cvmc':>9} "
-          f"{'GMAC/s':>7} {'cold':>7} {'cached':>7} exact")
-    for name, t_cpu, t_ref, t_ort, macs, cold, cached, same, _ in rows:
-        ort_s = f"{t_ort * 1e3:8.2f}ms" if t_ort else f"{'-':>10}"
-        ratio = f"{t_ort / t_cpu:8.2f}x" if t_ort else f"{'-':>9}"
-        print(f"{name:32} {t_cpu * 1e3:8.2f}ms {t_ref * 1e3:8.1f}ms {ort_s} {ratio} {t_ref / t_cpu:8.1f}x "
-              f"{macs / t_cpu / 1e9:7.1f} {cold:6.2f}s {cached:6.3f}s {'yes' if same else 'NO'}")
-    for name, *_, stats in rows:
-        if stats:
-            print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
-    return 0 if all(r[7] for r in rows) else 1
+    def ms(t: float | None) -> str:
+        return f"{t * 1e3:8.2f}ms" if t else f"{'-':>10}"
+
+    def ratio(a_: float | None, b_: float | None) -> str:
+        return f"{a_ / b_:7.2f}x" if a_ and b_ else f"{'-':>8}"
+
+    print(f"\n{'workload':30} {'cvmc 1T':>10} {'cvmc 2T':>10} {'ort 1T':>10} {'ort 2T':>10} {'ort/cvmc':>8} "
+          f"{'(2T)':>8} {'reference':>10} {'ref/cvmc':>8} {'GMAC/s 1T':>9} {'cold':>6} {'cached':>7} exact")
+    for r in rows:
+        print(f"{r['name']:30} {ms(r['cpu1'])} {ms(r['cpu2'])} {ms(r.get('ort1'))} {ms(r.get('ort2'))} "
+              f"{ratio(r.get('ort1'), r['cpu1'])} {ratio(r.get('ort2'), r['cpu2'])} {ms(r['ref'])} "
+              f"{ratio(r['ref'], r['cpu1'])} {r['macs'] / r['cpu1'] / 1e9:9.1f} {r['cold']:5.2f}s {r['cached']:6.3f}s "
+              f"{'yes' if r['exact'] else 'NO'}")
+    for r in rows:
+        print(f"{r['name']}: " + ", ".join(f"{k} {v}" for k, v in r["stats"].items()))
+    return 0 if all(r["exact"] for r in rows) else 1
 
 
 if __name__ == "__main__":
