@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -103,6 +104,7 @@ class Scalar:
         t = self.type
         if isinstance(t, Float32Type | Float64Type):
             return self.emit(arith.ConstantOp(FloatAttr(value, t)))
+        assert isinstance(t, IntegerType)
         return self.k.const(int(value), t)
 
     def lowest(self) -> Value:
@@ -167,7 +169,9 @@ class Scalar:
             return self.emit(math.IPowIOp(a, b))
         # ui8: ipowi reads its exponent as signed, so compute in i32 (the low 8 bits are the same) and truncate
         wide = [self.k.extui(v, i32) for v in (a, b)]
-        return self.k.trunci(self.emit(math.IPowIOp(*wide)), self.type)
+        narrow = self.type
+        assert isinstance(narrow, IntegerType)
+        return self.k.trunci(self.emit(math.IPowIOp(*wide)), narrow)
 
     def sign(self, x: Value) -> Value:
         zero, one = self.const(0), self.const(1)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, IntegerAttr, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -165,9 +165,10 @@ class CinnBuilder:
         if dtype is None:
             dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
         element = ELEMENT_TYPES[_dtype(dtype)]
-        if cinn.is_float(element):
+        if isinstance(element, Float32Type | Float64Type):
             attr = FloatAttr(float(value), element)
         else:
+            assert isinstance(element, IntegerType)
             info = np.iinfo(np.int8 if dtype == "bool" else dtype)
             low, high = (0, 1) if dtype == "bool" else (int(info.min), int(info.max))
             if int(value) != value or not low <= value <= high:

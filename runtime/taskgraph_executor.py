@@ -17,7 +17,7 @@ CVMLogicError naming the block and the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -289,7 +289,9 @@ class TaskGraphExecutor:
             view = self._output_cluster(src, results)
             view[_slices(src_offsets, src_sizes)] = v_new[_slices(offsets, sizes)].reshape(src_sizes)
 
-    def run(self, steps: int = 1, frames: list[Mapping[int, np.ndarray]] | None = None) -> list[dict[int, np.ndarray]]:
+    def run(
+        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
+    ) -> list[dict[int, np.ndarray]]:
         """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
         frames = frames or [{}]
         if len(frames) not in (1, steps):

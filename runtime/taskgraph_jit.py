@@ -10,7 +10,7 @@ lowering writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects import func
@@ -69,7 +69,9 @@ class TaskGraphJit:
         self.call()
         return {block_id: array.copy() for block_id, array in self.outputs.items()}
 
-    def run(self, steps: int = 1, frames: list[Mapping[int, np.ndarray]] | None = None) -> list[dict[int, np.ndarray]]:
+    def run(
+        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
+    ) -> list[dict[int, np.ndarray]]:
         """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
         frames = frames or [{}]
         if len(frames) not in (1, steps):

@@ -11,6 +11,7 @@ graph that is incomplete or does not verify is a CVMLogicError.
 from __future__ import annotations
 
 import os
+from typing import TypeVar, cast
 
 import numpy as np
 from google.protobuf import text_format
@@ -43,6 +44,8 @@ from cvmc.runtime import taskir_pb2 as pb
 # Shape fields of the file -> dimensions of the IR.
 _SHAPE_FIELDS = {"nx": "x", "ny": "y", "nf": "f", "nr": "r", "nkx": "kx", "nky": "ky", "niy": "iy", "nix": "ix",
                  "n_branch": "n_branch"}  # fmt: skip
+
+_Enum = TypeVar("_Enum", pb.TaskBlockType, pb.Precision, pb.AttributeType, pb.BiasType, pb.RearrangeInfoType)
 
 
 def is_text_path(path: str | os.PathLike[str]) -> bool:
@@ -96,6 +99,11 @@ def _enum_name(enum, value: int, field: str, where: str) -> str:
         return enum.Name(value)
     except ValueError:
         raise CVMLogicError(f"{where}: unknown '{field}' {value}") from None
+
+
+def _number(enum: type[_Enum], name: str) -> _Enum:
+    """`enum.Value(name)`, typed as the enum class the stub gives its fields (the values are plain ints)."""
+    return cast(_Enum, enum.Value(name))
 
 
 def _shape(s: pb.Shape) -> ShapeAttr:
@@ -186,7 +194,7 @@ def _edge(e: pb.Edge, index: int) -> EdgeOp:
 
 def graph_from_message(message: pb.TaskGraph) -> GraphOp:
     """The `taskgraph.graph` of a message (not verified)."""
-    ops = [_block(b, k) for k, b in enumerate(message.blocks)]
+    ops: list[BlockOp | EdgeOp | GroupOp] = [_block(b, k) for k, b in enumerate(message.blocks)]
     ops += [_edge(e, k) for k, e in enumerate(message.edges)]
     for k, g in enumerate(message.groups):
         ops.append(GroupOp(_required(g, "group_id", f"group #{k}"), list(g.block_ids)))
@@ -232,7 +240,7 @@ def _fill_tensor(target: pb.Tensor, tensor: TensorAttr) -> None:
     if tensor.has_dims.data:
         target.dims.extend(values.shape)
     if (precision := tensor.get_precision()) is not None:
-        target.precision = pb.Precision.Value(precision.value)
+        target.precision = _number(pb.Precision, precision.value)
     getattr(target, f"{tensor.container}_data").extend(values.ravel().tolist())
     if isinstance(tensor.tensor_name, StringAttr):
         target.name = tensor.tensor_name.data
@@ -240,8 +248,8 @@ def _fill_tensor(target: pb.Tensor, tensor: TensorAttr) -> None:
 
 def _fill_block(target: pb.TaskBlock, block: BlockOp) -> None:
     target.id = block.id
-    target.type = pb.TaskBlockType.Value(block.kind)
-    target.precision = pb.Precision.Value(block.get_precision().value)
+    target.type = _number(pb.TaskBlockType, block.kind)
+    target.precision = _number(pb.Precision, block.get_precision().value)
     _fill_shape(target.shape, block.shape)
     for clusters, field in ((block.inputs, target.input_clusters), (block.outputs, target.output_clusters)):
         for cluster in clusters.data:
@@ -259,9 +267,9 @@ def _fill_block(target: pb.TaskBlock, block: BlockOp) -> None:
         _fill_tensor(target.data, block.data)
     for p in block.params.data:
         a = target.attributes.add()
-        a.type = pb.AttributeType.Value(p.kind.data.value)
+        a.type = _number(pb.AttributeType, p.kind.data.value)
         if isinstance(p.precision, PrecisionAttr):
-            a.precision = pb.Precision.Value(p.precision.data.value)
+            a.precision = _number(pb.Precision, p.precision.data.value)
         if isinstance(p.int_value, IntAttr):
             a.int_value = p.int_value.data
         if isinstance(p.float_value, FloatAttr):
@@ -272,7 +280,7 @@ def _fill_block(target: pb.TaskBlock, block: BlockOp) -> None:
         if (value := getattr(block, key)) is not None:
             setattr(target, key, value.data)
     if block.bias_type is not None:
-        target.bias_type = pb.BiasType.Value(block.bias_type.data.value)
+        target.bias_type = _number(pb.BiasType, block.bias_type.data.value)
 
 
 def message_from_graph(graph: GraphOp) -> pb.TaskGraph:
@@ -285,7 +293,7 @@ def message_from_graph(graph: GraphOp) -> pb.TaskGraph:
         e.id, e.src_block_id, e.dst_block_id = edge.id, edge.src, edge.dst
         for r in edge.rearranges.data:
             info = e.rearrange_info.add()
-            info.type = pb.RearrangeInfoType.Value(r.rearrange_kind.value)
+            info.type = _number(pb.RearrangeInfoType, r.rearrange_kind.value)
             for m in r.matrix.data:
                 _fill_tensor(info.matrix.add(), m)
     for group in graph.groups:
