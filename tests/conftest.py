@@ -31,3 +31,19 @@ def case_params(d: pathlib.Path) -> bytes:
 def case_input(d: pathlib.Path) -> np.ndarray:
     meta = case_meta(d)
     return np.frombuffer((d / "input_i32.bin").read_bytes(), dtype="<i4").reshape(meta["input_shape"])
+
+
+def heads_bytes(outs) -> bytes:
+    """Every head as little-endian int32, concatenated (the layout of expected.bin)."""
+    return b"".join(np.ascontiguousarray(o, dtype="<i4").tobytes() for o in outs)
+
+
+def check_case(case: pathlib.Path, model) -> None:
+    """A valid corpus case on a loaded model: every head bit-exact, and the API packing exact where recorded."""
+    assert heads_bytes(model.run(case_input(case))) == (case / "expected.bin").read_bytes()
+    api = case / "expected_api.bin"
+    if api.exists():
+        buf = model.infer((case / "input.bin").read_bytes())
+        want = api.read_bytes()
+        width = 1 if len(buf) * 4 == len(want) else 4
+        assert np.frombuffer(buf, "i1" if width == 1 else "<i4").astype("<i4").tobytes() == want

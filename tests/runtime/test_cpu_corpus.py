@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import case_input, case_params, corpus_cases
+from conftest import case_input, case_params, check_case, corpus_cases
 
 import cvmc
 
@@ -11,16 +11,7 @@ VALID = corpus_cases("op", "chain", "model")
 
 @pytest.mark.parametrize("case", VALID, ids=lambda d: d.name)
 def test_cpu_is_bit_exact(case):
-    m = cvmc.load_model((case / "model.json").read_bytes(), case_params(case), device="cpu")
-    outs = m.run(case_input(case))
-    got = b"".join(np.ascontiguousarray(o, dtype="<i4").tobytes() for o in outs)
-    assert got == (case / "expected.bin").read_bytes()
-    api = case / "expected_api.bin"
-    if api.exists():
-        buf = m.infer((case / "input.bin").read_bytes())
-        want = api.read_bytes()
-        width = 1 if len(buf) * 4 == len(want) else 4
-        assert np.frombuffer(buf, "i1" if width == 1 else "<i4").astype("<i4").tobytes() == want
+    check_case(case, cvmc.load_model((case / "model.json").read_bytes(), case_params(case), device="cpu"))
 
 
 def test_runs_are_repeatable_and_independent_of_threads():

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import CVM_CORPUS, case_input, case_params, corpus_cases
+from conftest import CVM_CORPUS, case_input, case_params, check_case, corpus_cases, heads_bytes
 from cuda_host import HostDevice, compile_for_device, device_compiler, host_compiler
 
 import cvmc
@@ -53,21 +53,6 @@ needs_gpu = pytest.mark.skipif(GPU is None, reason="no CUDA device (a GPU, its d
 
 def graph(case):
     return load_graph((case / "model.json").read_bytes(), case_params(case))
-
-
-def heads_bytes(outs) -> bytes:
-    return b"".join(np.ascontiguousarray(o, dtype="<i4").tobytes() for o in outs)
-
-
-def check_case(case, model) -> None:
-    """Every head bit-exact, and the API packing exact (as the cpu corpus test checks)."""
-    assert heads_bytes(model.run(case_input(case))) == (case / "expected.bin").read_bytes()
-    api = case / "expected_api.bin"
-    if api.exists():
-        buf = model.infer((case / "input.bin").read_bytes())
-        want = api.read_bytes()
-        width = 1 if len(buf) * 4 == len(want) else 4
-        assert np.frombuffer(buf, "i1" if width == 1 else "<i4").astype("<i4").tobytes() == want
 
 
 @pytest.fixture
