@@ -220,8 +220,12 @@ def parse_graph(doc: Any) -> tuple[list[Node], list[tuple[int, int]], list[int],
     precisions = _graph_attr(attrs, "precision", "list_int", n_entries)
     op_attrs = _graph_attr(attrs, "op_attrs", "list_str", len(raw_nodes)) if "op_attrs" in attrs else None
     if "dltype" in attrs:
+        # storage is int32 whatever the file says; cvm_1.0.0 files say int32 everywhere, later ones may say int8
+        allowed = ("int32",) if version == "cvm_1.0.0" else ("int32", "int8")
         dl = _graph_attr(attrs, "dltype", "list_str", n_entries)
-        _expect(all(t == "int32" for t in dl), "expected every 'dltype' to be int32", CVMLogicError)
+        bad = [t for t in dl if t not in allowed]
+        _expect(not bad, f"'dltype' {bad[0]!r} is not supported in {version}, expected one of {list(allowed)}"
+                if bad else "", CVMLogicError)
     storage = _graph_attr(attrs, "storage_id", "list_int", n_entries) if "storage_id" in attrs else None
     _int_list(precisions, "'precision'")
 
