@@ -280,8 +280,16 @@ class CvmBuilder:
 
     # -- results --------------------------------------------------------------------------------------------
 
-    def graph(self, outputs: Tensor | Sequence[Tensor], postprocess: str | None = None) -> Graph:
-        """The verified graph of every node built so far, whose heads are `outputs` (with its gas)."""
+    def sinks(self) -> list[Tensor]:
+        """Every operator output that no node reads, in build order: the default heads."""
+        read = {src for n in self._nodes for src in n.inputs}
+        return [Tensor(self, i, k, n.shapes[k], n.precisions[k]) for i, n in enumerate(self._nodes)
+                if not n.is_variable for k in range(len(n.shapes)) if (i, k) not in read]
+
+    def graph(self, outputs: Tensor | Sequence[Tensor] | None = None, postprocess: str | None = None) -> Graph:
+        """The verified graph of every node built so far, whose heads are `outputs` (by default `sinks()`)."""
+        if outputs is None:
+            outputs = self.sinks()
         outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
         if not outs:
             raise CVMLogicError("expected at least one output")
@@ -295,14 +303,14 @@ class CvmBuilder:
         gas = verify_graph(nodes, params)
         return Graph(nodes, [(t.node, t.index) for t in outs], params, postprocess=postprocess, gas=gas)
 
-    def compile(self, outputs: Tensor | Sequence[Tensor], device: str = "cpu", postprocess: str | None = None,
-                ) -> Model:
+    def compile(self, outputs: Tensor | Sequence[Tensor] | None = None, device: str = "cpu",
+                postprocess: str | None = None) -> Model:
         """A runnable model of the graph (`cvmc.runtime.model.Model`) on a device."""
         from cvmc.runtime.model import Model
 
         return Model.from_graph(self.graph(outputs, postprocess), device)
 
-    def export(self, directory: str | os.PathLike[str], outputs: Tensor | Sequence[Tensor],
+    def export(self, directory: str | os.PathLike[str], outputs: Tensor | Sequence[Tensor] | None = None,
                postprocess: str | None = None) -> Graph:
         """Write cvm-runtime's `model.json` and `params.bin` into a directory (created if needed); the graph."""
         graph = self.graph(outputs, postprocess)

@@ -188,3 +188,16 @@ def test_misuse(misuse, error, message):
     with pytest.raises(error, match=re.escape(message)):
         misuse(b, x, w)
     assert len(b.graph(x).nodes) == 2  # a failed call adds no node
+
+
+def test_outputs_default_to_the_tensors_nothing_reads(tmp_path):
+    b = CvmBuilder("net")
+    x = b.create_input([1, 4], precision=8)
+    y = b.relu(x)
+    z = b.negative(y)
+    assert [(t.node, t.index) for t in b.sinks()] == [(z.node, z.index)]
+    graph = b.export(tmp_path)
+    assert graph.heads == [(z.node, z.index)]
+    model = cvmc.load_model(tmp_path / "model.json", tmp_path / "params.bin", device="reference")
+    np.testing.assert_array_equal(model.run(np.array([[-3, 0, 5, 127]]))[0], [[0, 0, -5, -127]])
+    np.testing.assert_array_equal(b.compile(device="reference").run(np.array([[1, -1, 2, -2]]))[0], [[-1, 0, -2, 0]])
