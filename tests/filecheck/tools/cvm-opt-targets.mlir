@@ -1,0 +1,17 @@
+// RUN: cvm-opt %s -p convert-cvm-to-loops -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: cvm-opt %s -p convert-cvm-to-loops -t llvm-ir | filecheck %s --check-prefix=LLVM
+
+// The code generators as cvm-opt targets: the lowered module's kernels printed as CUDA C or LLVM IR (the host
+// function that calls them is set aside).
+
+func.func @main(%data: tensor<2x3xi32, #cvm.prec<8>>) -> tensor<2x3xi32, #cvm.prec<4>> {
+  %shift = cvm.cvm_right_shift %data {precision = 4 : i64, shift_bit = 3 : i64} : (tensor<2x3xi32, #cvm.prec<8>>) -> tensor<2x3xi32, #cvm.prec<4>>
+  %relu = cvm.relu %shift : (tensor<2x3xi32, #cvm.prec<4>>) -> tensor<2x3xi32, #cvm.prec<4>>
+  func.return %relu : tensor<2x3xi32, #cvm.prec<4>>
+}
+
+// CUDA:     extern "C" __global__ void __launch_bounds__(256) k_cvm_right_shift_relu(
+// CUDA-NOT: __global__
+
+// LLVM:     define void @"cvm_right_shift_relu"(ptr {{.*}}noalias{{.*}}, i64 %"begin", i64 %"end")
+// LLVM-NOT: define
