@@ -47,48 +47,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
-from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
+from cvmc.passes.cvm_loops_ir import CvmFunction
 from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, build_kernel, kernel_call, kernel_name
 from cvmc.passes.cvm_loops_ops import pack_values
-from cvmc.passes.cvm_loops_plan import Net, Node, Plan, Tensor, group_work, plan
+from cvmc.passes.cvm_loops_plan import Plan, group_work
 from cvmc.passes.cvm_loops_views import Layout
+from cvmc.passes.cvm_plan_buffers import read_hints
 
 _SYMBOL = re.compile(r"[^A-Za-z0-9_]")
-
-
-def net_from_function(main: func.FuncOp) -> tuple[Net, dict[int, np.ndarray]]:
-    """The network of a cvm function and its params' values by tensor id."""
-    tensors: list[Tensor] = []
-    ids: dict[SSAValue, int] = {}
-    values: dict[int, np.ndarray] = {}
-
-    def add(v: SSAValue, kind: str, name: str = "") -> int:
-        shape, prec = tensor_shape(v.type), tensor_precision(v.type)
-        if shape is None or prec is None:
-            raise PassFailedException(f"expected a static shape and a precision, got {v.type}; run "
-                                      "cvm-infer-shapes and cvm-infer-precision first")
-        ids[v] = len(tensors)
-        tensors.append(Tensor(shape, prec, kind, name))
-        return ids[v]
-
-    block = main.body.block
-    for arg in block.args:
-        add(arg, "input", "data")
-    nodes: list[Node] = []
-    heads: list[int] = []
-    for op in block.ops:
-        if isinstance(op, ParamOp):
-            values[add(op.result, "param", op.param_name.data)] = op.array()
-        elif isinstance(op, CvmOperator):
-            inputs = [ids[v] for v in op.operands]
-            nodes.append(Node(op.op_name, cvm_attrs(op), inputs, [add(r, "op") for r in op.results]))
-        elif isinstance(op, func.ReturnOp):
-            heads = [ids[v] for v in op.arguments]
-        else:
-            raise PassFailedException(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
-    return Net(tensors, nodes, heads), values
 
 
 @dataclass
@@ -185,12 +152,8 @@ class ConvertCvmToLoopsPass(ModulePass):
     name = "convert-cvm-to-loops"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        mains = [f for f in op.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main"]
-        if len(mains) != 1:
-            raise PassFailedException("expected one function @main of cvm ops")
-        main = mains[0]
-        net, params = net_from_function(main)
-        new_ops = lower(plan(net), params)
-        main.detach()
-        main.erase()
+        fn = CvmFunction.of_module(op)
+        new_ops = lower(fn.plan(read_hints(fn)), fn.values())
+        fn.main.detach()
+        fn.main.erase()
         op.body.block.add_ops(new_ops)

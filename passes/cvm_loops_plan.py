@@ -1,6 +1,6 @@
 """From a CVM network to a plan: views, fused groups, a schedule and buffers placed in one arena.
 
-`plan(net)` decides, without building any IR:
+`plan(net, hints)` decides, without building any IR:
 - which tensors are views of another tensor's buffer (reshape, flatten, expand_dims, squeeze, transpose,
   positive-stride strided_slice, slice_like, an identity sum/max): a `Ref` (base buffer, strided layout), no kernel;
 - groups: one anchor operator plus the chain of elementwise operators fused into its epilogue (an elementwise
@@ -11,20 +11,27 @@
   a contiguous int16 dot product (LLVM makes it `vpmaddwd`); a param weight is packed once, at compile time;
 - buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
   arena by first fit, largest buffer first, 64-byte aligned. The model's own storage_id is never used.
+
+`Hints` are decisions made earlier and recorded in the IR by the analysis passes (`cvm-mark-views`, `cvm-fuse`,
+`cvm-plan-buffers`): the plan follows them, checks them (a recorded view must be the one the op means, a
+recorded group must be a legal fusion, recorded offsets must not overlap while both buffers are live, raising
+`PlanError` otherwise), and decides whatever they leave out as it would without them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.errors import CVMError
+from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
+Owner = tuple[int, str, int]  # who allocates an arena buffer: (node index, "result" | "pack" | "scratch", index)
 ALIGN = 64
 ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
 
@@ -116,10 +123,16 @@ class Buffer:
     offset: int = 0
     first: int = 0  # the step that writes it
     last: int = 0  # the last step that reads it
+    owner: Owner | None = None  # an arena slot: the node that allocates it, and what for
 
     @property
     def nbytes(self) -> int:
         return self.elements * ELEMENT_BYTES[self.element]
+
+    @property
+    def slot_bytes(self) -> int:
+        """Its bytes rounded up to the arena's alignment."""
+        return -(-self.nbytes // ALIGN) * ALIGN
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,7 @@ class Group:
     extras: list[int] = field(default_factory=list)  # tensor ids read by the epilogue
     outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
     scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
+    members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
 
     @property
     def nodes(self) -> list[Node]:
@@ -174,6 +188,24 @@ class Plan:
         """The bytes of every operator output of the network (what a plan without reuse would allocate)."""
         produced = {t for n in self.net.nodes for t in n.outputs}
         return sum(prod(self.net.tensors[t].shape) * ELEMENT_BYTES["i32"] for t in produced)
+
+
+@dataclass
+class Hints:
+    """Decisions recorded in the IR, by node index in `net.nodes`; each may be partial or empty."""
+
+    views: Mapping[int, Layout] = field(default_factory=dict)  # a view's layout over its base buffer
+    groups: Mapping[int, int] = field(default_factory=dict)  # the number of the group a node belongs to
+    offsets: Mapping[Owner, int] = field(default_factory=dict)  # arena byte offsets, by `Buffer.owner`
+    arena_bytes: int | None = None
+
+
+class PlanError(CVMLogicError):
+    """A recorded decision the plan cannot follow; `node` is its node index (-1: none in particular)."""
+
+    def __init__(self, node: int, message: str):
+        super().__init__(message)
+        self.node = node
 
 
 VIEW_OPS = frozenset({"reshape", "flatten", "expand_dims", "squeeze", "transpose", "strided_slice",
@@ -212,26 +244,50 @@ def _kind(node: Node) -> str:
     return node.op  # concatenate, get_valid_counts, non_max_suppression
 
 
-def _live_nodes(net: Net) -> list[Node]:
-    """The nodes some head depends on, in order."""
+def live_nodes(net: Net) -> list[int]:
+    """The indices of the nodes some head depends on, in order."""
     needed = set(net.heads)
-    live: list[Node] = []
-    for node in reversed(net.nodes):
+    live: list[int] = []
+    for i in reversed(range(len(net.nodes))):
+        node = net.nodes[i]
         if any(t in needed for t in node.outputs):
-            live.append(node)
+            live.append(i)
             needed.update(node.inputs)
     return live[::-1]
+
+
+def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict[int, Layout]:
+    """The nodes whose output is a view of their input's buffer (no kernel, no copy), by node index, with the
+    layout of that output over its base buffer: the buffer of the nearest input that is no view, where it is
+    contiguous. Views are no choice: a `recorded` layout must be exactly the one computed."""
+    layouts: dict[int, Layout] = {}  # tensor id -> its layout, for views
+    views: dict[int, Layout] = {}
+    for i in live_nodes(net):
+        node = net.nodes[i]
+        if _is_view(node, net):
+            t = node.inputs[0]
+            src = layouts[t] if t in layouts else Layout.contiguous(net.tensors[t].shape)
+            layout = _view(node, src, net.tensors[node.outputs[0]].shape)
+            if layout is not None:
+                layouts[node.outputs[0]] = views[i] = layout
+    for i, layout in (recorded or {}).items():
+        if views.get(i) != layout:
+            want = "no view" if i not in views else f"the view {views[i]}"
+            raise PlanError(i, f"expected {want}, got the view {layout}")
+    return views
 
 
 class _Planner:
     """The state of `plan` while it walks the nodes in order."""
 
-    def __init__(self, net: Net):
+    def __init__(self, net: Net, hints: Hints):
         self.net = net
-        self.nodes = _live_nodes(net)
+        self.hints = hints
+        self.live = live_nodes(net)
+        self.views = view_layouts(net, hints.views)
         self.consumers: dict[int, int] = {}
-        for node in self.nodes:
-            for t in set(node.inputs):
+        for i in self.live:
+            for t in set(net.nodes[i].inputs):
                 self.consumers[t] = self.consumers.get(t, 0) + 1
         self.heads = set(net.heads)
         self.bits = value_bits(net)
@@ -243,22 +299,42 @@ class _Planner:
                 self.refs[tid] = Ref(len(self.buffers), Layout.contiguous(t.shape))
                 self.buffers.append(Buffer(t.kind, prod(t.shape), tensor=tid))
         self.groups: list[Group] = []
-        self.position: list[float] = []  # index in `nodes` of each group's last member
+        self.position: list[float] = []  # index in `live` of each group's last member
         self.open_group: dict[int, int] = {}  # tensor id -> the group whose current output it is
+        self.numbered: dict[int, int] = {}  # a recorded group number -> index in `groups`
         self.packs: dict[tuple[object, ...], int] = {}
 
     def run(self) -> Plan:
-        for pos, node in enumerate(self.nodes):
-            if _is_view(node, self.net) and self._view(node):
-                continue
-            if node.op in ops.ELEMENTWISE and self._fuse(node, pos):
-                continue
-            self._group(node, pos)
+        live = set(self.live)
+        for i in self.hints.groups:
+            if i not in live:
+                raise PlanError(i, "expected no group: no head depends on this op")
+        for pos, i in enumerate(self.live):
+            node = self.net.nodes[i]
+            number = self.hints.groups.get(i)
+            if i in self.views:
+                if number is not None:
+                    raise PlanError(i, f"expected no group for a view, got group {number}")
+                src = self.refs[node.inputs[0]]
+                self.refs[node.outputs[0]] = Ref(src.buffer, self.views[i])
+            elif number is None:
+                target = self._fusion_target(node) if node.op in ops.ELEMENTWISE else None
+                if target is None:
+                    self._group(i, pos)
+                else:
+                    self._append(target, i, pos)
+            elif number in self.numbered:
+                self._append(self._recorded_target(i, number), i, pos)
+            else:
+                self._group(i, pos)
+                self.numbered[number] = len(self.groups) - 1
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
-        return _place(self.net, self.tensors, self.refs, self.buffers, [self.groups[g] for g in order], self.heads)
+        groups = [self.groups[g] for g in order]
+        arena = _place(self.refs, self.buffers, groups, self.heads, self.hints)
+        return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena)
 
-    def _new_buffer(self, shape: tuple[int, ...], element: str = "i32") -> Ref:
-        self.buffers.append(Buffer("arena", prod(shape), element))
+    def _new_buffer(self, shape: tuple[int, ...], owner: Owner, element: str = "i32") -> Ref:
+        self.buffers.append(Buffer("arena", prod(shape), element, owner=owner))
         return Ref(len(self.buffers) - 1, Layout.contiguous(shape))
 
     def _add(self, group: Group, pos: float) -> None:
@@ -267,30 +343,50 @@ class _Planner:
         if group.fusable:
             self.open_group[group.outputs[0]] = len(self.groups) - 1
 
-    def _view(self, node: Node) -> bool:
-        """Make the node's output a view of its input's buffer, if strides can express it."""
-        src = self.refs[node.inputs[0]]
-        layout = _view(node, src.layout, self.net.tensors[node.outputs[0]].shape)
-        if layout is not None:
-            self.refs[node.outputs[0]] = Ref(src.buffer, layout)
-        return layout is not None
-
-    def _fuse(self, node: Node, pos: int) -> bool:
-        """Append an elementwise node to the epilogue of the group that makes one of its inputs, if it may:
-        that input is the group's current output, has no other consumer, is no head and has the node's shape
-        (the latest such group, so that every other input is ready when the group runs)."""
+    def _fusion_blocker(self, node: Node, t: int) -> str | None:
+        """Why an elementwise `node` may not join the group whose current output is its input `t`, or None: `t`
+        must be a fusable group's current output, have no other consumer, be no head and have the node's shape."""
         net = self.net
         out_shape = net.tensors[node.outputs[0]].shape
+        if t not in self.open_group:
+            return "the group takes no epilogue"
+        if self.consumers.get(t) != 1:
+            return "the group's output has other consumers"
+        if t in self.heads:
+            return "the group's output is a head"
+        if net.tensors[t].shape != out_shape:
+            return "the group's output has another shape"
+        if node.op == "where" and t == node.inputs[0] and len(net.tensors[t].shape) != len(out_shape):
+            return "a broadcast condition"
+        return None
+
+    def _fusion_target(self, node: Node) -> int | None:
+        """The group an elementwise node joins, if any: the latest one whose current output it may take (so that
+        every other input is ready when the group runs)."""
         target: int | None = None
         for t in node.inputs:
-            g = self.open_group.get(t)
-            if g is None or self.consumers.get(t) != 1 or t in self.heads or net.tensors[t].shape != out_shape:
-                continue
-            if node.op == "where" and t == node.inputs[0] and len(net.tensors[t].shape) != len(out_shape):
-                continue
-            target = g if target is None else max(target, g)
-        if target is None:
-            return False
+            if self._fusion_blocker(node, t) is None:
+                g = self.open_group[t]
+                target = g if target is None else max(target, g)
+        return target
+
+    def _recorded_target(self, i: int, number: int) -> int:
+        """The group a node joins by its recorded number, if it may."""
+        node, g = self.net.nodes[i], self.numbered[number]
+        running = self.groups[g].outputs[0]
+        if node.op not in ops.ELEMENTWISE:
+            reason = f"'{node.op}' is no elementwise op"
+        elif running not in node.inputs:
+            reason = "it does not read the group's output"
+        else:
+            reason = self._fusion_blocker(node, running)
+        if reason is not None:
+            raise PlanError(i, f"cannot join group {number}: {reason}")
+        return g
+
+    def _append(self, target: int, i: int, pos: int) -> None:
+        """Append an elementwise node to the epilogue of group `target`, whose current output it reads."""
+        node = self.net.nodes[i]
         group = self.groups[target]
         running = group.outputs[0]
         sources: list[int | None] = []
@@ -301,14 +397,16 @@ class _Planner:
                 sources.append(len(group.extras))
                 group.extras.append(t)
         group.epilogue.append(Step(node, sources))
+        group.members.append(i)
         group.outputs = [node.outputs[0]]
-        self.refs[node.outputs[0]] = self.refs.pop(running)  # same shape: the buffer carries over
+        self.refs[node.outputs[0]] = ref = self.refs.pop(running)  # same shape: the buffer carries over
+        self.buffers[ref.buffer].owner = (i, "result", 0)
         self.open_group[node.outputs[0]] = self.open_group.pop(running)
         self.position[target] = pos
-        return True
 
-    def _group(self, node: Node, pos: int) -> None:
-        """A new group anchored at `node` (conv2d and dense with their packed operands)."""
+    def _group(self, i: int, pos: int) -> None:
+        """A new group anchored at node `i` (conv2d and dense with their packed operands)."""
+        node = self.net.nodes[i]
         net, kind, inputs = self.net, _kind(node), list(node.inputs)
         if kind in ("conv2d", "dense"):
             wide = self.bits[inputs[0]] > 16 or self.bits[inputs[1]] > 16
@@ -319,23 +417,26 @@ class _Planner:
             elif kind == "conv2d":
                 (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]))
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos)
+                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos,
+                                         (i, "pack", 0))
                 inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), element,
-                                         pos)
+                                         pos, (i, "pack", 1))
             else:
                 width = ops.padded(x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width}, (x[0], width), element, pos)
-                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), element, pos)
-        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs))
-        for t in node.outputs:
-            self.refs[t] = self._new_buffer(net.tensors[t].shape)
+                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width}, (x[0], width), element, pos,
+                                         (i, "pack", 0))
+                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), element, pos,
+                                         (i, "pack", 1))
+        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i])
+        for k, t in enumerate(node.outputs):
+            self.refs[t] = self._new_buffer(net.tensors[t].shape, (i, "result", k))
         if kind == "non_max_suppression":
-            group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],)).buffer)
+            group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],), (i, "scratch", 0)).buffer)
         self._add(group, pos)
 
-    def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int) -> int:
+    def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int, owner: Owner) -> int:
         """A tensor holding `src` packed: made when compiling for a param, else by a pack kernel that runs just
-        before the node at `pos`; one per source and packing."""
+        before the node at `pos` (its buffer allocated by `owner`); one per source and packing."""
         key = (src, element, *sorted(pack.items()))
         if key in self.packs:
             return self.packs[key]
@@ -347,14 +448,14 @@ class _Planner:
             self.buffers.append(Buffer("param", prod(shape), element, tid))
             return tid
         self.tensors.append(Tensor(shape, origin.precision, "op", element=element))
-        self.refs[tid] = self._new_buffer(shape, element)
+        self.refs[tid] = self._new_buffer(shape, owner, element)
         self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
         return tid
 
 
-def plan(net: Net) -> Plan:
-    """Views, fused groups, their order, and arena offsets for a network."""
-    return _Planner(net).run()
+def plan(net: Net, hints: Hints | None = None) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given."""
+    return _Planner(net, hints or Hints()).run()
 
 
 def group_inputs(group: Group) -> list[int]:
@@ -362,9 +463,9 @@ def group_inputs(group: Group) -> list[int]:
     return [*group.inputs, *group.extras]
 
 
-def _place(net: Net, tensors: list[Tensor], refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group],
-           heads: set[int]) -> Plan:
-    """Liveness per base buffer over the group order, then first-fit placement in one arena."""
+def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int], hints: Hints) -> int:
+    """Liveness per base buffer over the group order, then placement in one arena: the recorded offsets
+    (checked), then first fit for the others. Returns the arena's bytes."""
     for step, group in enumerate(groups):
         for t in group.outputs:
             b = buffers[refs[t].buffer]
@@ -378,21 +479,39 @@ def _place(net: Net, tensors: list[Tensor], refs: dict[int, Ref], buffers: list[
     for t in heads:
         buffers[refs[t].buffer].last = len(groups)
 
+    slots = [b for b in buffers if b.kind == "arena"]
+    owners = {b.owner for b in slots}
+    for owner in hints.offsets:
+        if owner not in owners:
+            raise PlanError(owner[0], f"expected no {owner[1]} offset {owner[2]}: the op allocates no such buffer")
     placed: list[Buffer] = []
-    arena = 0
-    for b in sorted((b for b in buffers if b.kind == "arena"), key=lambda b: (-b.nbytes, b.first)):
-        size = -(-b.nbytes // ALIGN) * ALIGN
-        busy = sorted((p.offset, p.offset + -(-p.nbytes // ALIGN) * ALIGN) for p in placed
-                      if p.first <= b.last and b.first <= p.last)
+    for b in slots:
+        if b.owner in hints.offsets:
+            b.offset = hints.offsets[b.owner]
+            if b.offset < 0 or b.offset % ALIGN:
+                raise PlanError(b.owner[0], f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
+            for p in placed:
+                if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
+                        and p.offset < b.offset + b.slot_bytes:
+                    raise PlanError(b.owner[0], f"offset {b.offset} overlaps a buffer live at the same time "
+                                                f"(offset {p.offset}, {p.nbytes} bytes)")
+            placed.append(b)
+    arena = max((b.offset + b.slot_bytes for b in placed), default=0)
+    for b in sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first)):
+        busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)
         offset = 0
         for lo, hi in busy:
-            if offset + size <= lo:
+            if offset + b.slot_bytes <= lo:
                 break
             offset = max(offset, hi)
         b.offset = offset
         placed.append(b)
-        arena = max(arena, offset + size)
-    return Plan(net, tensors, refs, buffers, groups, arena)
+        arena = max(arena, offset + b.slot_bytes)
+    if hints.arena_bytes is not None:
+        if hints.arena_bytes < arena:
+            raise PlanError(-1, f"expected an arena of at least {arena} bytes, got {hints.arena_bytes}")
+        arena = hints.arena_bytes
+    return arena
 
 
 def operand_layouts(plan: Plan, group: Group) -> list[Layout]:

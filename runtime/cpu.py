@@ -4,12 +4,13 @@
     heads = run(data)          # every head as an int32 array; `data` already saturated to its precision
     run.stats                  # compile time, kernels, calls, copies, peak buffer bytes, cache hits
 
-The lowering (`passes/pipelines.py`, `cvm-to-loops`) produces kernels plus a host `@main`: the arena's size, the
-views of it each kernel reads and writes, and the calls in order. `read_host` turns that function into a
-`HostProgram` (plain data: roots, byte shifts, layouts); the runner allocates the arena once, resolves every
-call's arguments to numpy views of the arena, the params and the input buffer, and prepares the ctypes
-pointers once. A run copies the input in, makes the calls (a large kernel is split over threads, each taking a
-contiguous range of its outermost parallel loop: the result never depends on it), and copies the heads out.
+The lowering (`passes/pipelines.py`, `cvm-to-loops`: views, fusion, buffer planning, then the loops) produces
+kernels plus a host `@main`: the arena's size, the views of it each kernel reads and writes, and the calls in
+order. `read_host` turns that function into a `HostProgram` (plain data: roots, byte shifts, layouts); the runner
+allocates the arena once, resolves every call's arguments to numpy views of the arena, the params and the input
+buffer, and prepares the ctypes pointers once. A run copies the input in, makes the calls (a large kernel is
+split over threads, each taking a contiguous range of its outermost parallel loop: the result never depends on
+it), and copies the heads out.
 
 Caching: the JIT caches object code by the hash of the LLVM IR. On top of it, the whole compiled program (host
 program, packed params, LLVM IR, kernel specs) is cached by the hash of the graph, so loading a model compiled
@@ -253,7 +254,8 @@ def _source_digest() -> bytes:
     """A digest of the code that decides what a compiled program contains (so an edit invalidates the cache)."""
     root = Path(__file__).resolve().parent.parent  # the folder holding runtime/, passes/, codegen/
     files = [root / "runtime" / "cpu.py", root / "runtime" / "cvm_ir.py", root / "codegen" / "llvm.py",
-             root / "passes" / "pipelines.py", root / "passes" / "convert_cvm_to_loops.py",
+             root / "passes" / "pipelines.py", root / "passes" / "cvm_mark_views.py", root / "passes" / "cvm_fuse.py",
+             root / "passes" / "cvm_plan_buffers.py", root / "passes" / "convert_cvm_to_loops.py",
              *sorted((root / "passes").glob("cvm_loops_*.py"))]
     digest = hashlib.sha256()
     for f in files:

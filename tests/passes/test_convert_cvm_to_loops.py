@@ -7,7 +7,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 
 from cvmc import CvmBuilder
-from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass, net_from_function
+from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
+from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
 from cvmc.passes.cvm_loops_views import Layout, collapse
 from cvmc.runtime.cpu import compile_graph

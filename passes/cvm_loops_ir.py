@@ -1,0 +1,108 @@
+"""The cvm function `@main` as the planner sees it, for the passes that plan and lower it.
+
+`cvm-mark-views`, `cvm-fuse`, `cvm-plan-buffers` and `convert-cvm-to-loops` all read `@main` (as
+`graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators, the heads returned) as a
+`cvm_loops_plan.Net` whose node `i` is the operator `ops[i]`; the analyses record their decisions on those ops as
+discardable `cvm.*` attributes, and every later pass reads them back as `Hints` for `cvm_loops_plan.plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
+from cvmc.passes.cvm_loops_plan import Hints, Net, Node, Plan, PlanError, Tensor, plan
+
+T = TypeVar("T")
+
+
+@dataclass
+class CvmFunction:
+    """`@main` of cvm ops: its network, the op of each node (`ops[i]` is `net.nodes[i]`) and its params."""
+
+    main: func.FuncOp
+    net: Net
+    ops: list[CvmOperator]
+    params: dict[int, ParamOp]  # tensor id -> the param op (values are read only when lowering)
+
+    @staticmethod
+    def of_module(module: ModuleOp) -> CvmFunction:
+        mains = [f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main"]
+        if len(mains) != 1:
+            raise PassFailedException("expected one function @main of cvm ops")
+        return CvmFunction.of_function(mains[0])
+
+    @staticmethod
+    def of_function(main: func.FuncOp) -> CvmFunction:
+        tensors: list[Tensor] = []
+        ids: dict[SSAValue, int] = {}
+
+        def add(v: SSAValue, kind: str, name: str = "") -> int:
+            shape, prec = tensor_shape(v.type), tensor_precision(v.type)
+            if shape is None or prec is None:
+                raise PassFailedException(f"expected a static shape and a precision, got {v.type}; run "
+                                          "cvm-infer-shapes and cvm-infer-precision first")
+            ids[v] = len(tensors)
+            tensors.append(Tensor(shape, prec, kind, name))
+            return ids[v]
+
+        block = main.body.block
+        for arg in block.args:
+            add(arg, "input", "data")
+        nodes: list[Node] = []
+        ops: list[CvmOperator] = []
+        params: dict[int, ParamOp] = {}
+        heads: list[int] = []
+        for op in block.ops:
+            if isinstance(op, ParamOp):
+                params[add(op.result, "param", op.param_name.data)] = op
+            elif isinstance(op, CvmOperator):
+                inputs = [ids[v] for v in op.operands]
+                nodes.append(Node(op.op_name, cvm_attrs(op), inputs, [add(r, "op") for r in op.results]))
+                ops.append(op)
+            elif isinstance(op, func.ReturnOp):
+                heads = [ids[v] for v in op.arguments]
+            else:
+                raise PassFailedException(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
+        return CvmFunction(main, Net(tensors, nodes, heads), ops, params)
+
+    def values(self) -> dict[int, np.ndarray]:
+        """The params' values by tensor id."""
+        return {t: op.array() for t, op in self.params.items()}
+
+    def label(self, i: int) -> str:
+        """How messages name node `i`: its op and the SSA name of its first result, if any."""
+        op = self.ops[i]
+        hint = op.results[0].name_hint if op.results else None
+        return f"{op.name} %{hint}" if hint else f"{op.name} (op {i} of @main)"
+
+    def run(self, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)`, a planner error reported as a failed pass naming its op."""
+        try:
+            return fn(*args)
+        except PlanError as e:
+            where = self.label(e.node) if e.node >= 0 else "@main"
+            raise PassFailedException(f"{where}: {e}") from e
+
+    def plan(self, hints: Hints) -> Plan:
+        return self.run(plan, self.net, hints)
+
+    def clear(self, *names: str) -> None:
+        """Drop the attributes `names` from every op (before an analysis records its result afresh)."""
+        for op in self.ops:
+            for name in names:
+                op.attributes.pop(name, None)
+
+
+def net_from_function(main: func.FuncOp) -> tuple[Net, dict[int, np.ndarray]]:
+    """The network of a cvm function and its params' values by tensor id."""
+    fn = CvmFunction.of_function(main)
+    return fn.net, fn.values()
