@@ -1,7 +1,16 @@
 """`convert-cvm-to-loops`: a function of `cvm` ops on tensors -> loop-level kernels over memrefs and a host plan.
 
 The function `@main` (as `graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators,
-the heads returned) becomes:
+the heads returned) is planned by `cvm_loops_plan` following the decisions recorded on it by the analyses of the
+`cvm-to-loops` pipeline, checked, and making the missing ones itself (so this pass alone lowers as the pipeline
+does):
+
+- `cvm.view` (`cvm-mark-views`): the op is a strided layout over its input's buffer, no kernel;
+- `cvm.group` (`cvm-fuse`): ops with one number are one kernel, an anchor and its elementwise epilogue;
+- `cvm.offset`, `cvm.pack_offset`, `cvm.scratch_offset`, `cvm.arena_bytes` (`cvm-plan-buffers`): where each
+  buffer lives in the arena.
+
+It becomes:
 
 - one `memref.global` per param that some kernel reads (`constant`, its values), conv2d and dense weights
   already packed (int16 rows of the reduction, see `cvm_loops_plan`);

@@ -272,8 +272,8 @@ def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict
                 layouts[node.outputs[0]] = views[i] = layout
     for i, layout in (recorded or {}).items():
         if views.get(i) != layout:
-            want = "no view" if i not in views else f"the view {views[i]}"
-            raise PlanError(i, f"expected {want}, got the view {layout}")
+            want = f"no view ({net.nodes[i].op} needs a kernel here)" if i not in views else f"the view '{views[i]}'"
+            raise PlanError(i, f"expected {want}, got the view '{layout}'")
     return views
 
 
@@ -483,19 +483,22 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
     owners = {b.owner for b in slots}
     for owner in hints.offsets:
         if owner not in owners:
-            raise PlanError(owner[0], f"expected no {owner[1]} offset {owner[2]}: the op allocates no such buffer")
+            what = {"result": f"result {owner[2]}", "pack": f"packed operand {owner[2]}", "scratch": "scratch"}
+            raise PlanError(owner[0], f"expected no offset for {what.get(owner[1], owner[1])}: the op allocates no "
+                                      "such buffer")
     placed: list[Buffer] = []
     for b in slots:
-        if b.owner in hints.offsets:
-            b.offset = hints.offsets[b.owner]
-            if b.offset < 0 or b.offset % ALIGN:
-                raise PlanError(b.owner[0], f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
-            for p in placed:
-                if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
-                        and p.offset < b.offset + b.slot_bytes:
-                    raise PlanError(b.owner[0], f"offset {b.offset} overlaps a buffer live at the same time "
-                                                f"(offset {p.offset}, {p.nbytes} bytes)")
-            placed.append(b)
+        if b.owner is None or b.owner not in hints.offsets:
+            continue
+        node, b.offset = b.owner[0], hints.offsets[b.owner]
+        if b.offset < 0 or b.offset % ALIGN:
+            raise PlanError(node, f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
+        for p in placed:
+            if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
+                    and p.offset < b.offset + b.slot_bytes:
+                raise PlanError(node, f"offset {b.offset} overlaps a buffer live at the same time (offset "
+                                      f"{p.offset}, {p.nbytes} bytes)")
+        placed.append(b)
     arena = max((b.offset + b.slot_bytes for b in placed), default=0)
     for b in sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first)):
         busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)

@@ -38,6 +38,11 @@ class Layout:
     def contiguous(shape: Sequence[int], offset: int = 0) -> Layout:
         return Layout(tuple(shape), row_major(shape), offset)
 
+    def __str__(self) -> str:
+        """As a memref's strided layout prints, the shape left out: `strided<[3, 1], offset: 2>`."""
+        offset = f", offset: {self.offset}" if self.offset else ""
+        return f"strided<[{', '.join(map(str, self.strides))}]{offset}>"
+
     @property
     def size(self) -> int:
         return prod(self.shape)
