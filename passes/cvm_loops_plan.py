@@ -262,7 +262,8 @@ def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict
     contiguous. Views are no choice: a `recorded` layout must be exactly the one computed."""
     layouts: dict[int, Layout] = {}  # tensor id -> its layout, for views
     views: dict[int, Layout] = {}
-    for i in live_nodes(net):
+    live = live_nodes(net)
+    for i in live:
         node = net.nodes[i]
         if _is_view(node, net):
             t = node.inputs[0]
@@ -271,9 +272,11 @@ def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict
             if layout is not None:
                 layouts[node.outputs[0]] = views[i] = layout
     for i, layout in (recorded or {}).items():
-        if views.get(i) != layout:
-            want = f"no view ({net.nodes[i].op} needs a kernel here)" if i not in views else f"the view '{views[i]}'"
-            raise PlanError(i, f"expected {want}, got the view '{layout}'")
+        if i in views and views[i] != layout:
+            raise PlanError(i, f"expected the view '{views[i]}', got the view '{layout}'")
+        if i not in views:
+            why = "needs a kernel here" if i in live else "is no head's dependency"
+            raise PlanError(i, f"expected no view ({net.nodes[i].op} {why}), got the view '{layout}'")
     return views
 
 
