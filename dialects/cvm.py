@@ -916,13 +916,10 @@ class ParamOp(IRDLOperation):
     def verify_(self) -> None:
         prec = tensor_precision(self.result.type)
         assert prec is not None  # the type constraint holds
-        bound = rules.precision_bound(prec)
-        arr = self.array()
-        bad = np.flatnonzero((arr < -bound) | (arr > bound))
-        if bad.size:
-            i = int(bad[0])
-            raise VerifyException(f"expected values of precision {prec} (|x| <= {bound}), got {int(arr.flat[i])} "
-                                  f"at index {i}")
+        try:
+            rules.check_values(self.array(), prec)
+        except CVMError as e:
+            raise VerifyException(str(e)) from None
 
 
 CVM_OPERATORS: tuple[type[CvmOperator], ...] = (

@@ -241,6 +241,17 @@ def precision_bound(p: int) -> int:
     return (1 << (p - 1)) - 1
 
 
+def check_values(values: Any, p: int) -> None:
+    """Params must hold their precision (cvm-runtime checks them at load): a logic error names the first that
+    does not. `values` is an integer numpy array."""
+    bound = precision_bound(p)
+    flat = values.reshape(-1)
+    bad = ((flat < -bound) | (flat > bound)).nonzero()[0]
+    if bad.size:
+        i = int(bad[0])
+        raise CVMLogicError(f"expected values of precision {p} (|x| <= {bound}), got {int(flat[i])} at index {i}")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Inference
 # ---------------------------------------------------------------------------------------------------------

@@ -111,12 +111,10 @@ class CvmBuilder:
         arr = np.asarray(array)
         if arr.dtype.kind not in "iub":
             raise CVMLogicError(f"param {name!r}: expected integer values, got dtype {arr.dtype}")
-        bound = rules.precision_bound(precision)
-        bad = np.flatnonzero((arr < -bound) | (arr > bound))
-        if bad.size:
-            i = int(bad[0])
-            raise CVMLogicError(f"param {name!r}: value {int(arr.flat[i])} at index {i} exceeds precision "
-                                f"{precision} (|x| <= {bound})")
+        try:
+            rules.check_values(arr, precision)
+        except CVMLogicError as e:
+            raise CVMLogicError(f"param {name!r}: {e}") from None
         tensor = self._variable(name, arr.shape, precision)
         self._params[name] = arr.astype(np.int32)
         return tensor

@@ -325,12 +325,10 @@ def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
                 arr = params[node.name]
                 _expect(tuple(arr.shape) == shape, f"{where}: parameter shape {list(arr.shape)}, expected "
                         f"{list(shape)}", CVMLogicError)
-                bound = rules.precision_bound(p)
-                bad = np.flatnonzero((arr < -bound) | (arr > bound))
-                if bad.size:
-                    i = int(bad[0])
-                    raise CVMLogicError(f"{where}: parameter value {int(arr.flat[i])} at index {i} exceeds "
-                                        f"precision {p} (|x| <= {bound})")
+                try:
+                    rules.check_values(arr, p)
+                except CVMLogicError as e:
+                    raise CVMLogicError(f"{where}: parameter {node.name!r}: {e}") from None
             gas += rules.variable_gas(shape)
             continue
         in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]

@@ -170,7 +170,7 @@ def test_precision_overflow():
     (lambda b, x, w: b.relu(CvmBuilder().create_input([1], 8)), CVMLogicError, "expected tensors of this builder"),
     (lambda b, x, w: b.create_input([1, 64], precision=8), CVMLogicError, "the model already has an input"),
     (lambda b, x, w: b.create_param(np.array([128]), precision=8), CVMLogicError,
-     "value 128 at index 0 exceeds precision 8 (|x| <= 127)"),
+     "param 'param_2': expected values of precision 8 (|x| <= 127), got 128 at index 0"),
     (lambda b, x, w: b.create_param(np.array([1.5]), precision=8), CVMLogicError, "expected integer values"),
     (lambda b, x, w: b.create_param(np.array([1]), precision=33), CVMLogicError,
      "expected 'precision' in [1, 32], got 33"),
