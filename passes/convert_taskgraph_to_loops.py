@@ -68,17 +68,10 @@ from cvmc.dialects.taskgraph import (
     StorageBlockOp,
 )
 from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
+from cvmc.passes.cvm_loops_views import row_major
 
 P = ParamKind
 _CLAMP28 = (-(2**27), 2**27 - 1)
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
 
 
 def _int_param(block: BlockOp, kind: ParamKind, default: int = 0) -> int:
@@ -131,7 +124,7 @@ class _GraphLowering:
         offsets, sizes = src.edge_box(edge.id, "out")
         extents = tuple(src.cluster_extents("out", 0).values())
         grid = np.indices(sizes).reshape(len(sizes), -1).T + np.asarray(offsets)
-        current = (grid @ np.asarray(_row_major(extents), dtype=np.int64)).reshape(sizes)
+        current = (grid @ np.asarray(row_major(extents), dtype=np.int64)).reshape(sizes)
         for r in edge.rearranges.data:
             source = r.gather_map(current.shape)
             current = np.where(source >= 0, current.reshape(-1)[np.maximum(source, 0)], -1)
@@ -144,7 +137,7 @@ class _GraphLowering:
         offsets, sizes = clif.iface_box("in", 1, iface)
         extents = tuple(clif.cluster_extents("in", 1).values())
         grid = np.indices(sizes).reshape(len(sizes), -1).T + np.asarray(offsets)
-        flat = grid @ np.asarray(_row_major(extents), dtype=np.int64)
+        flat = grid @ np.asarray(row_major(extents), dtype=np.int64)
         return flat.reshape(src.edge_box(edge.id, "out")[1])
 
     def _plan(self, key: tuple[str, int, int], gather: np.ndarray) -> None:
@@ -203,7 +196,7 @@ class _GraphLowering:
     def _copy(self, key: tuple[str, int, int], source: Value, target: _Buffer, offsets, sizes) -> None:
         """target[box] = source[map(element)] over the box (offsets, sizes) of the target."""
         k = self.k
-        strides = _row_major(target.extents)
+        strides = row_major(target.extents)
         kind, how = self.maps[key]
 
         def body(ivs: list[Value]) -> None:
@@ -213,7 +206,7 @@ class _GraphLowering:
                 value = k.load(source, [self._linear(base, ivs, coeffs)])
             else:
                 table = self.table_args[how]  # type: ignore[index]
-                g = k.load(table, [self._linear(0, ivs, _row_major(sizes))])
+                g = k.load(table, [self._linear(0, ivs, row_major(sizes))])
                 valid = k.cmpi("sge", g, 0)
                 value = k.load(source, [k.to_index(k.select(valid, g, k.const(0)))])
                 value = k.select(valid, value, k.const(0))

@@ -178,7 +178,24 @@ def _slices(offsets: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[slice, ..
     return tuple(slice(o, o + s) for o, s in zip(offsets, sizes))
 
 
-class TaskGraphExecutor:
+class Stepper:
+    """Runs a TaskGraph step by step; `step` (one time step: INPUT block values in, OUTPUT block values out) is
+    the executor's or the JIT's."""
+
+    def step(self, inputs: Mapping[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
+        raise NotImplementedError
+
+    def run(
+        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
+    ) -> list[dict[int, np.ndarray]]:
+        """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
+        frames = frames or [{}]
+        if len(frames) not in (1, steps):
+            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
+        return [self.step(frames[i if len(frames) > 1 else 0]) for i in range(steps)]
+
+
+class TaskGraphExecutor(Stepper):
     """Runs a verified `taskgraph.graph` step by step; storage and CLIF state persist between steps."""
 
     def __init__(self, graph: GraphOp):
@@ -288,15 +305,6 @@ class TaskGraphExecutor:
             src_offsets, src_sizes = src.edge_box(edge.id, "out")
             view = self._output_cluster(src, results)
             view[_slices(src_offsets, src_sizes)] = v_new[_slices(offsets, sizes)].reshape(src_sizes)
-
-    def run(
-        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
-    ) -> list[dict[int, np.ndarray]]:
-        """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
-        frames = frames or [{}]
-        if len(frames) not in (1, steps):
-            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
-        return [self.step(frames[i if len(frames) > 1 else 0]) for i in range(steps)]
 
 
 def input_frames(graph: GraphOp, flat: np.ndarray, steps: int = 1) -> list[dict[int, np.ndarray]]:

@@ -10,7 +10,7 @@ lowering writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 from xdsl.dialects import func
@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleO
 from cvmc.errors import CVMLogicError
 from cvmc.passes.convert_taskgraph_to_loops import lower_graph
 from cvmc.runtime.jit import compile_module
+from cvmc.runtime.taskgraph_executor import Stepper
 from cvmc.runtime.taskir_files import find_graph
 
 
@@ -26,7 +27,7 @@ def _dense_values(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     return np.asarray(attr.get_values(), dtype=np.int64)
 
 
-class TaskGraphJit:
+class TaskGraphJit(Stepper):
     """The compiled step of a graph and the values of its storage blocks."""
 
     def __init__(self, module: ModuleOp):
@@ -68,12 +69,3 @@ class TaskGraphJit:
             raise CVMLogicError(f"values given for blocks {sorted(inputs)}, which are not INPUT blocks")
         self.call()
         return {block_id: array.copy() for block_id, array in self.outputs.items()}
-
-    def run(
-        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
-    ) -> list[dict[int, np.ndarray]]:
-        """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
-        frames = frames or [{}]
-        if len(frames) not in (1, steps):
-            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
-        return [self.step(frames[i if len(frames) > 1 else 0]) for i in range(steps)]
