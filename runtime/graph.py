@@ -343,6 +343,8 @@ def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
         node.precisions = sig.precisions
         gas += rules.node_gas(sig)
     _expect(gas <= rules.MAX_TOTAL_OPS, f"model gas {gas} exceeds {rules.MAX_TOTAL_OPS}", CVMLogicError)
+    memory = 4 * sum(prod(shape) for node in nodes for shape in node.shapes)
+    _expect(memory <= rules.MAX_MEMORY, f"model memory {memory} bytes exceeds {rules.MAX_MEMORY}", CVMLogicError)
     return gas
 
 
