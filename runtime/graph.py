@@ -1,13 +1,43 @@
 """cvm-runtime model files: the graph JSON and the params binary, read into a verified `Graph` and written back.
 
-Loading checks everything cvm-runtime checks at `CVMAPILoadModel` (and the few things it forgets), with the
-same error class: a `CVMRuntimeError` for a malformed file, an unknown operator or attribute, a
-`CVMLogicError` for what the model gets wrong (shapes, precisions, attribute values, params out of range).
-Every operator rule comes from `cvmc.dialects.cvm_rules`; this module only reads, walks and checks files.
+Loading takes the decision `CVMAPILoadModel` takes, check by check and in the same order, with the same class:
+the first check that fails decides. cvm-runtime's macros give the classes: `VERIFY*` raises a logic error
+(`CVMLogicError`, API status 1); `CHECK*`, `LOG(FATAL)`, a dmlc `ParamError` and `std::bad_alloc` raise a runtime
+error (`CVMRuntimeError`, status 2); `std::length_error` is a `std::logic_error` (status 1). Each check below cites
+the file and line of cvm-runtime (commit b5a2518) it mirrors. Operator rules (attributes, shapes, precisions, gas)
+live in `cvmc.dialects.cvm_rules`; this module reads files and walks graphs.
+
+The load path, in the runtime's order (`CvmRuntime::Init`, `Setup`, the `CVMModel` constructor, `LoadParams`):
+  1. the JSON reader (include/utils/json.h) and the loaders of graph_runtime.h: the text is read as the runtime's
+     streaming reader reads it, so a malformed file fails where the runtime's reader fails;
+  2. `PrepareGraphWithVersion`: duplicate arg names, operators and their attributes, storage ids, shapes,
+     precisions, device_index, the version's rules for dltype / node_row_ptr / arg_nodes, topological order;
+  3. `SetupShape` over every node, then `SetupPrecision` over every node;
+  4. the storage size, the heads, the input `data`;
+  5. the params file (`load_param_dict`, `NDArray::Load`, `LoadParams`, `SetInput`);
+  6. the gas (`GetOps`), which the API reports on request and cvmc checks at load.
+
+Deviations. Where the runtime reads memory it does not own, or computes on memory nobody wrote, its result is not
+a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message starts with
+"undefined in cvm-runtime". The cases (README, "Decisions that differ from cvm-runtime"):
+  - an input or head names a node past the end of `node_row_ptr` (the runtime indexes past a vector);
+  - a head's entry is not an entry of the graph (the runtime reads past its precision list);
+  - `arg_nodes` names a node past the node list (in the duplicate-name check);
+  - `node_row_ptr` is too short for the storage check that runs before it is verified;
+  - a params array whose data is cut short after its first byte (the runtime keeps uninitialised memory), or a
+    params file cut inside the array count (the runtime compares an uninitialised count);
+  - a param whose device type is negative or in [32, 128) (the runtime indexes past its device table);
+  - a storage plan under which a tensor is read after another tensor overwrote its buffer, or two outputs of one
+    node share a buffer (the runtime's output then depends on earlier inferences or on its kernels' write order),
+    or a storage id of 2^24 or more (the runtime allocates one pool entry per id, as memory allows);
+  - a postprocess name of 32 bytes or more (the runtime copies it into a 32-byte buffer with its terminator);
+  - an allocation the runtime's reader makes from a count in the file: above 2^34 bytes cvmc assumes it fails
+    (`std::bad_alloc`, a runtime error), below it succeeds; in between the runtime's outcome depends on the machine.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -25,8 +55,24 @@ LIST_MAGIC = 0xF7E58D4F05049CB7
 ARRAY_MAGIC = 0xDD5E40F096B4A13F
 VERSIONS = ("cvm_1.0.0", "cvm_1.1.0")
 POSTPROCESS = (None, "argmax", "detection")
-_NODE_ATTR_KEYS = {"func_name", "num_inputs", "num_outputs", "flatten_data"}
-_FUNC_SUFFIX = re.compile(r"_\d+$")
+MAX_STORAGE = 1 << 32  # graph_runtime.cc:567, the planned storage at load
+MAX_STORAGE_ID = 1 << 24  # a deviation: see the module docstring
+ALLOC_FAILS = 1 << 34  # a deviation: an allocation above this size is taken to fail
+UNDEFINED = "undefined in cvm-runtime"
+
+# Operators registered under another name (src/top/*: add_alias): parsed and inferred as their operator, then
+# refused when the executor looks for a kernel of the alias's name (graph_runtime.cc:664, a logic error).
+ALIASES = {
+    "nn.relu": "relu", "vision.non_max_suppression": "non_max_suppression",
+    "add": "broadcast_add", "subtract": "broadcast_sub", "multiply": "broadcast_mul",
+}
+# Operators whose output may share its input's storage (graph_runtime.cc:150; "nagetive" is the runtime's typo,
+# so negative may not).
+IN_PLACE_OPS = frozenset({"flatten", "relu", "expand_dims", "reshape", "squeeze", "abs", "cvm_precision",
+                          "elemwise_add", "elemwise_sub", "clip", "cvm_clip", "cvm_right_shift",
+                          "cvm_left_shift"})
+
+_U32 = 1 << 32
 
 
 @dataclass
@@ -71,6 +117,9 @@ class Graph:
         return [self.nodes[n].precisions[k] for n, k in self.heads]
 
 
+MAX_FILE_BYTES = 1 << 31  # the C API takes lengths as int
+
+
 def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) -> bytes:
     """The bytes of a file given as bytes or a path, or (when `json_text`) a str holding JSON itself."""
     if isinstance(src, bytes | bytearray | memoryview):
@@ -78,288 +127,839 @@ def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) ->
     if isinstance(src, str) and json_text and src.lstrip()[:1] in ("{", "["):
         return src.encode()
     if isinstance(src, str | os.PathLike):
+        path = os.fspath(src)
+        if "\0" in str(path):
+            raise CVMLogicError(f"cannot read {path!r}: the path holds a NUL character")
         try:
-            with open(src, "rb") as f:
-                return f.read()
+            with open(path, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
         except OSError as e:
-            raise CVMRuntimeError(f"cannot read {os.fspath(src)!r}: {e.strerror}") from None
+            raise CVMRuntimeError(f"cannot read {path!r}: {e.strerror}") from None
+        if len(data) > MAX_FILE_BYTES:
+            raise CVMLogicError(f"cannot read {path!r}: larger than {MAX_FILE_BYTES} bytes, the C API's limit")
+        return data
     raise CVMRuntimeError(f"expected bytes or a path, got {type(src).__name__}")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Params binary
-# ---------------------------------------------------------------------------------------------------------
+def _fail(cls: type[CVMError], msg: str) -> None:
+    raise cls(msg)
 
 
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def take(self, n: int, what: str) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CVMLogicError(f"invalid params file: truncated while reading {what} at byte {self.pos}")
-        b = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-    def u64(self, what: str) -> int:
-        return struct.unpack("<Q", self.take(8, what))[0]
-
-    def unpack(self, fmt: str, what: str) -> tuple[Any, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
-
-
-def read_params(data: bytes) -> dict[str, np.ndarray]:
-    """Decode a params binary into int32 arrays by name (int8 params are sign-extended)."""
-    if len(data) == 0:
-        raise CVMLogicError("invalid params file: it is empty")
-    r = _Reader(data)
-    if r.u64("the list magic") != LIST_MAGIC:
-        raise CVMLogicError("invalid params file: wrong list magic, expected 0xF7E58D4F05049CB7")
-    r.u64("the reserved word")
-    names = []
-    for i in range(r.u64("the name count")):
-        n = r.u64(f"the length of name {i}")
-        raw = r.take(n, f"name {i}")
-        try:
-            names.append(raw.decode())
-        except UnicodeDecodeError:
-            raise CVMLogicError(f"invalid params file: name {i} is not UTF-8") from None
-    count = r.u64("the array count")
-    if count != len(names):
-        raise CVMLogicError(f"invalid params file: {count} arrays for {len(names)} names")
-    out: dict[str, np.ndarray] = {}
-    for name in names:
-        if r.u64(f"the magic of {name!r}") != ARRAY_MAGIC:
-            raise CVMRuntimeError(f"invalid params file: wrong array magic for {name!r}")
-        r.u64("the reserved word")
-        device_type, _device_id, ndim = r.unpack("<iii", f"the header of {name!r}")
-        if device_type != 1:
-            raise CVMRuntimeError(f"param {name!r}: device_type {device_type} is not enabled, expected 1 (CPU)")
-        code, bits, lanes = r.unpack("<BBH", f"the dtype of {name!r}")
-        if code != 0 or bits not in (8, 32) or lanes != 1:
-            raise CVMLogicError(f"param {name!r}: dtype (code {code}, bits {bits}, lanes {lanes}), "
-                                "expected int8 or int32")
-        if not 0 <= ndim <= rules.MAX_NDIM:
-            raise CVMLogicError(f"param {name!r}: ndim {ndim}, expected at most {rules.MAX_NDIM}")
-        shape = r.unpack(f"<{ndim}q", f"the shape of {name!r}")
-        if any(d <= 0 or d > rules.MAX_DIM for d in shape) or prod(shape) > rules.MAX_SIZE:
-            raise CVMLogicError(f"param {name!r}: shape {list(shape)} out of range")
-        nbytes = r.unpack("<q", f"the size of {name!r}")[0]
-        if nbytes != prod(shape) * bits // 8:
-            raise CVMLogicError(f"param {name!r}: {nbytes} data bytes, expected {prod(shape) * bits // 8}")
-        raw = r.take(nbytes, f"the data of {name!r}")
-        arr = np.frombuffer(raw, dtype="<i1" if bits == 8 else "<i4").astype(np.int32).reshape(shape)
-        out[name] = arr
-    return out
-
-
-def write_params(params: dict[str, np.ndarray]) -> bytes:
-    """Encode int32 arrays as a params binary (int8 storage when every value fits, as cvm-runtime writes)."""
-    parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(params))]
-    for name in params:
-        b = name.encode()
-        parts.append(struct.pack("<Q", len(b)) + b)
-    parts.append(struct.pack("<Q", len(params)))
-    for arr in params.values():
-        a = np.asarray(arr)
-        small = a.size > 0 and int(a.min()) >= -127 and int(a.max()) <= 127
-        data = a.astype("<i1" if small else "<i4").tobytes()
-        parts.append(struct.pack("<QQiiiBBH", ARRAY_MAGIC, 0, 1, 0, a.ndim, 0, 8 if small else 32, 1))
-        parts.append(struct.pack(f"<{a.ndim}q", *a.shape) + struct.pack("<q", len(data)) + data)
-    return b"".join(parts)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Graph JSON
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _expect(cond: bool, msg: str, cls: type[CVMError] = CVMRuntimeError) -> None:
+def _verify(cond: bool, msg: str) -> None:
+    """cvm-runtime's VERIFY: a logic error."""
     if not cond:
-        raise cls(msg)
+        raise CVMLogicError(msg)
 
 
-def _int_list(x: Any, what: str) -> list[int]:
-    _expect(isinstance(x, list) and all(type(v) is int for v in x), f"expected {what} to be a list of integers")
-    return x
+def _check(cond: bool, msg: str) -> None:
+    """cvm-runtime's CHECK and LOG(FATAL): a runtime error."""
+    if not cond:
+        raise CVMRuntimeError(msg)
 
 
-def _graph_attr(attrs: dict[str, Any], key: str, kind: str, n: int) -> list[Any]:
-    v = attrs.get(key)
-    if not (isinstance(v, list) and len(v) == 2 and v[0] == kind and isinstance(v[1], list)):
-        raise CVMRuntimeError(f"expected graph attribute {key!r} as [\"{kind}\", [...]]")
-    _expect(len(v[1]) == n, f"graph attribute {key!r} has {len(v[1])} entries, expected {n}")
-    return v[1]
+def _undefined(cond: bool, msg: str) -> None:
+    """A model on which the runtime's behaviour is undefined: refused as a logic error (a documented deviation)."""
+    if not cond:
+        raise CVMLogicError(f"{UNDEFINED}: {msg}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The runtime's JSON reader (include/utils/json.h, JSONReader), byte for byte
+# ---------------------------------------------------------------------------------------------------------
+
+_SPACE = re.compile(rb"[ \t\n\v\f\r]*")
+_PLAIN = re.compile(rb'[^"\\\r\n]*')
+_NUMBER = re.compile(rb"[ \t\n\v\f\r]*([+-]?)([0-9]*)")
+_ESCAPES = {ord("r"): "\r", ord("n"): "\n", ord("\\"): "\\", ord("t"): "\t", ord('"'): '"'}
+_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+              "uint32": (0, _U32 - 1), "uint64": (0, (1 << 64) - 1)}
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+class _JsonReader:
+    """utils::JSONReader over bytes: the same accepted texts, and CHECK failures (runtime errors) where it has them.
+
+    Its quirks are kept: end of input closes any open object or array (json.h:747, 780); only the escapes
+    \\r \\n \\\\ \\t \\" exist (json.h:683); numbers are read with `istream >>`, so an unsigned field takes "-1" as
+    2^32 - 1 and a number stops at the first character that is not a digit (json.h:713)."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos, self.scope = data, 0, [0]
+
+    def where(self) -> str:
+        return f"byte {self.pos} of the graph JSON"
+
+    def _skip_space(self) -> None:
+        m = _SPACE.match(self.data, self.pos)
+        assert m is not None
+        self.pos = m.end()
+
+    def next_non_space(self) -> int:
+        self._skip_space()
+        if self.pos >= len(self.data):
+            return -1
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def peek_non_space(self) -> int:
+        self._skip_space()
+        return self.data[self.pos] if self.pos < len(self.data) else -1
+
+    def _expect(self, ch: int, want: str) -> None:
+        got = "end of file" if ch < 0 else repr(chr(ch))
+        _check(ch == ord(want), f"graph JSON: expected {want!r} at {self.where()}, got {got}")
+
+    def read_string(self) -> str:
+        self._expect(self.next_non_space(), '"')
+        parts: list[str] = []
+        while True:
+            m = _PLAIN.match(self.data, self.pos)
+            assert m is not None
+            parts.append(_text(m.group()))
+            self.pos = m.end()
+            if self.pos >= len(self.data):
+                _fail(CVMRuntimeError, f"graph JSON: a string is not closed at {self.where()}")
+            ch = self.data[self.pos]
+            self.pos += 1
+            if ch == ord('"'):
+                return "".join(parts)
+            if ch != ord("\\"):  # a raw end of line
+                _fail(CVMRuntimeError, f"graph JSON: a string is not closed before the end of line at {self.where()}")
+            esc = self.data[self.pos] if self.pos < len(self.data) else -1
+            self.pos += 1
+            if esc not in _ESCAPES:
+                _fail(CVMRuntimeError, f"graph JSON: unknown string escape \\{chr(esc) if esc >= 0 else ''} at "
+                      f"{self.where()} (the runtime's reader knows \\r \\n \\\\ \\t \\\")")
+            parts.append(_ESCAPES[esc])
+
+    def read_int(self, kind: str) -> int:
+        """`istream >> value` for an integer field of C++ type `kind`."""
+        m = _NUMBER.match(self.data, self.pos)
+        assert m is not None
+        sign, digits = m.group(1), m.group(2)
+        _check(bool(digits), f"graph JSON: expected a number at {self.where()}")
+        self.pos = m.end()
+        lo, hi = _INT_RANGE[kind]
+        value = int(digits)
+        if kind.startswith("uint"):  # libstdc++ negates an unsigned value modulo 2^bits
+            _check(value <= hi, f"graph JSON: number {sign}{digits} does not fit a {kind} at {self.where()}")
+            return (-value) % (hi + 1) if sign == b"-" else value
+        value = -value if sign == b"-" else value
+        _check(lo <= value <= hi, f"graph JSON: number {sign.decode()}{digits.decode()} does not fit a {kind} "
+               f"at {self.where()}")
+        return value
+
+    def begin_object(self) -> None:
+        self._expect(self.next_non_space(), "{")
+        self.scope.append(0)
+
+    def begin_array(self) -> None:
+        self._expect(self.next_non_space(), "[")
+        self.scope.append(0)
+
+    def _next_item(self, close: str) -> bool:
+        if self.scope[-1] != 0:
+            ch = self.next_non_space()
+            more = ch not in (-1, ord(close))
+            if more:
+                self._expect(ch, ",")
+        else:
+            more = self.peek_non_space() != ord(close)
+            if not more:
+                self.pos += 1
+        if not more:
+            self.scope.pop()
+            return False
+        self.scope[-1] += 1
+        return True
+
+    def next_object_item(self) -> str | None:
+        if not self._next_item("}"):
+            return None
+        key = self.read_string()
+        self._expect(self.next_non_space(), ":")
+        return key
+
+    def next_array_item(self) -> bool:
+        return self._next_item("]")
+
+    def read_list(self, read_one: Any) -> list[Any]:
+        self.begin_array()
+        out = []
+        while self.next_array_item():
+            out.append(read_one())
+        return out
+
+    def read_str_map(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        self.begin_object()
+        while (key := self.next_object_item()) is not None:
+            out[key] = self.read_string()
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The graph's JSON loaders (graph_runtime.h: NodeEntry, Node, GraphAttr, CvmRuntime::Load)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _RawNode:
+    op_type: str = ""
+    name: str = ""
+    inputs: list[tuple[int, int]] = field(default_factory=list)
+    func_name: str = ""
+
+
+@dataclass
+class _RawGraph:
+    nodes: list[_RawNode] = field(default_factory=list)
+    arg_nodes: list[int] = field(default_factory=list)
+    row_ptr: list[int] = field(default_factory=list)
+    heads: list[tuple[int, int]] = field(default_factory=list)
+    attrs: dict[str, list[Any]] = field(default_factory=dict)
+    version: str = "cvm_1.0.0"
+    postprocess: str = ""
+
+
+def _read_entry(r: _JsonReader) -> tuple[int, int]:
+    """NodeEntry::Load (graph_runtime.h:188): [node_id, index] or [node_id, index, version], all uint32."""
+    r.begin_array()
+    _verify(r.next_array_item(), "graph JSON: invalid json format: an entry needs [node, index]")  # h:191
+    node = r.read_int("uint32")
+    _verify(r.next_array_item(), "graph JSON: invalid json format: an entry needs [node, index]")  # h:193
+    index = r.read_int("uint32")
+    if r.next_array_item():
+        r.read_int("uint32")
+        _verify(not r.next_array_item(), "graph JSON: invalid json format: an entry has more than 3 values")  # h:197
+    return node, index
+
+
+def _read_node(r: _JsonReader) -> _RawNode:
+    """Node::Load and Node::LoadAttrs (graph_runtime.h:218-261)."""
+    node, bits = _RawNode(), 0
+    r.begin_object()
+    while (key := r.next_object_item()) is not None:
+        if key == "op":
+            node.op_type = r.read_string()
+            _verify(node.op_type in ("cvm_op", "null"),  # h:243
+                    f"node op {node.op_type!r}: the CVM executor supports only 'cvm_op' or 'null'")
+            bits |= 1
+        elif key == "name":
+            node.name = r.read_string()
+            bits |= 2
+        elif key == "inputs":
+            node.inputs = r.read_list(lambda: _read_entry(r))
+            bits |= 4
+        elif key == "attrs":
+            abits = 0
+            r.begin_object()
+            while (akey := r.next_object_item()) is not None:
+                value = r.read_string()
+                if akey == "func_name":
+                    node.func_name, abits = value, 1
+                else:
+                    _check(akey in ("num_inputs", "num_outputs", "op_attrs", "flatten_data"),  # h:230
+                           f"node {node.name!r}: node attributes do not support key {akey!r}")
+            _verify(abits == 1, f"node {node.name!r}: invalid format: 'attrs' has no 'func_name'")  # h:233
+        elif key == "precision":
+            r.read_int("int32")
+        else:
+            _fail(CVMRuntimeError, f"graph JSON: node do not support key {key!r}")  # h:257
+    _verify(bits == 7, f"node {node.name!r}: invalid format: a node needs 'op', 'name' and 'inputs'")  # h:260
+    return node
+
+
+_GRAPH_ATTR_TYPES = {"dltype": "list_str", "storage_id": "list_int", "shape": "list_shape",
+                     "device_index": "list_int", "precision": "list_int", "op_attrs": "list_str"}
+
+
+def _read_graph_attrs(r: _JsonReader, attrs: dict[str, list[Any]]) -> None:
+    """GraphAttr::Load (graph_runtime.h:328-405): each value is ["<type>", [...]]."""
+    bits = 0
+    r.begin_object()
+    while (key := r.next_object_item()) is not None:
+        if key in _GRAPH_ATTR_TYPES or key == "dtype":
+            r.begin_array()
+            _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
+            kind = r.read_string()
+            if key == "dtype":  # h:384, read and dropped
+                _check(kind in ("list_int", "list_str"), f"cannot skip graph attr {key!r} of type {kind!r}")
+                _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
+                if kind == "list_int":
+                    r.read_list(lambda: r.read_int("int32"))
+                else:
+                    r.read_int("uint64")
+            else:
+                want = _GRAPH_ATTR_TYPES[key]
+                _verify(kind == want, f"graph attribute {key!r}: type {kind!r}, expected {want!r}")
+                _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
+                if want == "list_str":
+                    attrs[key] = r.read_list(r.read_string)
+                elif want == "list_int":
+                    attrs[key] = r.read_list(lambda: r.read_int("int32"))
+                else:
+                    attrs[key] = r.read_list(lambda: r.read_list(lambda: r.read_int("int64")))
+                bits |= {"storage_id": 2, "shape": 4, "op_attrs": 8}.get(key, 0)
+            _verify(not r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
+        else:
+            _fail(CVMRuntimeError, f"graph attribute {key!r} not supported")  # h:401
+    _verify(bits == 14, "graph JSON: invalid format: 'attrs' needs 'storage_id', 'shape' and 'op_attrs'")  # h:404
+
+
+def _read_graph(data: bytes) -> _RawGraph:
+    """CvmRuntime::Load (graph_runtime.h:408-435)."""
+    r, g, bits = _JsonReader(data), _RawGraph(), 0
+    r.begin_object()
+    while (key := r.next_object_item()) is not None:
+        if key == "nodes":
+            g.nodes = r.read_list(lambda: _read_node(r))
+            bits |= 1
+        elif key == "arg_nodes":
+            g.arg_nodes = r.read_list(lambda: r.read_int("uint32"))
+        elif key == "node_row_ptr":
+            g.row_ptr = r.read_list(lambda: r.read_int("uint32"))
+        elif key == "heads":
+            g.heads = r.read_list(lambda: _read_entry(r))
+            bits |= 8
+        elif key == "attrs":
+            _read_graph_attrs(r, g.attrs)
+            bits |= 16
+        elif key == "version":
+            g.version = r.read_string()
+        elif key == "postprocess":
+            g.postprocess = r.read_string()
+        else:
+            _fail(CVMRuntimeError, f"graph JSON: key {key!r} is not supported")  # h:431
+    _verify(bits == 25, "graph JSON: invalid format: it needs 'nodes', 'heads' and 'attrs'")  # h:434
+    return g
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The graph's checks (graph_runtime.cc: PrepareGraphWithVersion; infer_attr.cc: SetupShape, SetupPrecision)
+# ---------------------------------------------------------------------------------------------------------
 
 
 def op_name(func_name: str) -> str:
-    """The operator a node's func_name names (a trailing `_<digits>` is dropped, as cvm-runtime does)."""
-    return _FUNC_SUFFIX.sub("", func_name)
+    """Node::GetOpName (graph_runtime.h:262): a trailing `_` and the digits after it are dropped."""
+    i = len(func_name) - 1
+    while i >= 0 and func_name[i].isdigit() and func_name[i].isascii():
+        i -= 1
+    return func_name[:i] if i >= 0 and func_name[i] == "_" else func_name
 
 
-def parse_graph(doc: Any) -> tuple[list[Node], list[tuple[int, int]], list[int], str, str | None]:
-    """Structure of the JSON: nodes with typed attributes, heads, the file's precisions; no shape checks yet."""
-    _expect(isinstance(doc, dict), "expected the graph JSON to be an object")
-    for key in ("nodes", "arg_nodes", "heads", "attrs"):
-        _expect(key in doc, f"graph JSON has no {key!r}")
-    raw_nodes, attrs = doc["nodes"], doc["attrs"]
-    _expect(isinstance(raw_nodes, list) and len(raw_nodes) > 0, "expected 'nodes' to be a non-empty list")
-    _expect(isinstance(attrs, dict), "expected 'attrs' to be an object")
-    version = doc.get("version", "cvm_1.0.0")
-    _expect(version in VERSIONS, f"unsupported graph version {version!r}, expected one of {list(VERSIONS)}")
-    post = doc.get("postprocess")
-    _expect(post in POSTPROCESS, f"unsupported postprocess {post!r}, expected argmax, detection or none")
-    _expect("device_index" not in attrs, "graph attribute 'device_index' must be absent", CVMLogicError)
-    row_ptr = _int_list(doc.get("node_row_ptr", list(range(len(raw_nodes) + 1))), "'node_row_ptr'")
-    _expect(len(row_ptr) == len(raw_nodes) + 1 and row_ptr[0] == 0
-            and all(row_ptr[i] < row_ptr[i + 1] for i in range(len(raw_nodes))),
-            "expected 'node_row_ptr' to start at 0 and increase, one entry per node plus one")
-    n_entries = row_ptr[-1]
-    shapes = _graph_attr(attrs, "shape", "list_shape", n_entries)
-    precisions = _graph_attr(attrs, "precision", "list_int", n_entries)
-    op_attrs = _graph_attr(attrs, "op_attrs", "list_str", len(raw_nodes)) if "op_attrs" in attrs else None
-    if "dltype" in attrs:
-        # storage is int32 whatever the file says; cvm_1.0.0 files say int32 everywhere, later ones may say int8
-        allowed = ("int32",) if version == "cvm_1.0.0" else ("int32", "int8")
-        dl = _graph_attr(attrs, "dltype", "list_str", n_entries)
-        bad = [t for t in dl if t not in allowed]
-        _expect(not bad, f"'dltype' {bad[0]!r} is not supported in {version}, expected one of {list(allowed)}"
-                if bad else "", CVMLogicError)
-    storage = _graph_attr(attrs, "storage_id", "list_int", n_entries) if "storage_id" in attrs else None
-    _int_list(precisions, "'precision'")
+def _parse_op_attrs(where: str, op: str, text: str) -> rules.Attrs:
+    """LoadOpAndAttrs (graph_runtime.h:295): the op_attrs string is read as a JSON map of strings."""
+    r = _JsonReader(text.encode("utf-8", "surrogateescape"))
+    raw = r.read_str_map()
+    try:
+        return rules.parse_attrs(op, raw)
+    except CVMError as e:
+        raise type(e)(f"{where}: {e}") from None
 
+
+def _entry_id(row_ptr: list[int], entry: tuple[int, int], what: str) -> int:
+    node, index = entry
+    _undefined(node < len(row_ptr), f"{what} names node {node}, past node_row_ptr's {len(row_ptr)} entries")
+    return (row_ptr[node] + index) % _U32
+
+
+@dataclass
+class _Prepared:
+    """What PrepareGraphWithVersion leaves: operator nodes parsed, entries numbered."""
+
+    raw: _RawGraph
+    ops: list[str | None]  # the registered operator of each node (None for a variable)
+    attrs: list[rules.Attrs]
+    row_ptr: list[int]
+    shapes: list[rules.Shape]
+    precisions: list[int]
+    storage: list[int]
+    variables: list[int]
+
+
+def _prepare(g: _RawGraph) -> _Prepared:
+    nodes, attrs = g.nodes, g.attrs
+    names: set[str] = set()
+    for nid in g.arg_nodes:  # cc:116
+        _undefined(nid < len(nodes), f"arg_nodes names node {nid} of {len(nodes)}")
+        _check(nodes[nid].name not in names, f"node name {nodes[nid].name!r} duplicated in graph")
+        names.add(nodes[nid].name)
+    op_attrs = attrs.get("op_attrs", [])
+    _verify(len(nodes) == len(op_attrs),  # cc:126
+            f"graph attribute 'op_attrs' has {len(op_attrs)} entries, expected {len(nodes)} (one per node)")
+    ops: list[str | None] = []
+    parsed: list[rules.Attrs] = []
+    n_entries = 0
+    row_ptr, variables = [], []
+    for nid, n in enumerate(nodes):
+        where = f"node {nid} ({n.name!r})"
+        if n.op_type == "null":
+            ops.append(None)
+            parsed.append({})
+            variables.append(nid)
+            row_ptr.append(n_entries)
+            n_entries += 1
+            continue
+        func = op_name(n.func_name)
+        op = ALIASES.get(func, func)
+        _check(op in rules.OP_ATTRS, f"{where}: operator {func!r} is not registered")  # src/top/op.cc:55
+        a = _parse_op_attrs(where, op, op_attrs[nid])
+        want = rules.num_inputs(op, a)
+        if want < 0:
+            want = len(n.inputs)
+        _verify(want == len(n.inputs),  # h:314
+                f"{where}: operator {func} takes {want} inputs, got {len(n.inputs)}")
+        ops.append(op)
+        parsed.append(a)
+        row_ptr.append(n_entries)
+        n_entries += rules.num_outputs(op)
+    row_ptr.append(n_entries)
+
+    storage = attrs.get("storage_id", [])
+    _verify(len(storage) == n_entries,  # cc:143
+            f"graph attribute 'storage_id' has {len(storage)} entries, expected {n_entries}")
+    for sid in storage:
+        _verify(sid >= 0, f"graph attribute 'storage_id': expected ids >= 0, got {sid}")  # cc:147
+    file_rows = g.row_ptr  # the storage check reads the file's node_row_ptr, before it is verified
+    for nid, n in enumerate(nodes):
+        op = ops[nid]
+        if op is None or op in IN_PLACE_OPS:
+            continue
+        for k in range(rules.num_outputs(op)):
+            out_eid = _entry_id(file_rows, (nid, k), "the storage check")
+            _undefined(out_eid < len(storage), f"node {nid}: entry {out_eid} is past the storage ids")
+            for e in n.inputs:
+                in_eid = _entry_id(file_rows, e, f"node {nid}'s input")
+                _undefined(in_eid < len(storage), f"node {nid}: input entry {in_eid} is past the storage ids")
+                _verify(storage[out_eid] != storage[in_eid],  # cc:169
+                        f"node {nid} ({n.name!r}): operator {op} output ({nid}, {k}) uses the same storage_id "
+                        f"{storage[in_eid]} as its input ({e[0]}, {e[1]}); only {sorted(IN_PLACE_OPS)} may")
+
+    shapes = attrs.get("shape", [])
+    _verify(len(shapes) == n_entries, f"graph attribute 'shape' has {len(shapes)} entries, expected {n_entries}")
+    for k, shape in enumerate(shapes):  # cc:184
+        _verify(0 < len(shape) <= rules.MAX_NDIM,
+                f"entry {k}: shape {shape} has {len(shape)} dims, expected 1 to {rules.MAX_NDIM}")
+        size = 1
+        for d in shape:
+            size *= d
+            _verify(0 < d <= rules.MAX_DIM, f"entry {k}: shape {shape}: dim {d}, expected in [1, {rules.MAX_DIM}]")
+            _verify(size <= rules.MAX_SIZE, f"entry {k}: shape {shape} has more than {rules.MAX_SIZE} elements")
+    precisions = attrs.get("precision", [])
+    _verify(len(precisions) == n_entries,  # cc:199
+            f"graph attribute 'precision' has {len(precisions)} entries, expected {n_entries}")
+    for k, p in enumerate(precisions):
+        _verify(p == -1 or 0 < p <= 32, f"entry {k}: precision {p}, expected -1 or in [1, 32]")  # cc:203
+    _verify(not attrs.get("device_index"), "graph attribute 'device_index' must be absent or empty")  # cc:208
+
+    if g.version == "cvm_1.0.0":
+        dltype = attrs.get("dltype", [])
+        _verify(len(dltype) == n_entries,  # cc:219
+                f"graph attribute 'dltype' has {len(dltype)} entries, expected {n_entries}")
+        for t in dltype:
+            _verify(t == "int32", f"graph attribute 'dltype': type {t!r} is not supported in cvm_1.0.0")
+        _verify(file_rows == row_ptr, f"'node_row_ptr' {file_rows}, expected {row_ptr}")  # cc:226
+        _verify(g.arg_nodes == variables, f"'arg_nodes' {g.arg_nodes}, expected {variables}")  # cc:236
+    elif g.version != "cvm_1.1.0":
+        _fail(CVMRuntimeError, f"graph version {g.version!r} not supported, expected one of {list(VERSIONS)}")
+
+    for nid, n in enumerate(nodes):  # cc:252
+        eid = row_ptr[nid]
+        for e in n.inputs:
+            src = _entry_id(row_ptr, e, f"node {nid}'s input")
+            _verify(src < eid, f"node {nid} ({n.name!r}): input {list(e)} is entry {src}, not before the node's "
+                    f"entry {eid}: the graph does not follow the topological order")
+    return _Prepared(g, ops, parsed, row_ptr, [tuple(s) for s in shapes], list(precisions), list(storage),
+                     variables)
+
+
+def _locate(row_ptr: list[int], eid: int) -> tuple[int, int]:
+    nid = bisect.bisect_right(row_ptr, eid) - 1
+    return nid, eid - row_ptr[nid]
+
+
+def _infer_shapes(op: str, attrs: rules.Attrs, in_shapes: list[rules.Shape]) -> tuple[rules.Shape, ...]:
+    if hasattr(rules, "infer_shape"):
+        return rules.infer_shape(op, attrs, in_shapes)  # type: ignore[attr-defined]
+    return rules.infer(op, attrs, in_shapes, [1] * len(in_shapes)).shapes  # TEMPORARY until the rules split
+
+
+def _infer_precisions(op: str, attrs: rules.Attrs, in_shapes: list[rules.Shape],
+                      in_precs: list[int]) -> tuple[int, ...]:
+    if hasattr(rules, "infer_precision"):
+        return rules.infer_precision(op, attrs, in_shapes, in_precs)  # type: ignore[attr-defined]
+    return rules.infer(op, attrs, in_shapes, in_precs).precisions  # TEMPORARY
+
+
+def _base_ops(node: Node, in_shapes: list[rules.Shape]) -> int:
+    if hasattr(rules, "base_ops"):
+        return rules.base_ops(node.op, node.attrs, in_shapes, node.shapes)  # type: ignore[attr-defined]
+    return rules.infer(node.op, node.attrs, in_shapes, [8] * len(in_shapes)).base_ops  # TEMPORARY
+
+
+def _setup(p: _Prepared) -> list[Node]:
+    """SetupShape over every node, then SetupPrecision over every node (infer_attr.cc:17-21)."""
     nodes: list[Node] = []
-    for nid, rn in enumerate(raw_nodes):
-        _expect(isinstance(rn, dict) and isinstance(rn.get("name"), str) and isinstance(rn.get("op"), str),
-                f"node {nid}: expected an object with string 'op' and 'name'")
-        name, kind = rn["name"], rn["op"]
-        where = f"node {nid} ({name!r})"
-        _expect(kind in ("null", "cvm_op"), f"{where}: op {kind!r}, expected 'cvm_op' or 'null'", CVMLogicError)
-        ins = rn.get("inputs", [])
-        _expect(isinstance(ins, list), f"{where}: expected 'inputs' to be a list")
-        inputs = []
-        for e in ins:
-            _expect(isinstance(e, list) and len(e) in (2, 3) and all(type(v) is int for v in e),
-                    f"{where}: expected each input as [node, index, version]")
-            src, idx = e[0], e[1]
-            _expect(0 <= src < nid, f"{where}: input node {src} does not precede it (the graph must be in "
-                    "topological order)", CVMLogicError)
-            _expect(0 <= idx < row_ptr[src + 1] - row_ptr[src],
-                    f"{where}: input ({src}, {idx}) names a missing output", CVMLogicError)
-            inputs.append((src, idx))
-        node = Node(name, "null", inputs)
-        if kind == "null":
-            _expect(not inputs, f"{where}: a variable cannot have inputs", CVMLogicError)
-            _expect(row_ptr[nid + 1] - row_ptr[nid] == 1, f"{where}: a variable has exactly one output")
-        else:
-            na = rn.get("attrs")
-            if not (isinstance(na, dict) and isinstance(na.get("func_name"), str)):
-                raise CVMRuntimeError(f"{where}: expected 'attrs' with a 'func_name'")
-            for key in na:
-                _expect(key in _NODE_ATTR_KEYS, f"{where}: node attributes do not support key {key!r}")
-            op = op_name(na["func_name"])
-            if op not in rules.OP_ATTRS:
-                _expect(not (op.startswith("nn.") and op[3:] in rules.OP_ATTRS),
-                        f"{where}: {op!r} is an alias with no kernel; use {op[3:]!r}", CVMLogicError)
-                raise CVMRuntimeError(f"{where}: operator {op!r} is not registered")
-            node.op = op
-            raw_attrs: dict[str, Any] = {}
-            if op_attrs is not None and op_attrs[nid]:
-                text = op_attrs[nid]
-                try:
-                    raw_attrs = json.loads(text) if isinstance(text, str) else None  # type: ignore[assignment]
-                except ValueError:
-                    raw_attrs = None  # type: ignore[assignment]
-                _expect(isinstance(raw_attrs, dict), f"{where}: 'op_attrs' is not a JSON object: {text!r}")
-            try:
-                node.attrs = rules.parse_attrs(op, raw_attrs)
-            except CVMError as e:
-                raise type(e)(f"{where}: {e}") from None
-            for key, want in (("num_inputs", len(inputs)), ("num_outputs", rules.num_outputs(op))):
-                if key in na:
-                    _expect(na[key] == str(want), f"{where}: {key} {na[key]!r}, expected {want}", CVMLogicError)
-            _expect(row_ptr[nid + 1] - row_ptr[nid] == rules.num_outputs(op),
-                    f"{where}: node_row_ptr gives {row_ptr[nid + 1] - row_ptr[nid]} outputs, "
-                    f"expected {rules.num_outputs(op)}", CVMLogicError)
-        file_shapes = []
-        for k in range(row_ptr[nid], row_ptr[nid + 1]):
-            s = shapes[k]
-            _expect(isinstance(s, list) and all(type(d) is int for d in s), f"{where}: malformed shape {s!r}")
-            try:
-                file_shapes.append(rules.check_shape(s, f"the shape of {name!r}"))
-            except CVMError as e:
-                raise type(e)(f"{where}: {e}") from None
-        node.shapes = tuple(file_shapes)
-        node.precisions = tuple(precisions[row_ptr[nid]:row_ptr[nid + 1]])
-        if storage is not None and kind == "cvm_op":
-            outs = {storage[k] for k in range(row_ptr[nid], row_ptr[nid + 1])}
-            for src, idx in inputs:
-                sid = storage[row_ptr[src] + idx]
-                _expect(sid not in outs, f"{where}: output shares storage_id {sid} with input ({src}, {idx})",
-                        CVMLogicError)
-        nodes.append(node)
+    for nid, raw in enumerate(p.raw.nodes):
+        op = p.ops[nid]
+        first, last = p.row_ptr[nid], p.row_ptr[nid + 1]
+        outs = tuple(p.shapes[first:last])
+        if op is None:
+            nodes.append(Node(raw.name, "null", [], {}, outs, ()))
+            continue
+        inputs = [_locate(p.row_ptr, (p.row_ptr[s] + k) % _U32) for s, k in raw.inputs]
+        in_shapes = [p.shapes[p.row_ptr[s] + k] for s, k in inputs]
+        where = f"node {nid} ({raw.name!r})"
+        try:
+            inferred = _infer_shapes(op, p.attrs[nid], in_shapes)
+        except CVMError as e:
+            raise type(e)(f"{where} ({op}): {e}") from None
+        for k, (got, want) in enumerate(zip(outs, inferred, strict=True)):  # infer_attr.cc:205
+            _verify(got == want, f"{where} ({op}): output {k} shape {list(got)} in the file, inferred {list(want)}")
+        nodes.append(Node(raw.name, op, inputs, p.attrs[nid], outs, ()))
+    precs = list(p.precisions)
+    for nid, node in enumerate(nodes):
+        first, last = p.row_ptr[nid], p.row_ptr[nid + 1]
+        where = f"node {nid} ({node.name!r})"
+        if node.is_variable:
+            _verify(precs[first] != -1, f"{where}: a variable's precision must be set, got -1")  # infer_attr.cc:44
+            node.precisions = (precs[first],)
+            continue
+        in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
+        in_precs = [precs[p.row_ptr[s] + k] for s, k in node.inputs]
+        try:
+            out = _infer_precisions(node.op, node.attrs, in_shapes, in_precs)
+        except CVMError as e:
+            raise type(e)(f"{where} ({node.op}): {e}") from None
+        for k, prec in enumerate(out):  # infer_attr.cc:71
+            _verify(0 < prec <= 32, f"{where} ({node.op}): output {k} precision would be {prec}, expected at "
+                    "most 32")
+            precs[first + k] = prec
+        node.precisions = tuple(out)
+    return nodes
 
+
+def _model_checks(p: _Prepared, nodes: list[Node]) -> tuple[list[tuple[int, int]], str | None]:
+    """Setup's storage plan and the CVMModel constructor (graph_runtime.cc:505-575, model.cc:24-110)."""
+    pools: dict[int, int] = {}
+    for k, sid in enumerate(p.storage):  # cc:521 PlanStorage
+        _undefined(sid < MAX_STORAGE_ID, f"storage_id {sid}: the runtime allocates a pool entry per id up to it")
+        pools[sid] = max(pools.get(sid, 0), 4 * prod(p.shapes[k]))
+    for nid, func in enumerate(p.raw.nodes):  # cc:664 SetupOpExecs: a kernel is looked up by the func_name
+        if p.ops[nid] is not None and op_name(func.func_name) in ALIASES:
+            _fail(CVMLogicError, f"node {nid} ({func.name!r}): function undefined: "
+                  f"cvm.runtime.formal.{op_name(func.func_name)} (an alias of {p.ops[nid]} with no kernel)")
+    total = 0
+    for sid in sorted(pools):  # cc:566 GetStorageSize, called by the CVMModel constructor
+        total += (pools[sid] + 3) // 4 * 4
+        _verify(total <= MAX_STORAGE, f"the storage plan needs more than {MAX_STORAGE} bytes (storage_id {sid})")
+    _verify(len(p.raw.heads) >= 1, "the graph has no heads (outputs)")  # model.cc:43, status 1
+    post = p.raw.postprocess
+    _undefined(len(post.encode("utf-8", "surrogateescape")) < 32,
+               f"postprocess {post[:40]!r} does not fit the runtime's 32-byte buffer")
+    _check(any(n.is_variable and n.name == "data" for n in nodes), "can not find input `data`")  # cc:445
     heads = []
-    _expect(isinstance(doc["heads"], list) and len(doc["heads"]) > 0, "expected 'heads' to be a non-empty list")
-    for h in doc["heads"]:
-        _expect(isinstance(h, list) and len(h) in (2, 3) and all(type(v) is int for v in h),
-                "expected each head as [node, index, version]")
-        _expect(0 <= h[0] < len(nodes) and 0 <= h[1] < len(nodes[h[0]].shapes),
-                f"head {h[:2]} names a missing output", CVMLogicError)
-        heads.append((h[0], h[1]))
-    return nodes, heads, precisions, version, post
+    n_entries = p.row_ptr[-1]
+    for h in p.raw.heads:  # model.cc:62 and :93 (GetOutputPrecision, then GetShape)
+        eid = _entry_id(p.row_ptr, h, "a head")
+        _undefined(eid < n_entries, f"head {list(h)} is entry {eid}, past the graph's {n_entries} entries")
+        heads.append(_locate(p.row_ptr, eid))
+    return heads, (post if post in ("argmax", "detection") else None)
+
+
+def parse_graph(data: bytes) -> tuple[list[Node], list[tuple[int, int]], _Prepared, str | None]:
+    """Read and check a graph JSON as `CvmRuntime::Init` and `Setup` do: nodes with shapes and precisions."""
+    p = _prepare(_read_graph(data))
+    nodes = _setup(p)
+    heads, post = _model_checks(p, nodes)
+    return nodes, heads, p, post
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Params binary (param_dict.cc: load_param_dict; ndarray.h: NDArray::Load; graph_runtime.cc: LoadParams)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Array:
+    code: int
+    bits: int
+    lanes: int
+    device_type: int
+    shape: tuple[int, ...]
+    values: np.ndarray  # int32, sign-extended from the file's int8 or int32
+    complete: bool  # False: the file ends inside the data
+
+
+class _Stream:
+    """utils::MemoryStringStream: a read returns what is left, up to the size asked."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def read(self, n: int) -> bytes:
+        b = self.data[self.pos:self.pos + n]
+        self.pos += len(b)
+        return b
+
+    def unpack(self, fmt: str) -> tuple[Any, ...] | None:
+        """Arithmetic reads: None when the stream is short (the runtime's Read returns false)."""
+        n = struct.calcsize(fmt)
+        b = self.read(n)
+        return struct.unpack(fmt, b) if len(b) == n else None
+
+
+_VEC_STRING_MAX = ((1 << 63) - 1) // 32  # libstdc++ vector<string>::max_size()
+_STRING_MAX = (1 << 62) - 1  # basic_string::max_size()
+
+
+def _alloc(nbytes: int, what: str) -> None:
+    _check(nbytes <= ALLOC_FAILS, f"invalid params file: std::bad_alloc allocating {nbytes} bytes for {what}")
+
+
+def read_params(data: bytes) -> dict[str, np.ndarray]:
+    """The int32 arrays of a params binary by name (int8 storage is sign-extended)."""
+    return {name: arr.values for name, arr in read_param_arrays(data)}
+
+
+def read_param_arrays(data: bytes) -> list[tuple[str, _Array]]:
+    """load_param_dict and NDArray::Load: the arrays of a params binary, in file order, as the runtime reads them."""
+    s = _Stream(data)
+    header = s.unpack("<Q")
+    _verify(header is not None, "invalid params file format: no list magic")  # param_dict.cc:20
+    _verify(header == (LIST_MAGIC,), "invalid params file format: wrong list magic")  # param_dict.cc:22
+    _verify(s.unpack("<Q") is not None, "invalid params file format: no reserved word")  # param_dict.cc:24
+    count = s.unpack("<Q")
+    _verify(count is not None, "invalid params file format: no name count")  # param_dict.cc:27
+    n_names = count[0]
+    _verify(n_names <= _VEC_STRING_MAX, f"invalid params file: {n_names} names (std::length_error)")
+    _alloc(32 * n_names, f"{n_names} names")
+    names = []
+    for i in range(n_names):
+        length = s.unpack("<Q")
+        _verify(length is not None, f"invalid params file format: name {i} has no length")
+        n = length[0]
+        _verify(n <= _STRING_MAX, f"invalid params file: name {i} of {n} bytes (std::length_error)")
+        _alloc(n + 1, f"name {i}")
+        raw = s.read(n)
+        _verify(len(raw) == n, f"invalid params file format: name {i} is cut short")
+        names.append(_text(raw))
+    left = len(data) - s.pos
+    _undefined(left >= 8, "the params file ends inside the array count, which the runtime reads uninitialised")
+    n_arrays = s.unpack("<Q")[0]  # type: ignore[index]
+    _verify(n_arrays == len(names), f"invalid params file format: {n_arrays} arrays for {len(names)} names")
+    arrays = [(name, _read_array(s, name)) for name in names]
+    for name, arr in arrays:  # only the last array can be cut short: any later one fails its header (a CHECK)
+        _undefined(arr.complete, f"param {name!r} is cut short inside its data: the runtime keeps the rest "
+                   "uninitialised")
+    return arrays
+
+
+def _read_array(s: _Stream, name: str) -> _Array:
+    def need(v: tuple[Any, ...] | None, what: str) -> tuple[Any, ...]:
+        _check(v is not None, f"invalid DLTensor file format: param {name!r} is cut short in its {what}")
+        assert v is not None
+        return v
+
+    magic = need(s.unpack("<Q"), "magic")[0]  # ndarray.h:487
+    need(s.unpack("<Q"), "reserved word")
+    _check(magic == ARRAY_MAGIC, f"invalid DLTensor file format: param {name!r} has a wrong array magic")
+    device_type, _device_id = need(s.unpack("<ii"), "context")
+    ndim = need(s.unpack("<i"), "ndim")[0]
+    code, bits, lanes = need(s.unpack("<BBH"), "dtype")
+    _verify(ndim >= 0, f"param {name!r}: ndim {ndim} (std::length_error)")  # vector<int64_t>(ndim)
+    _alloc(8 * ndim, f"the shape of {name!r}")
+    shape = need(s.unpack(f"<{ndim}q"), "shape") if ndim else ()
+    # NDArray::Empty: VerifyDataType (ndarray.cc:22), DeviceAPI::Get (device_api.cc), AllocDataSpace
+    _check(lanes >= 1, f"param {name!r}: dtype lanes {lanes}, expected >= 1")
+    if not (bits == 1 and code == 1):  # uint1 is allowed as a bool flag
+        _check(bits % 8 == 0, f"param {name!r}: dtype bits {bits} are not a whole number of bytes")
+        _check(bits & (bits - 1) == 0, f"param {name!r}: dtype bits {bits} are not a power of two")
+    _undefined(0 <= device_type < 32 or device_type >= 128, f"param {name!r}: device type {device_type}")
+    _check(device_type in (1, 3), f"param {name!r}: device type {device_type} is not enabled (1 cpu, 3 formal)")
+    nbytes = 1
+    for d in shape:
+        nbytes = nbytes * (d % (1 << 64)) % (1 << 64)
+    nbytes = nbytes * ((bits * lanes + 7) // 8) % (1 << 64)
+    align = max(64, (bits // 8) * lanes)
+    _check(align & (align - 1) == 0, f"param {name!r}: alignment {align} (std::bad_alloc)")
+    _alloc(nbytes, f"param {name!r}")
+    elems = 1
+    for d in shape:
+        elems = _wrap64(elems * d)
+    size = need(s.unpack("<q"), "data size")[0]  # ndarray.h:526
+    _check(size == _wrap64(elems * ((bits + 7) // 8)),
+           f"invalid DLTensor file format: param {name!r} declares {size} data bytes for shape {list(shape)}")
+    raw = s.read(size % (1 << 64))
+    _check(len(raw) > 0, f"invalid DLTensor file format: param {name!r} has no data")  # ndarray.h:530
+    values = np.zeros(0, np.int32)
+    if code == 0 and lanes == 1 and bits in (8, 32) and len(raw) == size:
+        values = np.frombuffer(raw, "<i1" if bits == 8 else "<i4").astype(np.int32).reshape(shape)
+    return _Array(code, bits, lanes, device_type, tuple(shape), values, len(raw) == size)
+
+
+def _wrap64(x: int) -> int:
+    x %= 1 << 64
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def load_params(nodes: list[Node], data: bytes) -> tuple[dict[str, np.ndarray], list[str]]:
+    """CVMModel::LoadParams and CvmRuntime::LoadParams / SetInput (model.cc:213, graph_runtime.cc:479, :316): the
+    params by name, and the names in the order they were loaded."""
+    _verify(len(data) != 0, "the params file is empty")  # model.cc:214
+    variables = [i for i, n in enumerate(nodes) if n.is_variable]
+    first: dict[str, int] = {}
+    for i in variables:
+        first.setdefault(nodes[i].name, i)
+    loaded: set[int] = set()
+    params: dict[str, np.ndarray] = {}
+    order: list[str] = []
+    for name, arr in read_param_arrays(data):
+        _check(name in first, f"cannot find `{name}` among input")  # cc:298
+        nid = first[name]
+        node, where = nodes[nid], f"param {name!r}"
+        _verify(arr.code == 0, f"{where}: dtype code {arr.code}, expected int (0)")  # cc:325
+        _verify(arr.device_type == 1, f"{where}: device type {arr.device_type}, expected cpu (1)")  # cc:330
+        shape = node.shapes[0]
+        _verify(len(arr.shape) == len(shape), f"{where}: ndim {len(arr.shape)}, expected {len(shape)}")  # cc:339
+        for i, (got, want) in enumerate(zip(arr.shape, shape, strict=True)):
+            _verify(got == want, f"{where}: shape {list(arr.shape)}, expected {list(shape)} (index {i})")
+        _verify(arr.bits in (8, 32) and arr.lanes == 1,  # cc:352
+                f"{where}: dtype (int, {arr.bits} bits, {arr.lanes} lanes), expected int8 or int32")
+        loaded.add(nid)
+        order.append(name)
+        if name == "data":
+            continue  # set_input saturates it; the inference overwrites it
+        try:
+            rules.check_values(arr.values, node.precisions[0])  # cc:389
+        except CVMLogicError as e:
+            raise CVMLogicError(f"node {nid} ({name!r}): parameter {name!r}: {e}") from None
+        params[name] = arr.values
+    for nid in variables:  # cc:497
+        _verify(nid in loaded or nodes[nid].name == "data",
+                f"parameter nid={nid} name={nodes[nid].name!r} has not been loaded")
+    return params, order
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Gas (infer_attr.cc: CvmRuntime::GetOps) and the storage plan's history
+# ---------------------------------------------------------------------------------------------------------
+
+
+def graph_gas(nodes: list[Node]) -> int:
+    """CvmRuntime::GetOps (infer_attr.cc:84): ops plus 5 x memory, with the runtime's limits checked in its order."""
+    ops = mem = 0
+    for node in nodes:
+        if node.is_variable:
+            mem += 5 * prod(node.shapes[0])
+        else:
+            in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
+            base = _base_ops(node, in_shapes)
+            _verify(base <= rules.MAX_BASE_OPS,  # infer_attr.cc:123
+                    f"node {node.name!r}: {base} ops per output element, expected at most {rules.MAX_BASE_OPS}")
+            ops += base * prod(node.shapes[0])
+            _verify(ops <= rules.MAX_TOTAL_OPS, f"graph ops exceed {rules.MAX_TOTAL_OPS}")  # infer_attr.cc:130
+            mem += 5 * sum(prod(s) for s in node.shapes)
+        _verify(mem <= rules.MAX_MEMORY, f"graph memory cost exceeds {rules.MAX_MEMORY}")  # infer_attr.cc:139
+    return ops + mem
+
+
+def _check_storage_history(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]],
+                           param_order: list[str]) -> None:
+    """A deviation: refuse a storage plan under which the runtime's result is not a function of the input.
+
+    The runtime runs every tensor in a view at the start of its storage_id's buffer: params are written once at
+    load, `data` at each inference, each operator's outputs when it runs. A read is sound when no other tensor
+    wrote the buffer since the tensor read was written (an operator in IN_PLACE_OPS may overwrite its own input
+    as it reads it). A param's buffer must never be written again, or the next inference reads something else."""
+    row = p.row_ptr
+    sid = p.storage
+    last: dict[int, int] = {}  # storage id -> the entry written last
+    param_eids = {row[i] for i, n in enumerate(nodes) if n.is_variable and n.name != "data"}
+    data_eid = next((row[i] for i, n in enumerate(nodes) if n.is_variable and n.name == "data"), None)
+    first_var = {}
+    for i, n in enumerate(nodes):
+        if n.is_variable:
+            first_var.setdefault(n.name, row[i])
+    for name in param_order:  # load order
+        e = first_var[name]
+        last[sid[e]] = e
+    written_later = {sid[e] for e in range(row[-1]) if e not in param_eids}
+    loaded = dict(last)
+
+    def read(e: int, by: str) -> None:
+        if e in param_eids:
+            _undefined(loaded.get(sid[e]) == e and sid[e] not in written_later,
+                       f"{by} reads param entry {e}, whose storage_id {sid[e]} another tensor also writes")
+            return
+        _undefined(last.get(sid[e]) == e, f"{by} reads entry {e} after another tensor overwrote storage_id {sid[e]}")
+
+    if data_eid is not None:
+        last[sid[data_eid]] = data_eid
+    for nid, node in enumerate(nodes):
+        if node.is_variable:
+            continue
+        outs = range(row[nid], row[nid + 1])
+        _undefined(len({sid[o] for o in outs}) == len(outs), f"node {nid}'s outputs share a storage_id")
+        for s, k in node.inputs:
+            read(row[s] + k, f"node {nid} ({node.name!r})")
+        for o in outs:
+            last[sid[o]] = o
+    for s, k in heads:
+        read(row[s] + k, "a head")
 
 
 def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
-    """Infer every operator node's shapes and precisions in place, check params against the graph; the gas."""
-    gas = 0
+    """The checks of a load on a graph built in memory (builder, IR import): shapes and precisions inferred in place
+    for every node, params checked against their variables; the gas."""
+    for nid, node in enumerate(nodes):
+        if node.is_variable:
+            continue
+        in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
+        try:
+            node.shapes = _infer_shapes(node.op, node.attrs, in_shapes)
+        except CVMError as e:
+            raise type(e)(f"node {nid} ({node.name!r}) ({node.op}): {e}") from None
     for nid, node in enumerate(nodes):
         where = f"node {nid} ({node.name!r})"
         if node.is_variable:
-            shape, p = node.shapes[0], node.precisions[0]
-            _expect(type(p) is int and 1 <= p <= 32, f"{where}: precision {p}, expected in [1, 32]", CVMLogicError)
+            p = node.precisions[0]
+            _verify(type(p) is int and 1 <= p <= 32, f"{where}: precision {p}, expected in [1, 32]")
             if node.name != "data":
-                _expect(node.name in params, f"{where}: parameter {node.name!r} is missing from the params file",
-                        CVMLogicError)
+                _verify(node.name in params, f"{where}: parameter {node.name!r} is missing from the params")
                 arr = params[node.name]
-                _expect(tuple(arr.shape) == shape, f"{where}: parameter shape {list(arr.shape)}, expected "
-                        f"{list(shape)}", CVMLogicError)
+                _verify(tuple(arr.shape) == node.shapes[0],
+                        f"{where}: parameter shape {list(arr.shape)}, expected {list(node.shapes[0])}")
                 try:
                     rules.check_values(arr, p)
                 except CVMLogicError as e:
                     raise CVMLogicError(f"{where}: parameter {node.name!r}: {e}") from None
-            gas += rules.variable_gas(shape)
             continue
         in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
         in_precs = [nodes[s].precisions[k] for s, k in node.inputs]
         try:
-            sig = rules.infer(node.op, node.attrs, in_shapes, in_precs)
+            node.precisions = tuple(_infer_precisions(node.op, node.attrs, in_shapes, in_precs))
         except CVMError as e:
             raise type(e)(f"{where} ({node.op}): {e}") from None
-        for k, (got, want) in enumerate(zip(node.shapes, sig.shapes)):
-            _expect(got == want, f"{where} ({node.op}): output {k} shape {list(got)} in the file, inferred "
-                    f"{list(want)}", CVMLogicError)
-        node.precisions = sig.precisions
-        gas += rules.node_gas(sig)
-    _expect(gas <= rules.MAX_TOTAL_OPS, f"model gas {gas} exceeds {rules.MAX_TOTAL_OPS}", CVMLogicError)
-    memory = 4 * sum(prod(shape) for node in nodes for shape in node.shapes)
-    _expect(memory <= rules.MAX_MEMORY, f"model memory {memory} bytes exceeds {rules.MAX_MEMORY}", CVMLogicError)
-    return gas
+        for prec in node.precisions:
+            _verify(0 < prec <= 32, f"{where} ({node.op}): output precision would be {prec}, expected at most 32")
+    return graph_gas(nodes)
 
 
 def load_graph(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str]) -> Graph:
-    """Read and verify a model: graph JSON and params binary, each as bytes, a path, or (JSON) text."""
+    """Read and verify a model as `CVMAPILoadModel` does: graph JSON and params binary, each as bytes, a path, or
+    (JSON) text. The first check that fails decides, with cvm-runtime's error class."""
     raw = read_source(graph_json, json_text=True)
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CVMRuntimeError(f"graph JSON does not parse: {e}") from None
-    nodes, heads, _, version, post = parse_graph(doc)
-    param_arrays = read_params(read_source(params))
-    gas = verify_graph(nodes, param_arrays)
-    names = {n.name for n in nodes if n.is_variable and n.name != "data"}
-    return Graph(nodes, heads, {k: v for k, v in param_arrays.items() if k in names}, version, post, gas)
+    nodes, heads, prepared, post = parse_graph(raw)
+    pdata = read_source(params)
+    param_arrays, order = load_params(nodes, pdata)
+    gas = graph_gas(nodes)
+    _check_storage_history(prepared, nodes, heads, order)
+    return Graph(nodes, heads, param_arrays, prepared.raw.version, post, gas)
 
 
 def graph_to_json(g: Graph) -> dict[str, Any]:
@@ -372,12 +972,12 @@ def graph_to_json(g: Graph) -> dict[str, Any]:
             entry["attrs"] = {"func_name": n.op, "num_inputs": str(len(n.inputs)),
                               "num_outputs": str(len(n.shapes)), "flatten_data": "0"}
             specs = {s.name: s for s in rules.OP_ATTRS[n.op]}
-            text = json.dumps({k: rules.format_attr(specs[k], v) for k, v in n.attrs.items()})
+            text = json.dumps({k: rules.format_attr(specs[k], v) for k, v in n.attrs.items()}, ensure_ascii=False)
         else:
             text = "{}"
         nodes.append(entry)
         op_attrs.append(text)
-        for shape, p in zip(n.shapes, n.precisions):
+        for shape, p in zip(n.shapes, n.precisions, strict=True):
             shapes.append(list(shape))
             precs.append(p)
         row_ptr.append(len(shapes))
@@ -400,10 +1000,26 @@ def graph_to_json(g: Graph) -> dict[str, Any]:
     return doc
 
 
+def write_params(params: dict[str, np.ndarray]) -> bytes:
+    """Encode int32 arrays as a params binary (int8 storage when every value fits, as cvm-runtime writes)."""
+    parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(params))]
+    for name in params:
+        b = name.encode("utf-8", "surrogateescape")
+        parts.append(struct.pack("<Q", len(b)) + b)
+    parts.append(struct.pack("<Q", len(params)))
+    for arr in params.values():
+        a = np.asarray(arr)
+        small = a.size > 0 and int(a.min()) >= -127 and int(a.max()) <= 127
+        data = a.astype("<i1" if small else "<i4").tobytes()
+        parts.append(struct.pack("<QQiiiBBH", ARRAY_MAGIC, 0, 1, 0, a.ndim, 0, 8 if small else 32, 1))
+        parts.append(struct.pack(f"<{a.ndim}q", *a.shape) + struct.pack("<q", len(data)) + data)
+    return b"".join(parts)
+
+
 def save_graph(graph: Graph, directory: str | os.PathLike[str]) -> None:
     """Write cvm-runtime's `model.json` and `params.bin` for a graph into a directory, created if needed."""
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "model.json"), "w") as f:
-        json.dump(graph_to_json(graph), f)
+    with open(os.path.join(directory, "model.json"), "w", encoding="utf-8") as f:
+        json.dump(graph_to_json(graph), f, ensure_ascii=False)
     with open(os.path.join(directory, "params.bin"), "wb") as f:
         f.write(write_params(graph.params))

@@ -109,21 +109,37 @@ class Model:
 
 
 def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
-    """The API's output packing: argmax per row, or heads interleaved row by row, as int8 or int32."""
-    if graph.postprocess == "argmax":
-        rows = []
+    """CVMModel::SaveTensor (model.cc:150): the API's packing of the heads into one buffer.
+
+    argmax: per head, the index of the first largest int8-truncated value of a row; the runtime's loop steps its
+    row index by the row length, so a head of R rows of length L fills ceil(R / L) of its R slots (the rest stay as
+    the caller's buffer had them: zero here). detection, or more than one head: the heads are interleaved row by
+    row, a row being the last dimension; heads of different row counts, or a detection model with one head,
+    cannot be packed (a logic error). Otherwise the heads are concatenated. Values are int32 when a head's
+    precision exceeds 8 or a postprocess is set, else int8."""
+    post = graph.postprocess
+    wide = post is not None or max(graph.head_precisions(), default=0) > 8
+    if post == "argmax":
+        parts = []
         for o in outs:
-            t = o.astype(np.int8).reshape(-1, o.shape[-1])  # the runtime compares int8-truncated values
-            rows.append(np.argmax(t, axis=1).astype("<i4"))
-        return b"".join(r.tobytes() for r in rows)
-    n_rows = {o.shape[0] for o in outs}
-    if len(n_rows) != 1:
-        shapes = [list(o.shape) for o in outs]
-        raise CVMLogicError(f"output heads {shapes} have different row counts and cannot be packed together")
-    narrow = graph.postprocess is None and max(graph.head_precisions()) <= 8
-    dtype = "<i1" if narrow else "<i4"
-    rows = np.concatenate([o.reshape(o.shape[0], -1) for o in outs], axis=1)
-    return rows.astype(dtype).tobytes()
+            last = o.shape[-1]
+            rows = o.astype(np.int8).reshape(-1, last)
+            slots = np.zeros(rows.shape[0], "<i4")
+            done = -(-rows.shape[0] // last)
+            slots[:done] = np.argmax(rows[:done], axis=1)
+            parts.append(slots.tobytes())
+        return b"".join(parts)
+    dtype = "<i4" if wide else "<i1"
+    if post == "detection" or len(outs) > 1:
+        if len(outs) == 1:
+            raise CVMLogicError("detection model output cannot concat: it has one head")
+        rows = [o.size // o.shape[-1] for o in outs]
+        if len(set(rows)) != 1:
+            shapes = [list(o.shape) for o in outs]
+            raise CVMLogicError(f"detection model output cannot concat: heads {shapes} have {rows} rows")
+        packed = np.concatenate([o.reshape(rows[0], o.shape[-1]) for o in outs], axis=1)
+        return packed.astype(dtype).tobytes()
+    return b"".join(o.astype(dtype).tobytes() for o in outs)
 
 
 def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str],

@@ -28,11 +28,12 @@ def test_paths_bytes_and_text_load_the_same_model():
 @pytest.mark.parametrize(
     ("graph", "error", "words"),
     [
-        (b"", cvmc.CVMRuntimeError, "does not parse"),
-        (b"{not json", cvmc.CVMRuntimeError, "does not parse"),
-        (b"[1, 2]", cvmc.CVMRuntimeError, "object"),
-        (b'{"nodes": []}', cvmc.CVMRuntimeError, "no 'arg_nodes'"),
-        (b"\xff\xfe garbage", cvmc.CVMRuntimeError, "does not parse"),
+        # the runtime's JSON reader fails where it reads (a CHECK), or its loader misses a key (a VERIFY)
+        (b"", cvmc.CVMRuntimeError, "expected '{' at byte 0 .* got end of file"),
+        (b"{not json", cvmc.CVMRuntimeError, "expected '\"' at byte 2"),
+        (b"[1, 2]", cvmc.CVMRuntimeError, "expected '{' at byte 1"),
+        (b'{"nodes": []}', cvmc.CVMLogicError, "needs 'nodes', 'heads' and 'attrs'"),
+        (b"\xff\xfe garbage", cvmc.CVMRuntimeError, "expected '{'"),
     ],
 )
 def test_garbage_json(graph, error, words):
@@ -47,10 +48,11 @@ def test_params_errors_name_the_problem():
         _load(js, b"")
     with pytest.raises(cvmc.CVMLogicError, match="list magic"):
         _load(js, b"\0" * 8 + pb[8:])
-    with pytest.raises(cvmc.CVMLogicError, match="truncated"):
+    with pytest.raises(cvmc.CVMLogicError, match="name 0 has no length"):
         _load(js, pb[:30])
-    with pytest.raises(cvmc.CVMLogicError, match="truncated while reading the data of"):
-        read_params(pb[:-3])
+    # the runtime accepts an array cut inside its data and computes on uninitialised memory: a deviation
+    with pytest.raises(cvmc.CVMLogicError, match="undefined in cvm-runtime: param 'b' is cut short inside its data"):
+        _load(js, pb[:-3])
 
 
 def test_params_round_trip_through_the_writer():
@@ -90,5 +92,5 @@ def test_gpu_params_are_a_runtime_error():
     pb = bytearray((CONV / "params.bin").read_bytes())
     at = pb.index(struct.pack("<Q", 0xDD5E40F096B4A13F)) + 16
     pb[at:at + 4] = struct.pack("<i", 2)
-    with pytest.raises(cvmc.CVMRuntimeError, match="device_type 2"):
+    with pytest.raises(cvmc.CVMRuntimeError, match="device type 2 is not enabled"):
         _load(CONV / "model.json", bytes(pb))

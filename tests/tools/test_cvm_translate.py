@@ -52,7 +52,7 @@ INVALID_IR = """func.func @main(%data: tensor<4xi32, #cvm.prec<8>>) -> tensor<5x
 
 @pytest.mark.parametrize(("args", "text", "status", "message"), [
     (["--import-cvm", "{d}/missing.json", "{d}/missing.bin"], None, 2, "missing.json"),
-    (["--import-cvm", "{d}/in.mlir", str(MLP / "params.bin")], "{not json", 2, "graph JSON does not parse"),
+    (["--import-cvm", "{d}/in.mlir", str(MLP / "params.bin")], "{not json", 2, "graph JSON: expected '\"' at byte 2"),
     (["--export-cvm", "{d}/in.mlir", "-o", "{d}/out"], "func.func @main(", 2, "in.mlir:1:"),
     (["--export-cvm", "{d}/in.mlir", "-o", "{d}/out"], "%0 = cvm.nope", 2, "Operation cvm.nope is not registered"),
     (["--export-cvm", "{d}/in.mlir", "-o", "{d}/out"], INVALID_IR, 1,
