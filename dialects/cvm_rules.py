@@ -674,8 +674,9 @@ def _conv2d_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     oh = _cdiv(h + pad[0] * 2 - dky, st[0]) + 1  # convolution.cc:93
     ow = _cdiv(w + pad[1] * 2 - dkx, st[1]) + 1  # convolution.cc:96
     # convolution.cc:104-110 recomputes the data shape with strides 1: always the same, never fatal
-    _check(dky <= h + 2 * pad[0], f"dilated kernel height {dky} exceeds padded input height {h + 2 * pad[0]}")  # convolution.cc:114
-    _check(dkx <= w + 2 * pad[1], f"dilated kernel width {dkx} exceeds padded input width {w + 2 * pad[1]}")  # convolution.cc:118
+    # src/top/nn/convolution.cc:114, 118 VERIFY_LE(dilated kernel, padded input)
+    _check(dky <= h + 2 * pad[0], f"dilated kernel height {dky} exceeds padded input height {h + 2 * pad[0]}")
+    _check(dkx <= w + 2 * pad[1], f"dilated kernel width {dkx} exceeds padded input width {w + 2 * pad[1]}")
     return ((n, oc, oh, ow),)
 
 
@@ -975,7 +976,8 @@ def strided_slice_bounds(shape: Shape, begin: Sequence[int], end: Sequence[int],
         e = min(max(e + dim if e < 0 else e, lo), hi)
         n = (abs(e - b) + abs(st) - 1) // abs(st)
         # transform.cc:792 VERIFY(stride < 0 ? end < begin : begin < end)
-        _check(e < b if st < 0 else b < e, f"expected a non-empty range on axis {i}, got begin {b}, end {e}, stride {st}")
+        _check(e < b if st < 0 else b < e,
+               f"expected a non-empty range on axis {i}, got begin {b}, end {e}, stride {st}")
         out.append((b, st, n))
     return out
 
@@ -1130,7 +1132,8 @@ def infer_precision(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]], i
     outs = [tuple(x) for x in out_shapes] if out_shapes is not None else list(_SHAPE[op](attrs, shapes))
     precs = _PREC[op](attrs, shapes, list(in_precs), outs)
     for i, p in enumerate(precs):
-        _check(0 < p <= 32, f"output precision would be {p}, expected at most 32" if p > 32 else f"output {i} precision would be {p}, expected in [1, 32]")  # infer_attr.cc:79
+        want = "at most 32" if p > 32 else "in [1, 32]"
+        _check(0 < p <= 32, f"output precision would be {p}, expected {want}")  # infer_attr.cc:79
     return precs
 
 
