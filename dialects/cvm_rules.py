@@ -368,9 +368,11 @@ def check_values(values: Any, p: int) -> None:
 
 DEVIATIONS: tuple[tuple[str, str, str], ...] = (
     ("conv2d", "the weight's shape differs from (channels, in_channels / groups, kernel_size)",
-     "src/top/nn/convolution.cc:74 never checks it (the weight always has a shape); the kernel "
-     "(src/runtime/formal/ops/nn.cc:159) then loops over the weight's own geometry and writes past the "
-     "output buffer or leaves it partly unwritten"),
+     "src/top/nn/convolution.cc:74 never checks it (the weight always has a shape) and the kernel "
+     "(src/runtime/formal/ops/nn.cc:159) runs with the weight's own geometry: past the data's channels when "
+     "its second dim is too large, past the output or leaving it partly unwritten when its geometry gives "
+     "another output shape; when the geometry happens to give the file's output shape the runtime computes "
+     "a convolution with the weight's kernel size rather than 'kernel_size', which cvmc does not model"),
     ("strided_slice", "more 'begin' values than the data has dims",
      "src/runtime/formal/ops/transform.cc:227 walks every 'begin' value and reads the shape and the "
      "'stride' vector past their ends"),
