@@ -599,7 +599,7 @@ def _left_shift_prec(a: Attrs, s: list[Shape], p: list[int], o: list[Shape]) -> 
     _in_prec(p)
     _range("precision", a["precision"], 1, 32)  # src/top/tensor/elemwise.cc:186
     _range("shift_bit", a["shift_bit"], 1, 32)  # src/top/tensor/elemwise.cc:187
-    # src/top/tensor/elemwise.cc:188 returns false: LOG(FATAL) "infer precision failed" (infer_attr.cc:74)
+    # src/top/tensor/elemwise.cc:188 returns false: LOG(FATAL) "infer precision failed" (src/runtime/infer_attr.cc:74)
     _fatal(p[0] + a["shift_bit"] <= 32, f"input precision {p[0]} plus 'shift_bit' "
            f"{a['shift_bit']} exceeds 32")
     return (a["precision"],)
@@ -652,30 +652,30 @@ def _conv2d_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _fatal(_layout_ok(a["out_layout"]), f"Invalid layout {a['out_layout']!r}")
     _check(a["out_layout"] in ("__undef__", "NCHW"), f"expected 'out_layout' NCHW, got {a['out_layout']}")
     data = s[0]
-    _ndim("data", data, 4)  # convolution.cc:50
+    _ndim("data", data, 4)  # src/top/nn/convolution.cc:50
     ks, pad, st, dil = a["kernel_size"], a["padding"], a["strides"], a["dilation"]
-    _check(len(ks) == 2, f"expected 'kernel_size' of 2 values, got {list(ks)}")  # convolution.cc:51
-    _check(len(pad) == 2, f"expected 'padding' of 2 values, got {list(pad)}")  # convolution.cc:52
-    _range("padding", pad[0])  # convolution.cc:53
-    _range("padding", pad[1])  # convolution.cc:54
-    _check(len(st) == 2, f"incorrect stride size: {list(st)}")  # convolution.cc:55
-    _range("strides", st[0], 1)  # convolution.cc:57
-    _range("strides", st[1], 1)  # convolution.cc:58
-    _check(len(dil) == 2, f"incorrect dilate size: {list(dil)}")  # convolution.cc:59
-    _range("dilation", dil[0], 1)  # convolution.cc:61
-    _range("dilation", dil[1], 1)  # convolution.cc:62
+    _check(len(ks) == 2, f"expected 'kernel_size' of 2 values, got {list(ks)}")  # src/top/nn/convolution.cc:51
+    _check(len(pad) == 2, f"expected 'padding' of 2 values, got {list(pad)}")  # src/top/nn/convolution.cc:52
+    _range("padding", pad[0])  # src/top/nn/convolution.cc:53
+    _range("padding", pad[1])  # src/top/nn/convolution.cc:54
+    _check(len(st) == 2, f"incorrect stride size: {list(st)}")  # src/top/nn/convolution.cc:55
+    _range("strides", st[0], 1)  # src/top/nn/convolution.cc:57
+    _range("strides", st[1], 1)  # src/top/nn/convolution.cc:58
+    _check(len(dil) == 2, f"incorrect dilate size: {list(dil)}")  # src/top/nn/convolution.cc:59
+    _range("dilation", dil[0], 1)  # src/top/nn/convolution.cc:61
+    _range("dilation", dil[1], 1)  # src/top/nn/convolution.cc:62
     oc, g = a["channels"], a["groups"]
-    # convolution.cc:64 VERIFY(groups > 0 && C % groups == 0 && channels % groups == 0) (C++ remainders)
+    # src/top/nn/convolution.cc:64 VERIFY(groups > 0 && C % groups == 0 && channels % groups == 0) (C++ remainders)
     _check(g > 0 and data[1] % g == 0 and _cdiv_rem(oc, g) == 0,
            f"expected 'groups' {g} > 0 dividing the input channels {data[1]} and 'channels' {oc}")
-    # convolution.cc:74: the weight's shape is never checked (it always has one); see DEVIATIONS
+    # src/top/nn/convolution.cc:74: the weight's shape is never checked (it always has one); see DEVIATIONS
     if a["use_bias"]:
-        _assign("bias", s[2], (oc,))  # convolution.cc:86 CVM_ASSIGN_INPUT_SHAPE: LOG(FATAL)
+        _assign("bias", s[2], (oc,))  # src/top/nn/convolution.cc:86 CVM_ASSIGN_INPUT_SHAPE: LOG(FATAL)
     dky, dkx = 1 + (ks[0] - 1) * dil[0], 1 + (ks[1] - 1) * dil[1]
     n, _, h, w = data
-    oh = _cdiv(h + pad[0] * 2 - dky, st[0]) + 1  # convolution.cc:93
-    ow = _cdiv(w + pad[1] * 2 - dkx, st[1]) + 1  # convolution.cc:96
-    # convolution.cc:104-110 recomputes the data shape with strides 1: always the same, never fatal
+    oh = _cdiv(h + pad[0] * 2 - dky, st[0]) + 1  # src/top/nn/convolution.cc:93
+    ow = _cdiv(w + pad[1] * 2 - dkx, st[1]) + 1  # src/top/nn/convolution.cc:96
+    # src/top/nn/convolution.cc:104-110 recomputes the data shape with strides 1: always the same, never fatal
     # src/top/nn/convolution.cc:114, 118 VERIFY_LE(dilated kernel, padded input)
     _check(dky <= h + 2 * pad[0], f"dilated kernel height {dky} exceeds padded input height {h + 2 * pad[0]}")
     _check(dkx <= w + 2 * pad[1], f"dilated kernel width {dkx} exceeds padded input width {w + 2 * pad[1]}")
@@ -697,9 +697,9 @@ def _conv2d_weight(a: Attrs, s: list[Shape]) -> None:
 @_prec_rule("conv2d")
 def _conv2d_prec(a: Attrs, s: list[Shape], p: list[int], o: list[Shape]) -> tuple[int, ...]:
     _in_prec(p)  # src/top/nn/convolution.cc:152
-    _check(p[0] <= 8, f"expected data precision <= 8, got {p[0]}")  # convolution.cc:153
-    _check(p[1] <= 8, f"expected weight precision <= 8, got {p[1]}")  # convolution.cc:156
-    _ndim("weight", s[1], 4)  # convolution.cc:160
+    _check(p[0] <= 8, f"expected data precision <= 8, got {p[0]}")  # src/top/nn/convolution.cc:153
+    _check(p[1] <= 8, f"expected weight precision <= 8, got {p[1]}")  # src/top/nn/convolution.cc:156
+    _ndim("weight", s[1], 4)  # src/top/nn/convolution.cc:160
     prec = p[0] + p[1] + bitlen(prod(s[1]) // s[1][0])
     if a["use_bias"]:
         prec = max(prec, p[2]) + 1
@@ -712,9 +712,9 @@ def _dense_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _ndim("data", data, 2)  # src/top/nn/nn.cc:55
     _ndim("weight", weight, 2)  # src/top/nn/nn.cc:56
     units = a["units"]
-    _assign("weight", weight, (units, data[1]))  # nn.cc:71 CVM_ASSIGN_INPUT_SHAPE: LOG(FATAL)
+    _assign("weight", weight, (units, data[1]))  # src/top/nn/nn.cc:71 CVM_ASSIGN_INPUT_SHAPE: LOG(FATAL)
     if a["use_bias"]:
-        _assign("bias", s[2], (units,))  # nn.cc:74 CVM_ASSIGN_INPUT_SHAPE: LOG(FATAL)
+        _assign("bias", s[2], (units,))  # src/top/nn/nn.cc:74 CVM_ASSIGN_INPUT_SHAPE: LOG(FATAL)
     return ((data[0], units),)
 
 
@@ -732,30 +732,31 @@ def _dense_prec(a: Attrs, s: list[Shape], p: list[int], o: list[Shape]) -> tuple
 def _max_pool2d_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     data = s[0]
     _ndim("data", data, 4)  # src/top/nn/pooling.cc:31
-    _check(a["layout"] == "NCHW", f"expected 'layout' NCHW, got {a['layout']}")  # pooling.cc:36
+    _check(a["layout"] == "NCHW", f"expected 'layout' NCHW, got {a['layout']}")  # src/top/nn/pooling.cc:36
     pad, pool, st = a["padding"], a["pool_size"], a["strides"]
-    # pooling.cc:48 VERIFY padding of 1 or 2 values
+    # src/top/nn/pooling.cc:48 VERIFY padding of 1 or 2 values
     _check(len(pad) in (1, 2), f"Pool2D only supported 1-D or 2-D padding vs. {list(pad)}")
-    _range("padding", pad[0])  # pooling.cc:51
+    _range("padding", pad[0])  # src/top/nn/pooling.cc:51
     ph = pw = pad[0]
     if len(pad) == 2:
         pw = pad[1]
-        _range("padding", pad[1])  # pooling.cc:59
-    _check(len(pool) == 2, f"expected 'pool_size' of 2 values, got {list(pool)}")  # pooling.cc:65
-    _check(len(st) == 2, f"expected 'strides' of 2 values, got {list(st)}")  # pooling.cc:66
-    _range("strides", st[0], 1)  # pooling.cc:67
-    _range("strides", st[1], 1)  # pooling.cc:68
+        _range("padding", pad[1])  # src/top/nn/pooling.cc:59
+    _check(len(pool) == 2, f"expected 'pool_size' of 2 values, got {list(pool)}")  # src/top/nn/pooling.cc:65
+    _check(len(st) == 2, f"expected 'strides' of 2 values, got {list(st)}")  # src/top/nn/pooling.cc:66
+    _range("strides", st[0], 1)  # src/top/nn/pooling.cc:67
+    _range("strides", st[1], 1)  # src/top/nn/pooling.cc:68
     n, c, h, w = data
-    _range("pool_size", pool[0], 0, h + 2 * ph)  # pooling.cc:70
-    _range("pool_size", pool[1], 0, w + 2 * pw)  # pooling.cc:72
-    _check(ph < pool[0], f"expected 'padding' {[ph, pw]} smaller than 'pool_size' {list(pool)}")  # pooling.cc:80
-    _check(pw < pool[1], f"expected 'padding' {[ph, pw]} smaller than 'pool_size' {list(pool)}")  # pooling.cc:81
+    _range("pool_size", pool[0], 0, h + 2 * ph)  # src/top/nn/pooling.cc:70
+    _range("pool_size", pool[1], 0, w + 2 * pw)  # src/top/nn/pooling.cc:72
+    smaller = f"expected 'padding' {[ph, pw]} smaller than 'pool_size' {list(pool)}"
+    _check(ph < pool[0], smaller)  # src/top/nn/pooling.cc:80
+    _check(pw < pool[1], smaller)  # src/top/nn/pooling.cc:81
     if not a["ceil_mode"]:
         oh = _cdiv(h + 2 * ph - pool[0], st[0]) + 1
         ow = _cdiv(w + 2 * pw - pool[1], st[1]) + 1
     else:
         oh = _cdiv(h + 2 * ph - pool[0] + st[0] - 1, st[0]) + 1
-        # pooling.cc:93 VERIFY the last window starts inside the data (int32 arithmetic)
+        # src/top/nn/pooling.cc:93 VERIFY the last window starts inside the data (int32 arithmetic)
         _check(_wrap((oh - 1) * st[0] - ph, 32) < h, "in ceil mode the last pooling window starts inside the padding")
         ow = _cdiv(w + 2 * pw - pool[1] + st[1] - 1, st[1]) + 1
         _check(_wrap((ow - 1) * st[1] - pw, 32) < w, "in ceil mode the last pooling window starts inside the padding")
@@ -765,9 +766,9 @@ def _max_pool2d_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 @_shape_rule("upsampling")
 def _upsampling_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _ndim("data", s[0], 4)  # src/top/nn/upsampling.cc:28
-    # upsampling.cc:30 VERIFY_EQ method
+    # src/top/nn/upsampling.cc:30 VERIFY_EQ method
     _check(a["method"] == "NEAREST_NEIGHBOR", f"expected 'method' NEAREST_NEIGHBOR, got {a['method']}")
-    _range("scale", a["scale"], 1)  # upsampling.cc:32
+    _range("scale", a["scale"], 1)  # src/top/nn/upsampling.cc:32
     _check(a["layout"] == "NCHW", f"expected 'layout' NCHW, got {a['layout']}")  # :33
     n, c, h, w = s[0]
     return ((n, c, h * a["scale"], w * a["scale"]),)
@@ -777,29 +778,29 @@ def _upsampling_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 def _get_valid_counts_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _ndim("data", s[0], 3)  # src/top/nn/nms.cc:133
     b, n, k = s[0]
-    _check(2 <= k < 32, f"expected data.shape[2] in [2, 31], got {k}")  # nms.cc:134
+    _check(2 <= k < 32, f"expected data.shape[2] in [2, 31], got {k}")  # src/top/nn/nms.cc:134
     return ((b,), s[0])
 
 
 @_prec_rule("get_valid_counts")
 def _get_valid_counts_prec(a: Attrs, s: list[Shape], p: list[int], o: list[Shape]) -> tuple[int, ...]:
     _in_prec(p)  # src/top/nn/nms.cc:166
-    return (next_precision(prod(s[0]) // s[0][0]), p[0])  # nms.cc:168
+    return (next_precision(prod(s[0]) // s[0][0]), p[0])  # src/top/nn/nms.cc:168
 
 
 @_shape_rule("non_max_suppression", arity=2)
 def _nms_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     data, valid = s
     _ndim("data", data, 3)  # src/top/nn/nms.cc:40
-    _ndim("valid_count", valid, 1)  # nms.cc:41
+    _ndim("valid_count", valid, 1)  # src/top/nn/nms.cc:41
     _check(data[2] == 6, f"expected data.shape[2] == 6, got {data[2]}")  # :42
-    _check(data[0] == valid[0], f"expected valid_count shape {[data[0]]}, got {list(valid)}")  # nms.cc:44
-    for name, want in (("coord_start", 2), ("score_index", 1), ("id_index", 0)):  # nms.cc:47-49
+    _check(data[0] == valid[0], f"expected valid_count shape {[data[0]]}, got {list(valid)}")  # src/top/nn/nms.cc:44
+    for name, want in (("coord_start", 2), ("score_index", 1), ("id_index", 0)):  # src/top/nn/nms.cc:47-49
         _check(a[name] == want, f"expected {name!r} == {want}, got {a[name]}")
-    _check(a["iou_threshold"] > 0, f"expected 'iou_threshold' > 0, got {a['iou_threshold']}")  # nms.cc:50
-    _check(not a["return_indices"], "expected 'return_indices' false, got true")  # nms.cc:52
-    _check(a["invalid_to_bottom"], "expected 'invalid_to_bottom' true, got false")  # nms.cc:55
-    return (data,)  # nms.cc:64 (after out_attrs->clear(): see the note above DEVIATIONS)
+    _check(a["iou_threshold"] > 0, f"expected 'iou_threshold' > 0, got {a['iou_threshold']}")  # src/top/nn/nms.cc:50
+    _check(not a["return_indices"], "expected 'return_indices' false, got true")  # src/top/nn/nms.cc:52
+    _check(a["invalid_to_bottom"], "expected 'invalid_to_bottom' true, got false")  # src/top/nn/nms.cc:55
+    return (data,)  # src/top/nn/nms.cc:64 (after out_attrs->clear(): see the note above DEVIATIONS)
 
 
 # --- transforms ---------------------------------------------------------------------------------------------
@@ -809,7 +810,7 @@ def _nms_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 def _repeat_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     n = len(s[0])
     _check(a["repeats"] > 0, f"expected 'repeats' > 0, got {a['repeats']}")  # src/top/tensor/transform.cc:33
-    _range("axis", a["axis"], -n, n - 1)  # transform.cc:36
+    _range("axis", a["axis"], -n, n - 1)  # src/top/tensor/transform.cc:36
     ax = a["axis"] + n if a["axis"] < 0 else a["axis"]
     out = list(s[0])
     out[ax] *= a["repeats"]
@@ -821,7 +822,7 @@ def _tile_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     reps = a["reps"]
     _check(len(reps) > 0, "repetition array is not defined")  # src/top/tensor/transform.cc:83
     for r in reps:
-        _range("reps", r, 1)  # transform.cc:86
+        _range("reps", r, 1)  # src/top/tensor/transform.cc:86
     n = max(len(s[0]), len(reps))
     x = (1,) * (n - len(s[0])) + s[0]
     r = (1,) * (n - len(reps)) + tuple(reps)
@@ -837,12 +838,12 @@ def _flatten_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 def _concatenate_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _check(len(s) >= 1, "expected at least one input")  # src/top/tensor/transform.cc:225
     n = len(s[0])
-    _range("axis", a["axis"], -n, n - 1)  # transform.cc:227
+    _range("axis", a["axis"], -n, n - 1)  # src/top/tensor/transform.cc:227
     ax = a["axis"] if a["axis"] >= 0 else n + a["axis"]
     for t in s:
-        _check(len(t) == n, f"expected inputs of rank {n}, got {list(t)}")  # transform.cc:230
+        _check(len(t) == n, f"expected inputs of rank {n}, got {list(t)}")  # src/top/tensor/transform.cc:230
     for t in s[1:]:
-        # transform.cc:240 VERIFY_EQ(shape_assign(...), true)
+        # src/top/tensor/transform.cc:240 VERIFY_EQ(shape_assign(...), true)
         _check(all(t[i] == s[0][i] for i in range(n) if i != ax),
                f"expected inputs equal except on axis {ax}, got {list(s[0])} and {list(t)}")
     out = list(s[0])
@@ -854,7 +855,7 @@ def _concatenate_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 def _expand_dims_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     n = len(s[0])
     _range("axis", a["axis"], -n - 1, n)  # src/top/tensor/transform.cc:362
-    _range("num_newaxis", a["num_newaxis"])  # transform.cc:363
+    _range("num_newaxis", a["num_newaxis"])  # src/top/tensor/transform.cc:363
     ax = a["axis"] + n + 1 if a["axis"] < 0 else a["axis"]
     return (s[0][:ax] + (1,) * a["num_newaxis"] + s[0][ax:],)
 
@@ -863,7 +864,7 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
     """ReshapeInferShape (src/top/tensor/transform.cc:402): MXNet's codes, 0 copy, -1 infer, -2 copy the
     rest, -3 merge two, -4 split one into two (given as int32 values); codes below -4 are ignored."""
     codes = list(codes)
-    _check(len(codes) > 0, "expected a non-empty 'shape'")  # transform.cc:406
+    _check(len(codes) > 0, "expected a non-empty 'shape'")  # src/top/tensor/transform.cc:406
     out: list[int] = []
     i = 0  # src_idx
     infer = -1
@@ -878,7 +879,7 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
             out.append(src[i])
             i += 1
         elif c == -1:
-            _check(infer < 0, "One and only one dim can be inferred")  # transform.cc:429
+            _check(infer < 0, "One and only one dim can be inferred")  # src/top/tensor/transform.cc:429
             infer = len(out)
             out.append(1)
             i += 1
@@ -896,14 +897,14 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
             i += 1
             d1, d2 = _wrap(codes[k + 1], 32), _wrap(codes[k + 2], 32)
             k += 2
-            _check(d1 != -1 or d2 != -1, "Split dims cannot both be -1.")  # transform.cc:453
+            _check(d1 != -1 or d2 != -1, "Split dims cannot both be -1.")  # src/top/tensor/transform.cc:453
             if d1 == -1:
-                _deviation(d2 != 0, "reshape code -4 splits by 0")  # DEVIATIONS: transform.cc:454 SIGFPE
+                _deviation(d2 != 0, "reshape code -4 splits by 0")  # DEVIATIONS: src/top/tensor/transform.cc:454 SIGFPE
                 d1 = _wrap(_cdiv(d0, d2), 32)
             if d2 == -1:
-                _deviation(d1 != 0, "reshape code -4 splits by 0")  # DEVIATIONS: transform.cc:455 SIGFPE
+                _deviation(d1 != 0, "reshape code -4 splits by 0")  # DEVIATIONS: src/top/tensor/transform.cc:455 SIGFPE
                 d2 = _wrap(_cdiv(d0, d1), 32)
-            # transform.cc:456 VERIFY_EQ(d1 * d2, d0) in int32
+            # src/top/tensor/transform.cc:456 VERIFY_EQ(d1 * d2, d0) in int32
             _check(_wrap(d1 * d2, 32) == _wrap(d0, 32), f"Split dims {d1}, {d2} do not divide original dim {d0}")
             out.extend((d1, d2))
         k += 1
@@ -914,7 +915,7 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
             new_size = _wrap(new_size * _wrap(x, 32), 32)
         _deviation(new_size != 0, f"cannot infer -1 in 'shape' {codes}: the other dims multiply to 0")  # :469
         out[infer] = total // (new_size & ((1 << 64) - 1))
-    # transform.cc:475 VERIFY_EQ(out.Size(), data.Size())
+    # src/top/tensor/transform.cc:475 VERIFY_EQ(out.Size(), data.Size())
     _check(_size(out) == total, f"'shape' {codes} gives {out}: {_size(out)} elements, expected {total}")
     return tuple(out)
 
@@ -933,7 +934,7 @@ def _squeeze_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
             _range("axis", x, -n, n - 1)  # src/top/tensor/transform.cc:573
             axes.add(x + n if x < 0 else x)
         for i in range(n):
-            # transform.cc:586 VERIFY_EQ(shp[i], 1)
+            # src/top/tensor/transform.cc:586 VERIFY_EQ(shp[i], 1)
             _check(i not in axes or s[0][i] == 1, f"expected dim {i} of size 1 to squeeze, got {s[0][i]}")
     else:
         axes = {i for i, d in enumerate(s[0]) if d == 1}
@@ -945,14 +946,14 @@ def transpose_axes(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
     """The full permutation a transpose applies (the reverse when `axes` is empty)."""
     if not axes:
         return tuple(range(ndim - 1, -1, -1))
-    _check(len(axes) == ndim, f"expected 'axes' of length {ndim}, got {len(axes)}")  # transform.cc:650
+    _check(len(axes) == ndim, f"expected 'axes' of length {ndim}, got {len(axes)}")  # src/top/tensor/transform.cc:650
     perm = list(axes)
     for i in range(ndim):
         _range("axes", perm[i], -ndim, ndim - 1)  # src/top/tensor/transform.cc:654
         if perm[i] < 0:
             perm[i] += ndim
         for j in range(ndim):
-            # transform.cc:661 VERIFY(new_axis != axes[j]): later ones not yet normalised
+            # src/top/tensor/transform.cc:661 VERIFY(new_axis != axes[j]): later ones not yet normalised
             _check(i == j or perm[i] != perm[j], f"expected 'axes' to be a permutation, got {list(axes)}")
     return tuple(perm)
 
@@ -970,14 +971,14 @@ def strided_slice_bounds(shape: Shape, begin: Sequence[int], end: Sequence[int],
     out = []
     for i, dim in enumerate(shape):
         st = stride[i] if i < len(stride) else 1
-        _check(st != 0, f"expected 'stride' values != 0, got 0 at axis {i}")  # transform.cc:781
+        _check(st != 0, f"expected 'stride' values != 0, got 0 at axis {i}")  # src/top/tensor/transform.cc:781
         b = begin[i] if i < len(begin) else 0
         e = end[i] if i < len(end) else dim
         lo, hi = (-1, dim - 1) if st < 0 else (0, dim)
         b = min(max(b + dim if b < 0 else b, lo), hi)
         e = min(max(e + dim if e < 0 else e, lo), hi)
         n = (abs(e - b) + abs(st) - 1) // abs(st)
-        # transform.cc:792 VERIFY(stride < 0 ? end < begin : begin < end)
+        # src/top/tensor/transform.cc:792 VERIFY(stride < 0 ? end < begin : begin < end)
         _check(e < b if st < 0 else b < e,
                f"expected a non-empty range on axis {i}, got begin {b}, end {e}, stride {st}")
         out.append((b, st, n))
@@ -1032,7 +1033,7 @@ def _slice_like_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     for x in axes:
         if a["axis"]:
             x = x + n if x < 0 else x
-            _range("axis", x, 0, min(n, m) - 1)  # transform.cc:1043
+            _range("axis", x, 0, min(n, m) - 1)  # src/top/tensor/transform.cc:1043
         out[x] = like[x]
         _check(like[x] <= data[x], f"expected shape_like dim {x} <= {data[x]}, got {like[x]}")  # :1046
     return (tuple(out),)
@@ -1045,8 +1046,8 @@ def _where_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _check(x == y, f"expected x and y of the same shape, got {list(x)} and {list(y)}")
     if cond != x:
         want = f"expected condition of shape {list(x)} or {[x[0]]}, got {list(cond)}"
-        _check(len(cond) == 1, want)  # transform.cc:1087
-        _check(cond[0] == x[0], want)  # transform.cc:1090
+        _check(len(cond) == 1, want)  # src/top/tensor/transform.cc:1087
+        _check(cond[0] == x[0], want)  # src/top/tensor/transform.cc:1090
     return (x,)
 
 
@@ -1061,11 +1062,12 @@ def reduce_axes(shape: Shape, axis: Sequence[int], exclude: bool) -> tuple[int, 
     given = []
     for x in axis:
         x = x + n if x < 0 else x
-        _range("axis", x, 0, n - 1)  # reduce.cc:33
+        _range("axis", x, 0, n - 1)  # src/top/tensor/reduce.cc:33
         given.append(x)
     given.sort()
     for i in range(len(given) - 1):
-        _check(given[i] != given[i + 1], f"expected distinct 'axis' values, got {list(axis)}")  # reduce.cc:37
+        # src/top/tensor/reduce.cc:37 VERIFY(distinct)
+        _check(given[i] != given[i + 1], f"expected distinct 'axis' values, got {list(axis)}")
     if not exclude:
         return tuple(given)
     return tuple(i for i in range(n) if i not in given)
@@ -1086,7 +1088,7 @@ def _reduce_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 @_prec_rule("sum")
 def _sum_prec(a: Attrs, s: list[Shape], p: list[int], o: list[Shape]) -> tuple[int, ...]:
     _in_prec(p)  # src/top/tensor/reduce.cc:148
-    return (p[0] + bitlen(prod(s[0]) // prod(o[0])),)  # reduce.cc:151 (the file's output shape)
+    return (p[0] + bitlen(prod(s[0]) // prod(o[0])),)  # src/top/tensor/reduce.cc:151 (the file's output shape)
 
 
 # --- the phases -----------------------------------------------------------------------------------------------
@@ -1100,7 +1102,7 @@ def _known(op: str) -> None:
 def infer_shape(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]]) -> tuple[Shape, ...]:
     """FInferShape of one node from its inputs' (file) shapes: the output shapes, or the runtime's error.
 
-    The caller compares them with the file's output shapes (infer_attr.cc:205 VERIFY_EQ, a logic error)."""
+    The caller compares them with the file's output shapes (src/runtime/infer_attr.cc:205 VERIFY_EQ, a logic error)."""
     _known(op)
     shapes = [tuple(x) for x in in_shapes]
     check_num_inputs(op, attrs, len(shapes))
@@ -1109,7 +1111,7 @@ def infer_shape(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]]) -> tu
 
 def check_type(op: str, attrs: Attrs) -> None:
     """FInferType (src/runtime/infer_attr.cc:250): every tensor is int32, so only conv2d's `out_dtype` can
-    fail, when it names another type (src/top/nn/convolution.cc:136, then infer_attr.cc:298 VERIFY_EQ)."""
+    fail, when it names another type (src/top/nn/convolution.cc:136, then src/runtime/infer_attr.cc:298 VERIFY_EQ)."""
     if op == "conv2d":
         _check(attrs["out_dtype"] in ("same", "int32"), f"Check type failed: conv2d's out_dtype "
                f"{attrs['out_dtype']!r}, expected int32")
@@ -1128,14 +1130,14 @@ def check_deviations(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]]) 
 def infer_precision(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]], in_precs: Sequence[int],
                     out_shapes: Sequence[Sequence[int]] | None = None) -> tuple[int, ...]:
     """FInferPrecision of one node (inputs' shapes and precisions, the file's output shapes; inferred from
-    the inputs when not given), then infer_attr.cc:79 VERIFY that each output precision is in [1, 32]."""
+    the inputs when not given), then src/runtime/infer_attr.cc:79 VERIFY that each output precision is in [1, 32]."""
     _known(op)
     shapes = [tuple(x) for x in in_shapes]
     outs = [tuple(x) for x in out_shapes] if out_shapes is not None else list(_SHAPE[op](attrs, shapes))
     precs = _PREC[op](attrs, shapes, list(in_precs), outs)
     for i, p in enumerate(precs):
         want = "at most 32" if p > 32 else "in [1, 32]"
-        _check(0 < p <= 32, f"output precision would be {p}, expected {want}")  # infer_attr.cc:79
+        _check(0 < p <= 32, f"output precision would be {p}, expected {want}")  # src/runtime/infer_attr.cc:79
     return precs
 
 
@@ -1154,7 +1156,7 @@ def base_ops(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]],
     elif op == "sum":
         ops = prod(in_shapes[0]) // prod(out_shapes[0])
     else:
-        ops = 1  # infer_attr.cc:128 spells get_valid_count, so get_valid_counts takes output 0 with 1
+        ops = 1  # src/runtime/infer_attr.cc:128 spells get_valid_count, so get_valid_counts takes output 0 with 1
     _check(ops <= MAX_BASE_OPS, f"single ops foreach output should not greater than 1G, but {ops}")  # :133
     return ops
 
