@@ -556,7 +556,7 @@ class TileOp(CvmOperator):
     name = "cvm.tile"
     data = _operand()
     result = _result()
-    reps = prop_def(I64ArrayAttr)
+    reps = opt_prop_def(I64ArrayAttr)
 
 
 @irdl_op_definition
@@ -666,7 +666,7 @@ class StridedSliceOp(CvmOperator):
     name = "cvm.strided_slice"
     data = _operand()
     result = _result()
-    begin = prop_def(I64ArrayAttr)
+    begin = opt_prop_def(I64ArrayAttr)
     end = opt_prop_def(I64ArrayAttr)
     stride = opt_prop_def(I64ArrayAttr)
 

@@ -34,7 +34,7 @@ func.func @f(%x: tensor<1x4x8x8xi32, #cvm.prec<8>>, %w: tensor<6x2x3x3xi32, #cvm
   %0 = cvm.conv2d %x, %w {channels = 6 : i64, kernel_size = array<i64: 3, 3>, groups = 3 : i64, use_bias = false} : (tensor<1x4x8x8xi32, #cvm.prec<8>>, tensor<6x2x3x3xi32, #cvm.prec<8>>) -> tensor<1x6x6x6xi32, #cvm.prec<21>>
   func.return
 }
-// CHECK: Operation does not verify: expected input channels 4 divisible by 'groups' 3
+// CHECK: Operation does not verify: expected 'groups' 3 > 0 dividing the input channels 4 and 'channels' 6
 
 // -----
 
@@ -88,7 +88,7 @@ func.func @f(%x: tensor<2x16xi32, #cvm.prec<8>>, %w: tensor<10x16xi32, #cvm.prec
   %0 = cvm.dense %x, %w {units = 8 : i64, use_bias = false} : (tensor<2x16xi32, #cvm.prec<8>>, tensor<10x16xi32, #cvm.prec<8>>) -> tensor<2x8xi32, #cvm.prec<21>>
   func.return
 }
-// CHECK: Operation does not verify: expected weight shape [8, 16] (units, data.shape[1]), got [10, 16]
+// CHECK: Operation does not verify: expected weight shape [8, 16], got [10, 16]
 
 // -----
 
@@ -281,15 +281,6 @@ func.func @f(%x: tensor<3x2xi32, #cvm.prec<8>>) {
 
 // -----
 
-// reshape: an unknown code is rejected (cvm-runtime skips it silently)
-func.func @f(%x: tensor<2x6xi32, #cvm.prec<8>>) {
-  %0 = cvm.reshape %x {shape = array<i64: -5, 12>} : (tensor<2x6xi32, #cvm.prec<8>>) -> tensor<12xi32, #cvm.prec<8>>
-  func.return
-}
-// CHECK: Operation does not verify: expected reshape codes > 0 or in {0, -1, -2, -3, -4}, got -5
-
-// -----
-
 // reshape: the element count is kept
 func.func @f(%x: tensor<2x6xi32, #cvm.prec<8>>) {
   %0 = cvm.reshape %x {shape = array<i64: 5, 2>} : (tensor<2x6xi32, #cvm.prec<8>>) -> tensor<5x2xi32, #cvm.prec<8>>
@@ -394,7 +385,7 @@ func.func @f(%x: tensor<2x3xi32, #cvm.prec<8>>) {
   %0 = cvm.max %x {axis = array<i64: 2>} : (tensor<2x3xi32, #cvm.prec<8>>) -> tensor<2xi32, #cvm.prec<8>>
   func.return
 }
-// CHECK: Operation does not verify: expected 'axis' in [-2, 1], got 2
+// CHECK: Operation does not verify: expected 'axis' in [0, 1], got 2
 
 // -----
 
