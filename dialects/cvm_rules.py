@@ -403,7 +403,7 @@ def _fatal(cond: bool, msg: str) -> None:
 def _deviation(cond: bool, msg: str) -> None:
     """A case of DEVIATIONS: a logic error where the runtime has undefined behaviour."""
     if not cond:
-        raise CVMLogicError(msg + " (cvm-runtime has undefined behaviour here; cvmc rejects it)")
+        raise CVMLogicError(f"undefined in cvm-runtime: {msg}")
 
 
 def _range(name: str, value: int, lo: int = 0, hi: int = 4096) -> None:

@@ -18,8 +18,8 @@ The load path, in the runtime's order (`CvmRuntime::Init`, `Setup`, the `CVMMode
   6. the gas (`GetOps`), which the API reports on request and cvmc checks at load.
 
 Deviations. Where the runtime reads memory it does not own, or computes on memory nobody wrote, its result is not
-a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message starts with
-"undefined in cvm-runtime". The cases (README, "Decisions that differ from cvm-runtime"):
+a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message says
+"undefined in cvm-runtime" (here, or in `cvm_rules.DEVIATIONS` for an operator). The cases (README, "Decisions that differ from cvm-runtime"):
   - an input or head names a node past the end of `node_row_ptr` (the runtime indexes past a vector);
   - a head's entry is not an entry of the graph (the runtime reads past its precision list);
   - `arg_nodes` names a node past the node list (in the duplicate-name check);
@@ -582,27 +582,9 @@ def _locate(row_ptr: list[int], eid: int) -> tuple[int, int]:
     return nid, eid - row_ptr[nid]
 
 
-def _infer_shapes(op: str, attrs: rules.Attrs, in_shapes: list[rules.Shape]) -> tuple[rules.Shape, ...]:
-    if hasattr(rules, "infer_shape"):
-        return rules.infer_shape(op, attrs, in_shapes)  # type: ignore[attr-defined]
-    return rules.infer(op, attrs, in_shapes, [1] * len(in_shapes)).shapes  # TEMPORARY until the rules split
-
-
-def _infer_precisions(op: str, attrs: rules.Attrs, in_shapes: list[rules.Shape],
-                      in_precs: list[int]) -> tuple[int, ...]:
-    if hasattr(rules, "infer_precision"):
-        return rules.infer_precision(op, attrs, in_shapes, in_precs)  # type: ignore[attr-defined]
-    return rules.infer(op, attrs, in_shapes, in_precs).precisions  # TEMPORARY
-
-
-def _base_ops(node: Node, in_shapes: list[rules.Shape]) -> int:
-    if hasattr(rules, "base_ops"):
-        return rules.base_ops(node.op, node.attrs, in_shapes, node.shapes)  # type: ignore[attr-defined]
-    return rules.infer(node.op, node.attrs, in_shapes, [8] * len(in_shapes)).base_ops  # TEMPORARY
-
-
 def _setup(p: _Prepared) -> list[Node]:
-    """SetupShape over every node, then SetupPrecision over every node (infer_attr.cc:17-21)."""
+    """SetupShape over every node, SetupType, then SetupPrecision over every node (infer_attr.cc:17-21); then the
+    operators' deviations (cvm_rules.DEVIATIONS), which the runtime does not stop at."""
     nodes: list[Node] = []
     for nid, raw in enumerate(p.raw.nodes):
         op = p.ops[nid]
@@ -615,12 +597,15 @@ def _setup(p: _Prepared) -> list[Node]:
         in_shapes = [p.shapes[p.row_ptr[s] + k] for s, k in inputs]
         where = f"node {nid} ({raw.name!r})"
         try:
-            inferred = _infer_shapes(op, p.attrs[nid], in_shapes)
+            inferred = rules.infer_shape(op, p.attrs[nid], in_shapes)
         except CVMError as e:
             raise type(e)(f"{where} ({op}): {e}") from None
         for k, (got, want) in enumerate(zip(outs, inferred, strict=True)):  # infer_attr.cc:205
             _verify(got == want, f"{where} ({op}): output {k} shape {list(got)} in the file, inferred {list(want)}")
         nodes.append(Node(raw.name, op, inputs, p.attrs[nid], outs, ()))
+    for nid, node in enumerate(nodes):
+        if not node.is_variable:
+            _in_phase(nid, node, lambda n: rules.check_type(n.op, n.attrs))
     precs = list(p.precisions)
     for nid, node in enumerate(nodes):
         first, last = p.row_ptr[nid], p.row_ptr[nid + 1]
@@ -632,15 +617,27 @@ def _setup(p: _Prepared) -> list[Node]:
         in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
         in_precs = [precs[p.row_ptr[s] + k] for s, k in node.inputs]
         try:
-            out = _infer_precisions(node.op, node.attrs, in_shapes, in_precs)
+            out = rules.infer_precision(node.op, node.attrs, in_shapes, in_precs, node.shapes)
         except CVMError as e:
             raise type(e)(f"{where} ({node.op}): {e}") from None
-        for k, prec in enumerate(out):  # infer_attr.cc:71
-            _verify(0 < prec <= 32, f"{where} ({node.op}): output {k} precision would be {prec}, expected at "
-                    "most 32")
-            precs[first + k] = prec
+        precs[first:first + len(out)] = out
         node.precisions = tuple(out)
+    for nid, node in enumerate(nodes):
+        if not node.is_variable:
+            _in_phase(nid, node, lambda n: rules.check_deviations(n.op, n.attrs, _in_shapes(nodes, n)))
     return nodes
+
+
+def _in_shapes(nodes: list[Node], node: Node) -> list[rules.Shape]:
+    return [nodes[s].shapes[k] for s, k in node.inputs]
+
+
+def _in_phase(nid: int, node: Node, check: Any) -> None:
+    """A check of one operator node, its error naming the node."""
+    try:
+        check(node)
+    except CVMError as e:
+        raise type(e)(f"node {nid} ({node.name!r}) ({node.op}): {e}") from None
 
 
 def _model_checks(p: _Prepared, nodes: list[Node]) -> tuple[list[tuple[int, int]], str | None]:
@@ -857,10 +854,7 @@ def graph_gas(nodes: list[Node]) -> int:
         if node.is_variable:
             mem += 5 * prod(node.shapes[0])
         else:
-            in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
-            base = _base_ops(node, in_shapes)
-            _verify(base <= rules.MAX_BASE_OPS,  # infer_attr.cc:123
-                    f"node {node.name!r}: {base} ops per output element, expected at most {rules.MAX_BASE_OPS}")
+            base = rules.base_ops(node.op, node.attrs, _in_shapes(nodes, node), node.shapes)  # checks :133
             ops += base * prod(node.shapes[0])
             _verify(ops <= rules.MAX_TOTAL_OPS, f"graph ops exceed {rules.MAX_TOTAL_OPS}")  # infer_attr.cc:130
             mem += 5 * sum(prod(s) for s in node.shapes)
@@ -919,11 +913,15 @@ def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
     for nid, node in enumerate(nodes):
         if node.is_variable:
             continue
-        in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
         try:
-            node.shapes = _infer_shapes(node.op, node.attrs, in_shapes)
+            node.shapes = rules.infer_shape(node.op, node.attrs, _in_shapes(nodes, node))
+            for k, shape in enumerate(node.shapes):
+                rules.check_shape(shape, f"output {k}")
         except CVMError as e:
             raise type(e)(f"node {nid} ({node.name!r}) ({node.op}): {e}") from None
+    for nid, node in enumerate(nodes):
+        if not node.is_variable:
+            _in_phase(nid, node, lambda n: rules.check_type(n.op, n.attrs))
     for nid, node in enumerate(nodes):
         where = f"node {nid} ({node.name!r})"
         if node.is_variable:
@@ -939,14 +937,15 @@ def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
                 except CVMLogicError as e:
                     raise CVMLogicError(f"{where}: parameter {node.name!r}: {e}") from None
             continue
-        in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
         in_precs = [nodes[s].precisions[k] for s, k in node.inputs]
         try:
-            node.precisions = tuple(_infer_precisions(node.op, node.attrs, in_shapes, in_precs))
+            node.precisions = rules.infer_precision(node.op, node.attrs, _in_shapes(nodes, node), in_precs,
+                                                    node.shapes)
         except CVMError as e:
             raise type(e)(f"{where} ({node.op}): {e}") from None
-        for prec in node.precisions:
-            _verify(0 < prec <= 32, f"{where} ({node.op}): output precision would be {prec}, expected at most 32")
+    for nid, node in enumerate(nodes):
+        if not node.is_variable:
+            _in_phase(nid, node, lambda n: rules.check_deviations(n.op, n.attrs, _in_shapes(nodes, n)))
     return graph_gas(nodes)
 
 
