@@ -17,7 +17,8 @@ CVMLogicError naming the block and the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -185,14 +186,22 @@ class Stepper:
     def step(self, inputs: Mapping[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
         raise NotImplementedError
 
+    def iter_steps(
+        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
+    ) -> Iterator[dict[int, np.ndarray]]:
+        """Run `steps` steps one at a time, yielding each step's outputs as it ends (so a caller can stream
+        them); step i takes frames[i] (or frames[0] for all, when one frame is given)."""
+        frames = frames or [{}]
+        if len(frames) not in (1, steps):
+            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
+        for i in range(steps):
+            yield self.step(frames[i if len(frames) > 1 else 0])
+
     def run(
         self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
     ) -> list[dict[int, np.ndarray]]:
         """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
-        frames = frames or [{}]
-        if len(frames) not in (1, steps):
-            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
-        return [self.step(frames[i if len(frames) > 1 else 0]) for i in range(steps)]
+        return list(self.iter_steps(steps, frames))
 
 
 class TaskGraphExecutor(Stepper):
@@ -307,11 +316,20 @@ class TaskGraphExecutor(Stepper):
             view[_slices(src_offsets, src_sizes)] = v_new[_slices(offsets, sizes)].reshape(src_sizes)
 
 
+def _size(b: BlockOp) -> int:
+    return math.prod(b.shape.extents().values())
+
+
+def frame_values(graph: GraphOp) -> int:
+    """How many int32 values one input frame holds: the sizes of the INPUT blocks, summed."""
+    return sum(_size(b) for b in graph.blocks if isinstance(b, InputOp))
+
+
 def input_frames(graph: GraphOp, flat: np.ndarray, steps: int = 1) -> list[dict[int, np.ndarray]]:
     """Split raw int32 input values into frames: each frame is the INPUT blocks' values in file order,
     one frame for all steps or one per step."""
     blocks = [b for b in graph.blocks if isinstance(b, InputOp)]
-    sizes = [int(np.prod(list(b.shape.extents().values()))) for b in blocks]
+    sizes = [_size(b) for b in blocks]
     per_frame = sum(sizes)
     if flat.size == per_frame:
         count = 1

@@ -1,0 +1,51 @@
+"""Reading files a stranger names: a bound on the bytes read, and every failure as a CVMError.
+
+    data = read_bounded("input.bin", "input", limit=4096)     # at most 4096 bytes, else a CVMLogicError
+
+A path may name a device or a FIFO that never ends (`/dev/zero`); reading stops one byte past the limit, so
+memory stays bounded whatever the path is. An unreadable path (missing, a directory, a NUL in its name) is a
+CVMRuntimeError, a file longer than the limit a CVMLogicError (the caller's input breaks a limit).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from cvmc.errors import CVMLogicError, CVMRuntimeError
+
+# The largest text or binary IR file the tools read (the `.mlir` and Task IR files): 1 GiB. Protobuf itself
+# refuses messages of 2 GiB; xDSL's parser would need many times the text's size in memory.
+MAX_FILE_BYTES = 1 << 30
+
+
+def read_bounded(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES,
+                 why: str = "the limit") -> bytes:
+    """The bytes of the file at `path`, at most `limit` of them; `what` names the file in messages, `why` the
+    reason for the limit."""
+    name = os.fspath(path) if isinstance(path, str | os.PathLike) else path
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > limit:  # refused before reading
+                raise CVMLogicError(f"{what} {name!r} holds {st.st_size} bytes, more than {limit} ({why})")
+            data = f.read(limit + 1)
+    except MemoryError:
+        raise CVMRuntimeError(f"out of memory reading {what} {name!r}") from None
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
+    except (ValueError, TypeError) as e:  # a NUL in the path, a path of the wrong type
+        raise CVMRuntimeError(f"cannot read {what} {name!r}: {e}") from None
+    if len(data) > limit:
+        raise CVMLogicError(f"{what} {name!r} holds more than {limit} bytes ({why})")
+    return data
+
+
+def read_text(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of the file at `path`, at most `limit` bytes of it."""
+    data = read_bounded(path, what, limit)
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise CVMRuntimeError(f"cannot read {what} {os.fspath(path)!r}: not UTF-8 text ({e.reason} at byte "
+                              f"{e.start})") from None
