@@ -19,10 +19,11 @@ from cvmc.errors import CVMLogicError, CVMRuntimeError
 MAX_FILE_BYTES = 1 << 30
 
 
-def read_bounded(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES,
+def read_bounded(path: str | os.PathLike[str], what: str, limit: int | None = None,
                  why: str = "the limit") -> bytes:
-    """The bytes of the file at `path`, at most `limit` of them; `what` names the file in messages, `why` the
-    reason for the limit."""
+    """The bytes of the file at `path`, at most `limit` of them (MAX_FILE_BYTES by default); `what` names the
+    file in messages, `why` the reason for the limit."""
+    limit = MAX_FILE_BYTES if limit is None else limit
     name = os.fspath(path) if isinstance(path, str | os.PathLike) else path
     try:
         with open(path, "rb") as f:
@@ -41,7 +42,7 @@ def read_bounded(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_
     return data
 
 
-def read_text(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES) -> str:
+def read_text(path: str | os.PathLike[str], what: str, limit: int | None = None) -> str:
     """The UTF-8 text of the file at `path`, at most `limit` bytes of it."""
     data = read_bounded(path, what, limit)
     try:

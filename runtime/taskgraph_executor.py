@@ -45,7 +45,7 @@ from cvmc.dialects.taskgraph import (
     RearrangeKind,
     StorageBlockOp,
 )
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 
 P = ParamKind
 _CLAMP28 = (-(2**27), 2**27 - 1)
@@ -218,7 +218,10 @@ class TaskGraphExecutor(Stepper):
         for b in self.order:
             self._check_runnable(b)
             if isinstance(b, StorageBlockOp):
-                self.values[b.id] = self._initial_value(b)
+                try:
+                    self.values[b.id] = self._initial_value(b)
+                except MemoryError:
+                    raise CVMRuntimeError(f"block {b.id}: out of memory allocating its {_size(b)} values") from None
 
     @staticmethod
     def _initial_value(b: StorageBlockOp) -> np.ndarray:
@@ -284,26 +287,32 @@ class TaskGraphExecutor(Stepper):
 
         results: dict[int, np.ndarray] = {}
         for b in self.order:
-            if isinstance(b, StorageBlockOp):
-                if b.inputs.data:
-                    shape = tuple(b.cluster_extents("in", 0).values())
-                    value = self.values[b.id].reshape(shape)
-                    self._gather(b, 0, value, results)
-                    self.values[b.id] = value.reshape(self.values[b.id].shape)
-                continue
-            assert isinstance(b, ComputeBlockOp)
-            clusters = []
-            for k in range(len(b.inputs.data)):
-                cluster = np.zeros(tuple(b.cluster_extents("in", k).values()), dtype=np.int64)
-                self._gather(b, k, cluster, results)
-                clusters.append(cluster)
-            if isinstance(b, ClifOp):
-                out, v_new = clif_step(b, clusters[0], clusters[1])
-                self._write_back_membrane(b, v_new, results)
-            else:
-                out = compute_block(b, clusters)
-            results[b.id] = out.reshape(tuple(b.cluster_extents("out", 0).values()))
+            try:
+                self._run_block(b, results)
+            except MemoryError:
+                raise CVMRuntimeError(f"block {b.id}: out of memory running its {b.kind} step") from None
         return {b.id: self.values[b.id].reshape(-1).copy() for b in self.outputs}
+
+    def _run_block(self, b: BlockOp, results: dict[int, np.ndarray]) -> None:
+        if isinstance(b, StorageBlockOp):
+            if b.inputs.data:
+                shape = tuple(b.cluster_extents("in", 0).values())
+                value = self.values[b.id].reshape(shape)
+                self._gather(b, 0, value, results)
+                self.values[b.id] = value.reshape(self.values[b.id].shape)
+            return
+        assert isinstance(b, ComputeBlockOp)
+        clusters = []
+        for k in range(len(b.inputs.data)):
+            cluster = np.zeros(tuple(b.cluster_extents("in", k).values()), dtype=np.int64)
+            self._gather(b, k, cluster, results)
+            clusters.append(cluster)
+        if isinstance(b, ClifOp):
+            out, v_new = clif_step(b, clusters[0], clusters[1])
+            self._write_back_membrane(b, v_new, results)
+        else:
+            out = compute_block(b, clusters)
+        results[b.id] = out.reshape(tuple(b.cluster_extents("out", 0).values()))
 
     def _write_back_membrane(self, b: ClifOp, v_new: np.ndarray, results: dict[int, np.ndarray]) -> None:
         """Store a CLIF's new membrane potential where it read the potential from."""
