@@ -195,6 +195,7 @@ def test_cvm_opt_reads_stdin_with_a_bound(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b" " * 65)))
     assert status(cvm_opt.main, []) == 1
     assert "the input on stdin holds more than 64 bytes" in capsys.readouterr().err
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b" " * 64)))
+    text = b"builtin.module {}\n//".ljust(63, b"x") + b"\n"  # 64 bytes: at the bound
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
     assert status(cvm_opt.main, []) == 0
     assert capsys.readouterr().out.startswith("builtin.module")
