@@ -57,7 +57,8 @@ def _cuda(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
 
 
 DEVICES: dict[str, Callable[[Graph], Runner]] = {"reference": _reference, "cpu": _cpu, "cuda": _cuda}
-PLANNED = {"cpu": _cpu, "cuda": _cuda}  # the devices that plan an arena: they take a `check_plan`
+# The devices that plan an arena take a `check_plan` (unless DEVICES maps the name to another factory).
+PLANNED: dict[str, Callable[[Graph, PlanCheck | None], Runner]] = {"cpu": _cpu, "cuda": _cuda}
 
 
 def program_bytes(program: HostProgram) -> int:
@@ -113,8 +114,8 @@ class Model:
             self._check_memory(program_bytes(program), f"the arena planned for {device}, its input and its heads")
 
         try:
-            factory = DEVICES[device]
-            self._run = factory(graph, check_plan=check) if PLANNED.get(device) is factory else factory(graph)
+            factory, planned = DEVICES[device], PLANNED.get(device)
+            self._run = planned(graph, check) if planned is not None and planned is factory else factory(graph)
         except MemoryError:
             if self.memory_bytes is None or device == "reference":
                 raise CVMRuntimeError(f"out of memory compiling the model for the {device} device") from None
