@@ -31,7 +31,12 @@ EXIT_STATUSES = f"""exit status:
   {EX_RUNTIME:<4} runtime error: a file that cannot be read or parsed, out of memory, or an internal failure
        (CVMRuntimeError)
   {EX_USAGE:<4} command-line usage error (EX_USAGE)
+  {EX_INTERRUPT:<4} interrupted (Ctrl-C)
   {EX_PIPE:<4} the reader closed the output pipe (nothing is printed, as when SIGPIPE ends a tool)"""
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as written (status 64)."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -69,6 +74,8 @@ def _status_of(e: BaseException) -> tuple[int, str]:
     """The exit status and message of an exception a tool's body raised."""
     if isinstance(e, CVMError):
         return e.status, str(e)
+    if isinstance(e, UsageError):
+        return EX_USAGE, str(e)
     if isinstance(e, MemoryError):
         return EX_RUNTIME, f"out of memory{': ' + str(e) if str(e) else ''}"
     if isinstance(e, OSError):
@@ -96,7 +103,8 @@ def run_tool(prog: str, body: Callable[[], int], name_class: bool = False) -> in
         return EX_INTERRUPT
     except Exception as e:
         status, message = _status_of(e)
-        label = ("CVMLogicError" if status == EX_LOGIC else "CVMRuntimeError") if name_class else "error"
+        label = {EX_LOGIC: "CVMLogicError", EX_RUNTIME: "CVMRuntimeError"}.get(status, "error") if name_class \
+            else "error"
         try:
             print(f"{prog}: {label}: {message}", file=sys.stderr)
         except OSError:

@@ -84,16 +84,18 @@ class CvmOptMain(xDSLOptMain):
 
 
 def main(args: list[str] | None = None) -> int:
-    try:
-        tool = CvmOptMain(description="cvmc's modular optimizer driver", args=args)
-    except SystemExit as e:  # xDSL's own argparse parser: a usage error is status 64, not argparse's 2
-        return cli.usage_status(e)
-
     def run() -> int:
+        try:
+            tool = CvmOptMain(description="cvmc's modular optimizer driver", args=args)
+        except ValueError as e:  # a pass pipeline (-p) xDSL cannot parse
+            raise cli.UsageError(str(e)) from None
         tool.run()
         return 0
 
-    return cli.run_tool("cvm-opt", run)
+    try:
+        return cli.run_tool("cvm-opt", run)
+    except SystemExit as e:  # xDSL's own argparse parser: a usage error is status 64, not argparse's 2
+        return cli.usage_status(e)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", help="the input bytes (the API's layout; int32 with --raw)")
     p.add_argument("-o", "--output", help="write the output bytes here instead of printing values")
     p.add_argument("--raw", action="store_true", help="int32 input, and every head as int32 on output")
-    p.add_argument("--device", default=None, help="reference, cpu (default) or cuda")
+    p.add_argument("--device", default=None, choices=["reference", "cpu", "cuda"],
+                   help="reference, cpu (default) or cuda")
     p.add_argument("--gas", action="store_true", help="print the model's gas and exit")
     p.add_argument("--stats", action="store_true", help="print compile and run statistics on stderr")
     p.add_argument("--emit-source", metavar="DIR", help="write the generated CUDA sources to DIR (no GPU needed)")

@@ -84,6 +84,10 @@ CASES = [
     ("cvm-opt", ["{d}/missing.mlir"], 2, "cannot read input file"),
     ("cvm-opt", ["--no-such-option"], 64, "unrecognized arguments"),
     ("cvm-opt", [GRAPH_IR, "-t", "nope"], 64, "invalid choice"),
+    ("cvm-opt", [GRAPH_IR, "-p", "no-such-pass"], 64, "cvm-opt: error: Unrecognized passes: ['no-such-pass']"),
+    ("cvm-opt", [GRAPH_IR, "-p", "cvm-fuse{{bad=1}}"], 64, "cvm-opt: error: Provided arguments"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--device", "gpu"], 64,
+     "argument --device: invalid choice: 'gpu'"),
 ]
 
 
@@ -126,7 +130,7 @@ def test_help_lists_the_exit_statuses(tool, capsys):
     assert status(TOOLS[tool], ["--help"]) == 0
     out = capsys.readouterr().out
     assert "exit status:" in out
-    for code in (0, 1, 2, 64, 141):
+    for code in (0, 1, 2, 64, 130, 141):
         assert f"\n  {code:<4} " in out
 
 
