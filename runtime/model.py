@@ -119,8 +119,8 @@ class Model:
         except MemoryError:
             if self.memory_bytes is None or device == "reference":
                 raise CVMRuntimeError(f"out of memory compiling the model for the {device} device") from None
-            raise CVMRuntimeError(f"out of memory allocating the {self.memory_bytes} bytes of working memory "
-                                  f"planned for the {device} device") from None
+            raise CVMRuntimeError(f"out of memory setting up the {device} device for the model: its plan needs "
+                                  f"{self.memory_bytes} bytes of working memory") from None
         self.stats: dict[str, object] = dict(getattr(self._run, "stats", {}))
         nid = graph.input_id
         self.input_shape: tuple[int, ...] | None = graph.nodes[nid].shapes[0] if nid is not None else None

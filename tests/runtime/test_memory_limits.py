@@ -118,8 +118,8 @@ print("maxrss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 @pytest.mark.parametrize(("device", "message"), [
     ("reference", "CVMRuntimeError node 1 ('tile_1', tile): out of memory computing its 4294967296-byte output"),
-    ("cpu", f"CVMRuntimeError out of memory allocating the {8 * GIB + 4} bytes of working memory planned for "
-            "the cpu device"),
+    ("cpu", "CVMRuntimeError out of memory setting up the cpu device for the model: its plan needs "
+            f"{8 * GIB + 4} bytes of working memory"),
 ])  # fmt: skip
 def test_under_a_memory_limit_the_tile_model_is_a_runtime_error(tile_model, device, message, tmp_path):
     """The probe under `ulimit -v` (3 GiB of address space): a clear error, and little memory touched."""
@@ -149,3 +149,26 @@ def test_tile_model_file_is_small(tile_model):
     """The probe's point: a few kilobytes of JSON declare 84 GiB of tensors, within the runtime's 2^40."""
     doc = json.loads(tile_model[0].read_text())
     assert len(tile_model[0].read_bytes()) < 8192 and len(doc["nodes"]) == 22
+
+
+def test_the_cuda_device_checks_its_plan_before_touching_the_device(tmp_path):
+    """No GPU here: a device that fails on any use shows the plan is refused before compiling or allocating."""
+    from cvmc.runtime import cuda
+    from cvmc.runtime.model import program_bytes
+
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError(f"device.{name} was used before the plan was checked")
+
+    b = CvmBuilder()
+    graph = b.graph([b.relu(b.tile(b.create_input([1], precision=8), reps=(64, 64)))])
+    seen = []
+
+    def refuse(program):
+        seen.append(program_bytes(program))
+        raise cvmc.CVMLogicError("refused")
+
+    with pytest.raises(cvmc.CVMLogicError, match="refused"):
+        cuda.compile_graph(graph, device=Untouchable(), check_plan=refuse)  # type: ignore[arg-type]
+    cpu = cvmc.Model(graph, "cpu")
+    assert seen == [cpu.memory_bytes] and seen[0] >= 4 + 2 * 4 * 64 * 64
