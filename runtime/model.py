@@ -177,14 +177,20 @@ class Model:
             raise CVMLogicError(f"expected the input as bytes, got {type(input_bytes).__name__}")
         input_bytes = bytes(input_bytes)  # a memoryview of any format counts in bytes
         if self.input_shape is None:
-            return pack_outputs(self.graph, self._call(None))
+            return self._pack(self._call(None))
         assert self.input_precision is not None
         n = prod(self.input_shape)
         width = 1 if self.input_precision <= 8 else 4
         if len(input_bytes) != n * width:
             raise CVMLogicError(f"expected {n * width} input bytes ({n} x int{8 * width}), got {len(input_bytes)}")
         x = np.frombuffer(input_bytes, dtype="<i1" if width == 1 else "<i4").reshape(self.input_shape)
-        return pack_outputs(self.graph, self.run(x))
+        return self._pack(self.run(x))
+
+    def _pack(self, outs: list[np.ndarray]) -> bytes:
+        try:
+            return pack_outputs(self.graph, outs)
+        except MemoryError:
+            raise CVMRuntimeError(f"out of memory packing the {sum(o.size for o in outs)} output values") from None
 
 
 def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
