@@ -11,12 +11,26 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 
 # The largest text or binary IR file the tools read (the `.mlir` and Task IR files): 1 GiB. Protobuf itself
 # refuses messages of 2 GiB; xDSL's parser would need many times the text's size in memory.
 MAX_FILE_BYTES = 1 << 30
+_CHUNK = 1 << 20
+
+
+def _read_at_most(f: BinaryIO, n: int) -> bytes:
+    """Up to `n` bytes of `f`, read in chunks: `f.read(n)` would reserve all `n` bytes at once."""
+    chunks: list[bytes] = []
+    while n > 0:
+        chunk = f.read(min(n, _CHUNK))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_bounded(path: str | os.PathLike[str], what: str, limit: int | None = None,
@@ -30,7 +44,7 @@ def read_bounded(path: str | os.PathLike[str], what: str, limit: int | None = No
             st = os.fstat(f.fileno())
             if stat.S_ISREG(st.st_mode) and st.st_size > limit:  # refused before reading
                 raise CVMLogicError(f"{what} {name!r} holds {st.st_size} bytes, more than {limit} ({why})")
-            data = f.read(limit + 1)
+            data = _read_at_most(f, limit + 1)
     except MemoryError:
         raise CVMRuntimeError(f"out of memory reading {what} {name!r}") from None
     except OSError as e:

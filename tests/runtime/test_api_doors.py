@@ -162,3 +162,18 @@ def test_read_text_refuses_binary(tmp_path):
         read_text(f, "IR file")
     f.write_text("ok")
     assert read_text(f, "IR file") == "ok"
+
+
+def test_read_bounded_reserves_no_more_than_it_reads(tmp_path):
+    """A small file under a 1 GiB limit is read in a process of 1 GiB of address space (`f.read(limit)` would
+    reserve the whole limit up front and fail)."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "small.bin"
+    f.write_bytes(b"abc")
+    script = ("import resource\nfrom cvmc.runtime.files import read_bounded\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+              f"print(read_bounded({str(f)!r}, 'input', 1 << 30))\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, "b'abc'\n"), r.stderr[-1000:]
