@@ -3,8 +3,8 @@
     data = read_bounded("input.bin", "input", limit=4096)     # at most 4096 bytes, else a CVMLogicError
 
 A path may name a device or a FIFO that never ends (`/dev/zero`); reading stops one byte past the limit, so
-memory stays bounded whatever the path is. An unreadable path (missing, a directory, a NUL in its name) is a
-CVMRuntimeError, a file longer than the limit a CVMLogicError (the caller's input breaks a limit).
+memory stays bounded whatever the path is. An unreadable path (missing, a directory) is a CVMRuntimeError; a path
+holding a NUL or a file longer than the limit is a CVMLogicError (the caller's input breaks a rule).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def read_bounded(path: str | os.PathLike[str], what: str, limit: int | None = No
     file in messages, `why` the reason for the limit."""
     limit = MAX_FILE_BYTES if limit is None else limit
     name = os.fspath(path) if isinstance(path, str | os.PathLike) else path
+    if isinstance(name, str) and "\0" in name:  # the caller's fault, as `graph.read_source` has it
+        raise CVMLogicError(f"cannot read {what} {name!r}: the path holds a NUL character")
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -49,7 +51,7 @@ def read_bounded(path: str | os.PathLike[str], what: str, limit: int | None = No
         raise CVMRuntimeError(f"out of memory reading {what} {name!r}") from None
     except OSError as e:
         raise CVMRuntimeError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
-    except (ValueError, TypeError) as e:  # a NUL in the path, a path of the wrong type
+    except (ValueError, TypeError) as e:  # a path of the wrong type
         raise CVMRuntimeError(f"cannot read {what} {name!r}: {e}") from None
     if len(data) > limit:
         raise CVMLogicError(f"{what} {name!r} holds more than {limit} bytes ({why})")

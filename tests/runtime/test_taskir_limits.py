@@ -78,7 +78,7 @@ def test_task_files_are_read_with_a_bound(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
     with pytest.raises(CVMLogicError, match=r"task file '/dev/zero' holds more than 64 bytes"):
         import_task("/dev/zero")
-    with pytest.raises(CVMRuntimeError, match="cannot read task file"):
+    with pytest.raises(CVMLogicError, match=r"cannot read task file 'nul\\x00.task': the path holds a NUL"):
         import_task("nul\0.task")
 
 
