@@ -64,6 +64,12 @@ from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from cvmc.dialects import cvm_rules
+
+# Shape limits, those of CVM models (spec/cvm-runtime.md section 3): a dimension at most 2^24, a tensor (a
+# storage block's values, a cluster) at most 2^30 values, the storage blocks of a graph at most 2^40 bytes.
+MAX_DIM, MAX_SIZE, MAX_MEMORY = cvm_rules.MAX_DIM, cvm_rules.MAX_SIZE, cvm_rules.MAX_MEMORY
+
 # ---------------------------------------------------------------------------------------------------------
 # Enumerations (spellings and order as in the `.task` schema)
 # ---------------------------------------------------------------------------------------------------------
@@ -317,6 +323,8 @@ class ShapeAttr(ParametrizedAttribute):
         for d, v in self.given().items():
             if v < 0:
                 raise VerifyException(f"expected shape '{d}' >= 0, got {v}")
+            if v > MAX_DIM:
+                raise VerifyException(f"expected shape '{d}' <= {MAX_DIM}, got {v}")
 
 
 @irdl_attr_definition
@@ -1092,6 +1100,10 @@ class GraphOp(IRDLOperation):
                     f"edge {e.id}: carries {math.prod(shape)} values {list(shape)}, but its destination box "
                     f"in block {dst.id} holds {math.prod(dst_shape)} {list(dst_shape)}"
                 )
+        storage = sum(4 * math.prod(b.shape.extents().values()) for b in blocks.values()
+                      if isinstance(b, StorageBlockOp))  # fmt: skip
+        if storage > MAX_MEMORY:
+            raise VerifyException(f"expected the storage blocks to hold at most {MAX_MEMORY} bytes, got {storage}")
         self.topological_blocks()
 
 
@@ -1412,6 +1424,7 @@ class BlockOp(IRDLOperation):
     def verify_(self) -> None:
         self._verify_shape()
         self._verify_cluster_counts()
+        self._verify_sizes()
         for direction, clusters in (("in", self.inputs), ("out", self.outputs)):
             for k, cluster in enumerate(clusters.data):
                 self._verify_cluster(direction, k, cluster)
@@ -1453,6 +1466,18 @@ class BlockOp(IRDLOperation):
         m = len(self.outputs.data)
         if m != self._expected_output_count():
             self._fail(f"expected {self._expected_output_count()} output clusters for {self.kind}, got {m}")
+
+    def _verify_sizes(self) -> None:
+        """Every tensor the block holds or passes (its own values for a storage block, each cluster) has at most
+        MAX_SIZE values."""
+        tensors = [("the block", self.shape.extents())] if isinstance(self, StorageBlockOp) else []
+        for direction, clusters in (("in", self.inputs), ("out", self.outputs)):
+            tensors += [(f"{direction}put cluster {k}", self.cluster_extents(direction, k))
+                        for k in range(len(clusters.data))]  # fmt: skip
+        for what, extents in tensors:
+            n = math.prod(extents.values())
+            if n > MAX_SIZE:
+                self._fail(f"expected at most {MAX_SIZE} values in {what}, got {n} {list(extents.values())}")
 
     def _verify_cluster(self, direction: str, k: int, cluster: ClusterAttr) -> None:
         where = f"{direction}put cluster {k}"

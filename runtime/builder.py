@@ -78,6 +78,16 @@ def _typed(op: str, spec: rules.AttrSpec, value: Any) -> Any:
         raise CVMLogicError(f"attribute {spec.name!r} of {op}: expected {want}, got {value!r}") from None
 
 
+def _dims(name: str, shape: Any) -> tuple[int, ...]:
+    """A shape given as whole numbers: 2.5, "2" or True is refused, never truncated."""
+    try:
+        if isinstance(shape, str | bytes) or any(isinstance(d, bool | np.bool_) for d in shape):
+            raise TypeError
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise CVMLogicError(f"expected the shape of {name!r} as a sequence of integers, got {shape!r}") from None
+
+
 class CvmBuilder:
     """Build a CVM model: an input, params and operators; then a Graph, a compiled Model or model files."""
 
@@ -92,7 +102,7 @@ class CvmBuilder:
     # -- variables ------------------------------------------------------------------------------------------
 
     def _variable(self, name: str, shape: Sequence[int], precision: int) -> Tensor:
-        shape = rules.check_shape(tuple(int(d) for d in shape), f"the shape of {name!r}")
+        shape = rules.check_shape(_dims(name, shape), f"the shape of {name!r}")
         self._nodes.append(Node(name, "null", shapes=(shape,), precisions=(precision,)))
         return Tensor(self, len(self._nodes) - 1, 0, shape, precision)
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from cvmc.errors import CVMRuntimeError
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.graph import Graph, graph_to_json
 
 # A kernel call with at least this much work (gas) is split over the threads.
@@ -45,6 +45,7 @@ SPLIT_WORK = 1 << 18
 CACHE_VERSION = "cvm-cpu-1"
 _ALIGN = 64
 _DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
+MAX_THREADS = 256
 
 # LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
 # the int16 dot products of conv2d and dense into full-width `vpmaddwd` / `vpdpwssd` (x1.7 on AVX2).
@@ -52,7 +53,13 @@ def default_threads() -> int:
     """`$CVMC_THREADS`, else the CPUs this process may use, at most 2 (what the kernels split into well)."""
     env = os.environ.get("CVMC_THREADS")
     if env:
-        return max(1, int(env))
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= MAX_THREADS:
+            raise CVMLogicError(f"expected $CVMC_THREADS to be an integer in [1, {MAX_THREADS}], got {env!r}")
+        return n
     return max(1, min(2, len(os.sched_getaffinity(0))))
 
 
@@ -331,8 +338,10 @@ def _load(path: Path) -> tuple[HostProgram, str, list[Any]] | None:
     return program, ir_text, _specs_from_json(meta["specs"])
 
 
-def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True) -> CpuRunner:
-    """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`."""
+def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
+                  check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
+    """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
+    the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
     from cvmc.runtime.jit import JitEngine, default_cache_dir
 
     start = time.perf_counter()
@@ -351,6 +360,8 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True) 
         program, kernels = read_host(module)
         lower_ms = 1000 * (time.perf_counter() - start)
         ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+    if check_plan is not None:
+        check_plan(program)
     engine = JitEngine(ir_text, specs, cache=cache)
     if loaded is None and cache:
         _save(path, program, ir_text, specs)

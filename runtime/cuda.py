@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from math import prod
 from pathlib import Path
 from typing import Any, Protocol
@@ -397,12 +397,15 @@ class CudaRunner:
         return np.array(view, dtype=np.int32)
 
 
-def compile_graph(graph: Graph, device: Device | None = None) -> CudaRunner:
+def compile_graph(graph: Graph, device: Device | None = None,
+                  check_plan: Callable[[HostProgram], None] | None = None) -> CudaRunner:
     """Compile a verified graph for a CUDA device (the default GPU unless `device` is given):
     `runner(data) -> heads`, with `runner.stats`. Raises CVMRuntimeError("no CUDA device: ...") without one."""
     start = time.perf_counter()
     device = device if device is not None else default_device()
     program, kernels, _ = lower_graph(graph)
+    if check_plan is not None:  # sees the arena's size before anything is allocated; may raise to refuse it
+        check_plan(program)
     lowered = time.perf_counter()
     specs = kernel_specs(kernels)
     source = emit_cuda(kernels)

@@ -7,6 +7,12 @@
 
 Devices: "reference" (the numpy interpreter, the executable spec), "cpu" (the LLVM JIT), "cuda" (NVRTC kernels).
 A model is verified once at load, before any code is generated; every device computes the same bits.
+
+Memory is bounded at load: `load_model(..., max_memory=BYTES)` refuses (CVMLogicError) a model whose working
+memory on the device exceeds BYTES, before it is allocated. The working memory is, on cpu and cuda, the planned
+arena plus the input buffer and the heads a run returns; on the reference device, the peak of the tensors it
+holds at once (`reference.peak_live_bytes`). The default is the runtime's limit, 2^40 bytes (spec section 3).
+Running out of memory anyway (a ulimit, a full machine) is a CVMRuntimeError naming what was being allocated.
 """
 
 from __future__ import annotations
@@ -14,15 +20,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from math import prod
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cvmc.dialects.cvm_rules import precision_bound
+from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.graph import Graph, load_graph
 
+if TYPE_CHECKING:
+    from cvmc.runtime.cpu import HostProgram
+
 DEFAULT_DEVICE = "cpu"
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 Runner = Callable[[np.ndarray | None], list[np.ndarray]]
+# A device's compiler calls this with its plan before it allocates anything; it raises to refuse the plan.
+PlanCheck = Callable[["HostProgram"], None]
 
 
 def _reference(graph: Graph) -> Runner:
@@ -31,38 +44,104 @@ def _reference(graph: Graph) -> Runner:
     return lambda data: run_graph(graph, data)
 
 
-def _cpu(graph: Graph) -> Runner:
+def _cpu(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
     from cvmc.runtime.cpu import compile_graph
 
-    return compile_graph(graph)
+    return compile_graph(graph, check_plan=check_plan)
 
 
-def _cuda(graph: Graph) -> Runner:
+def _cuda(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
     from cvmc.runtime.cuda import compile_graph
 
-    return compile_graph(graph)
+    return compile_graph(graph, check_plan=check_plan)
 
 
 DEVICES: dict[str, Callable[[Graph], Runner]] = {"reference": _reference, "cpu": _cpu, "cuda": _cuda}
+# The devices that plan an arena take a `check_plan` (unless DEVICES maps the name to another factory).
+PLANNED: dict[str, Callable[[Graph, PlanCheck | None], Runner]] = {"cpu": _cpu, "cuda": _cuda}
+
+
+def program_bytes(program: HostProgram) -> int:
+    """The working memory of a compiled program: its arena, its input buffer and the heads a run returns."""
+    heads = sum(4 * prod(v.shape) for v in program.heads)
+    return program.arena_bytes + (4 * prod(program.input_shape) if program.input_shape is not None else 0) + heads
+
+
+def _check_memory_limit(max_memory: object) -> int:
+    if isinstance(max_memory, bool) or not isinstance(max_memory, int | np.integer) or max_memory <= 0:
+        raise CVMLogicError(f"expected 'max_memory' to be a positive number of bytes, got {max_memory!r}")
+    return int(max_memory)
+
+
+def _input_array(x: object, shape: tuple[int, ...]) -> np.ndarray:
+    """The caller's input as an integer array of the input's shape, every value within int32 (the API's input
+    type): floats, strings and values an int32 cannot hold are refused, never truncated or wrapped."""
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as e:  # ragged nested lists, objects numpy cannot hold
+        raise CVMLogicError(f"expected the input as an integer array of shape {list(shape)}: {e}") from None
+    if a.dtype.kind not in "iub":
+        raise CVMLogicError(f"expected an integer input, got dtype {a.dtype}")
+    if a.dtype.kind != "b" and a.size and np.dtype(a.dtype).itemsize >= 4 and a.dtype != np.int32:
+        lo, hi = int(a.min()), int(a.max())
+        if lo < INT32_MIN or hi > INT32_MAX:
+            bad = lo if lo < INT32_MIN else hi
+            raise CVMLogicError(f"expected input values in int32 [{INT32_MIN}, {INT32_MAX}], got {bad} "
+                                f"(dtype {a.dtype})")
+    if tuple(a.shape) != shape:
+        if a.size != prod(shape):
+            raise CVMLogicError(f"expected an input of shape {list(shape)}, got {list(a.shape)}")
+        a = a.reshape(shape)
+    return a
 
 
 class Model:
-    """A verified CVM model compiled for one device."""
+    """A verified CVM model compiled for one device, within `max_memory` bytes of working memory."""
 
-    def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE):
-        if device not in DEVICES:
+    def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY):
+        if not isinstance(device, str) or device not in DEVICES:
             raise CVMRuntimeError(f"unknown device {device!r}, expected one of {sorted(DEVICES)}")
         self.graph = graph
         self.device = device
-        self._run = DEVICES[device](graph)
+        self.max_memory = _check_memory_limit(max_memory)
+        self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
+        if device == "reference":
+            from cvmc.runtime.reference import peak_live_bytes
+
+            self._check_memory(peak_live_bytes(graph), "the peak of live tensors on the reference device")
+
+        def check(program: HostProgram) -> None:
+            self._check_memory(program_bytes(program), f"the arena planned for {device}, its input and its heads")
+
+        try:
+            factory, planned = DEVICES[device], PLANNED.get(device)
+            self._run = planned(graph, check) if planned is not None and planned is factory else factory(graph)
+        except MemoryError:
+            if self.memory_bytes is None or device == "reference":
+                raise CVMRuntimeError(f"out of memory compiling the model for the {device} device") from None
+            raise CVMRuntimeError(f"out of memory setting up the {device} device for the model: its plan needs "
+                                  f"{self.memory_bytes} bytes of working memory") from None
         self.stats: dict[str, object] = dict(getattr(self._run, "stats", {}))
         nid = graph.input_id
         self.input_shape: tuple[int, ...] | None = graph.nodes[nid].shapes[0] if nid is not None else None
         self.input_precision: int | None = graph.nodes[nid].precisions[0] if nid is not None else None
 
     @classmethod
-    def from_graph(cls, graph: Graph, device: str = DEFAULT_DEVICE) -> Model:
-        return cls(graph, device)
+    def from_graph(cls, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY) -> Model:
+        return cls(graph, device, max_memory)
+
+    def _check_memory(self, needed: int, what: str) -> None:
+        self.memory_bytes = needed
+        if needed > self.max_memory:
+            raise CVMLogicError(f"the model needs {needed} bytes of working memory ({what}), more than the "
+                                f"limit of {self.max_memory} bytes")
+
+    def _call(self, data: np.ndarray | None) -> list[np.ndarray]:
+        try:
+            return self._run(data)
+        except MemoryError:
+            raise CVMRuntimeError(f"out of memory running the model on the {self.device} device (it plans "
+                                  f"{self.memory_bytes} bytes of working memory)") from None
 
     @property
     def gas(self) -> int:
@@ -80,32 +159,38 @@ class Model:
     def run(self, x: np.ndarray | None = None) -> list[np.ndarray]:
         """Every head as an int32 array; the input is saturated to its precision first, as the runtime does."""
         if self.input_shape is None:
-            return self._run(None)
+            return self._call(None)
         if x is None:
             raise CVMLogicError(f"the model needs an input of shape {list(self.input_shape)}")
-        a = np.asarray(x)
-        if a.dtype.kind not in "iub":
-            raise CVMLogicError(f"expected an integer input, got dtype {a.dtype}")
-        if tuple(a.shape) != self.input_shape:
-            if a.size != prod(self.input_shape):
-                raise CVMLogicError(f"expected an input of shape {list(self.input_shape)}, got {list(a.shape)}")
-            a = a.reshape(self.input_shape)
+        a = _input_array(x, self.input_shape)
         assert self.input_precision is not None
         bound = precision_bound(self.input_precision)
-        data = np.clip(a.astype(np.int64), -bound, bound).astype(np.int32)
-        return self._run(data)
+        try:
+            data = np.clip(a if a.dtype == np.int32 else a.astype(np.int64), -bound, bound).astype(np.int32)
+        except MemoryError:
+            raise CVMRuntimeError(f"out of memory copying the input of shape {list(self.input_shape)}") from None
+        return self._call(data)
 
     def infer(self, input_bytes: bytes) -> bytes:
         """`CVMAPIInference`: input bytes (int8 when the input precision <= 8, else int32 LE) -> packed output."""
+        if not isinstance(input_bytes, bytes | bytearray | memoryview):
+            raise CVMLogicError(f"expected the input as bytes, got {type(input_bytes).__name__}")
+        input_bytes = bytes(input_bytes)  # a memoryview of any format counts in bytes
         if self.input_shape is None:
-            return pack_outputs(self.graph, self._run(None))
+            return self._pack(self._call(None))
         assert self.input_precision is not None
         n = prod(self.input_shape)
         width = 1 if self.input_precision <= 8 else 4
         if len(input_bytes) != n * width:
             raise CVMLogicError(f"expected {n * width} input bytes ({n} x int{8 * width}), got {len(input_bytes)}")
         x = np.frombuffer(input_bytes, dtype="<i1" if width == 1 else "<i4").reshape(self.input_shape)
-        return pack_outputs(self.graph, self.run(x))
+        return self._pack(self.run(x))
+
+    def _pack(self, outs: list[np.ndarray]) -> bytes:
+        try:
+            return pack_outputs(self.graph, outs)
+        except MemoryError:
+            raise CVMRuntimeError(f"out of memory packing the {sum(o.size for o in outs)} output values") from None
 
 
 def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
@@ -143,6 +228,13 @@ def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
 
 
 def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str],
-               device: str = DEFAULT_DEVICE) -> Model:
-    """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text)."""
-    return Model(load_graph(graph_json, params), device)
+               device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY) -> Model:
+    """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text).
+
+    A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError."""
+    max_memory = _check_memory_limit(max_memory)
+    try:
+        graph = load_graph(graph_json, params)
+    except MemoryError:
+        raise CVMRuntimeError("out of memory reading the model files") from None
+    return Model(graph, device, max_memory)

@@ -15,12 +15,13 @@ attributes are typed, with defaults filled in (`cvm_rules.parse_attrs` / `defaul
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import prod
 from typing import Any
 
 import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.graph import Graph
 
 Array = np.ndarray
@@ -457,8 +458,42 @@ def run_op(op: str, attrs: Attrs, inputs: list[Array], precisions: list[int] | N
     return [np.ascontiguousarray(o, dtype=np.int32) for o in outs]
 
 
+def last_uses(graph: Graph) -> list[int]:
+    """For every node, the id of the last node that reads one of its outputs; a head is read at the end
+    (`len(graph.nodes)`), a node nothing reads at its own id (it dies as soon as it is made)."""
+    last = list(range(len(graph.nodes)))
+    for nid, node in enumerate(graph.nodes):
+        for src, _ in node.inputs:
+            last[src] = nid
+    for nid, _ in graph.heads:
+        last[nid] = len(graph.nodes)
+    return last
+
+
+def peak_live_bytes(graph: Graph) -> int:
+    """The largest total size of the tensors `run_graph` holds at once: the input, and each operator's
+    outputs from the moment they are made to their last use (the heads to the end). Params belong to the
+    graph and are not counted, nor an operator's temporaries while it runs."""
+    last = last_uses(graph)
+    dying: dict[int, int] = {}  # node id -> bytes freed once that node has run
+    live = peak = 0
+    for nid, node in enumerate(graph.nodes):
+        if node.is_variable and node.name != "data":
+            continue
+        size = 4 * sum(prod(s) for s in node.shapes)
+        live += size
+        peak = max(peak, live)
+        dying[last[nid]] = dying.get(last[nid], 0) + size
+        live -= dying.pop(nid, 0)
+    return peak
+
+
 def run_graph(graph: Graph, data: Array | None) -> list[Array]:
-    """Every head of a verified graph, as int32 arrays; `data` is the input, already saturated by the caller."""
+    """Every head of a verified graph, as int32 arrays; `data` is the input, already saturated by the caller.
+
+    Each intermediate is dropped after its last use, so at most `peak_live_bytes(graph)` of tensors are held
+    at once. Running out of memory is a CVMRuntimeError naming the node."""
+    last = last_uses(graph)
     values: dict[int, list[Array]] = {}
     for nid, node in enumerate(graph.nodes):
         if node.is_variable:
@@ -471,5 +506,14 @@ def run_graph(graph: Graph, data: Array | None) -> list[Array]:
             continue
         ins = [values[src][k] for src, k in node.inputs]
         precs = [graph.nodes[src].precisions[k] for src, k in node.inputs]
-        values[nid] = run_op(node.op, node.attrs, ins, precs)
+        try:
+            values[nid] = run_op(node.op, node.attrs, ins, precs)
+        except MemoryError:
+            size = 4 * sum(prod(s) for s in node.shapes)
+            raise CVMRuntimeError(f"node {nid} ({node.name!r}, {node.op}): out of memory computing its "
+                                  f"{size}-byte output") from None
+        del ins
+        for src in {src for src, _ in node.inputs} | {nid}:
+            if last[src] == nid:
+                del values[src]
     return [values[nid][k] for nid, k in graph.heads]

@@ -17,7 +17,8 @@ CVMLogicError naming the block and the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from cvmc.dialects.taskgraph import (
     RearrangeKind,
     StorageBlockOp,
 )
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 
 P = ParamKind
 _CLAMP28 = (-(2**27), 2**27 - 1)
@@ -185,14 +186,22 @@ class Stepper:
     def step(self, inputs: Mapping[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
         raise NotImplementedError
 
+    def iter_steps(
+        self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
+    ) -> Iterator[dict[int, np.ndarray]]:
+        """Run `steps` steps one at a time, yielding each step's outputs as it ends (so a caller can stream
+        them); step i takes frames[i] (or frames[0] for all, when one frame is given)."""
+        frames = frames or [{}]
+        if len(frames) not in (1, steps):
+            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
+        for i in range(steps):
+            yield self.step(frames[i if len(frames) > 1 else 0])
+
     def run(
         self, steps: int = 1, frames: Sequence[Mapping[int, np.ndarray]] | None = None
     ) -> list[dict[int, np.ndarray]]:
         """Run `steps` steps, step i taking frames[i] (or frames[0] for all, when one frame is given)."""
-        frames = frames or [{}]
-        if len(frames) not in (1, steps):
-            raise CVMLogicError(f"expected 1 or {steps} input frames, got {len(frames)}")
-        return [self.step(frames[i if len(frames) > 1 else 0]) for i in range(steps)]
+        return list(self.iter_steps(steps, frames))
 
 
 class TaskGraphExecutor(Stepper):
@@ -209,7 +218,10 @@ class TaskGraphExecutor(Stepper):
         for b in self.order:
             self._check_runnable(b)
             if isinstance(b, StorageBlockOp):
-                self.values[b.id] = self._initial_value(b)
+                try:
+                    self.values[b.id] = self._initial_value(b)
+                except MemoryError:
+                    raise CVMRuntimeError(f"block {b.id}: out of memory allocating its {_size(b)} values") from None
 
     @staticmethod
     def _initial_value(b: StorageBlockOp) -> np.ndarray:
@@ -275,26 +287,32 @@ class TaskGraphExecutor(Stepper):
 
         results: dict[int, np.ndarray] = {}
         for b in self.order:
-            if isinstance(b, StorageBlockOp):
-                if b.inputs.data:
-                    shape = tuple(b.cluster_extents("in", 0).values())
-                    value = self.values[b.id].reshape(shape)
-                    self._gather(b, 0, value, results)
-                    self.values[b.id] = value.reshape(self.values[b.id].shape)
-                continue
-            assert isinstance(b, ComputeBlockOp)
-            clusters = []
-            for k in range(len(b.inputs.data)):
-                cluster = np.zeros(tuple(b.cluster_extents("in", k).values()), dtype=np.int64)
-                self._gather(b, k, cluster, results)
-                clusters.append(cluster)
-            if isinstance(b, ClifOp):
-                out, v_new = clif_step(b, clusters[0], clusters[1])
-                self._write_back_membrane(b, v_new, results)
-            else:
-                out = compute_block(b, clusters)
-            results[b.id] = out.reshape(tuple(b.cluster_extents("out", 0).values()))
+            try:
+                self._run_block(b, results)
+            except MemoryError:
+                raise CVMRuntimeError(f"block {b.id}: out of memory running its {b.kind} step") from None
         return {b.id: self.values[b.id].reshape(-1).copy() for b in self.outputs}
+
+    def _run_block(self, b: BlockOp, results: dict[int, np.ndarray]) -> None:
+        if isinstance(b, StorageBlockOp):
+            if b.inputs.data:
+                shape = tuple(b.cluster_extents("in", 0).values())
+                value = self.values[b.id].reshape(shape)
+                self._gather(b, 0, value, results)
+                self.values[b.id] = value.reshape(self.values[b.id].shape)
+            return
+        assert isinstance(b, ComputeBlockOp)
+        clusters = []
+        for k in range(len(b.inputs.data)):
+            cluster = np.zeros(tuple(b.cluster_extents("in", k).values()), dtype=np.int64)
+            self._gather(b, k, cluster, results)
+            clusters.append(cluster)
+        if isinstance(b, ClifOp):
+            out, v_new = clif_step(b, clusters[0], clusters[1])
+            self._write_back_membrane(b, v_new, results)
+        else:
+            out = compute_block(b, clusters)
+        results[b.id] = out.reshape(tuple(b.cluster_extents("out", 0).values()))
 
     def _write_back_membrane(self, b: ClifOp, v_new: np.ndarray, results: dict[int, np.ndarray]) -> None:
         """Store a CLIF's new membrane potential where it read the potential from."""
@@ -307,11 +325,20 @@ class TaskGraphExecutor(Stepper):
             view[_slices(src_offsets, src_sizes)] = v_new[_slices(offsets, sizes)].reshape(src_sizes)
 
 
+def _size(b: BlockOp) -> int:
+    return math.prod(b.shape.extents().values())
+
+
+def frame_values(graph: GraphOp) -> int:
+    """How many int32 values one input frame holds: the sizes of the INPUT blocks, summed."""
+    return sum(_size(b) for b in graph.blocks if isinstance(b, InputOp))
+
+
 def input_frames(graph: GraphOp, flat: np.ndarray, steps: int = 1) -> list[dict[int, np.ndarray]]:
     """Split raw int32 input values into frames: each frame is the INPUT blocks' values in file order,
     one frame for all steps or one per step."""
     blocks = [b for b in graph.blocks if isinstance(b, InputOp)]
-    sizes = [int(np.prod(list(b.shape.extents().values()))) for b in blocks]
+    sizes = [_size(b) for b in blocks]
     per_frame = sum(sizes)
     if flat.size == per_frame:
         count = 1

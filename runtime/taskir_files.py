@@ -40,6 +40,7 @@ from cvmc.dialects.taskgraph import (
 )
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime import taskir_pb2 as pb
+from cvmc.runtime.files import read_bounded
 
 # Shape fields of the file -> dimensions of the IR.
 _SHAPE_FIELDS = {"nx": "x", "ny": "y", "nf": "f", "nr": "r", "nkx": "kx", "nky": "ky", "niy": "iy", "nix": "ix",
@@ -54,19 +55,16 @@ def is_text_path(path: str | os.PathLike[str]) -> bool:
 
 
 def load_message(path: str | os.PathLike[str]) -> pb.TaskGraph:
-    """Read a `.task` or `.task.txt` file as a protobuf message."""
+    """Read a `.task` or `.task.txt` file (at most `files.MAX_FILE_BYTES`) as a protobuf message."""
     message = pb.TaskGraph()
+    data = read_bounded(path, "task file")
     try:
         if is_text_path(path):
-            with open(path, encoding="utf-8") as f:
-                text_format.Parse(f.read(), message)
+            text_format.Parse(data.decode(), message)
         else:
-            with open(path, "rb") as f:
-                message.ParseFromString(f.read())
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot read task file {os.fspath(path)!r}: {e.strerror}") from e
-    except (text_format.ParseError, DecodeError, UnicodeDecodeError) as e:
-        raise CVMRuntimeError(f"cannot parse task file {os.fspath(path)!r}: {e}") from e
+            message.ParseFromString(data)
+    except (text_format.ParseError, DecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise CVMRuntimeError(f"cannot parse task file {os.fspath(path)!r}: {e}") from None
     return message
 
 
@@ -213,6 +211,8 @@ def verify_graph(module: ModuleOp) -> None:
 def import_task(path: str | os.PathLike[str]) -> ModuleOp:
     """Read a `.task` / `.task.txt` file into a verified module holding one `taskgraph.graph`."""
     message = load_message(path)
+    if not message.blocks:
+        raise CVMLogicError(f"task file {os.fspath(path)!r} holds no blocks (an empty graph)")
     try:
         module = ModuleOp([graph_from_message(message)])
     except VerifyException as e:  # an attribute that does not verify

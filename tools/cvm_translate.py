@@ -6,8 +6,9 @@
     cvm-translate --export-task task.mlir -o task.json                 # taskgraph IR -> Task IR file
 
 IR goes to stdout when no `-o` is given. Errors print a message on stderr; the exit status is 1 for a logic
-error (the model's fault: a rule it breaks, IR that does not verify) and 2 for a runtime error (a file that
-cannot be read or parsed, an unsupported construct).
+error (the model's fault: a rule it breaks, IR that does not verify), 2 for a runtime error (a file that
+cannot be read or parsed, an unsupported construct) and 64 for a usage error. An IR file is read up to
+`files.MAX_FILE_BYTES` (1 GiB).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from typing import IO
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.exceptions import VerifyException
 
-from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
-
-LOGIC, RUNTIME = CVMLogicError.status, CVMRuntimeError.status
+from cvmc.errors import CVMLogicError
+from cvmc.tools import cli
 
 
 def _context() -> Context:
@@ -43,8 +43,9 @@ def _context() -> Context:
 def _read_module(path: str) -> ModuleOp:
     from xdsl.parser import Parser
 
-    with open(path) as f:
-        text = f.read()
+    from cvmc.runtime.files import read_text
+
+    text = read_text(path, "IR file")
     module = Parser(_context(), text, path).parse_module()
     try:
         module.verify()
@@ -72,7 +73,7 @@ def _write_module(module: ModuleOp, output: str | None) -> None:
             emit(f)
 
 
-def _run(args: argparse.Namespace) -> None:
+def _run(args: argparse.Namespace) -> int:
     if args.import_cvm:
         from cvmc.runtime.cvm_ir import graph_to_module
         from cvmc.runtime.graph import load_graph
@@ -91,10 +92,11 @@ def _run(args: argparse.Namespace) -> None:
         from cvmc.runtime.taskir_files import export_task
 
         export_task(_read_module(args.export_task), args.output)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="cvm-translate", description="Translate between model files and cvmc IR.")
+    ap = cli.ArgumentParser(prog="cvm-translate", description="Translate between model files and cvmc IR.")
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--import-cvm", nargs=2, metavar=("MODEL_JSON", "PARAMS_BIN"),
                       help="cvm-runtime model files to cvm IR")
@@ -105,24 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if (args.export_cvm or args.export_task) and not args.output:
         ap.error("an export needs -o")
-    try:
-        _run(args)
-    except CVMError as e:
-        return _fail(str(e), e.status)
-    except ParseError as e:
-        return _fail(str(e), RUNTIME)
-    except DiagnosticException as e:  # IR that does not verify
-        return _fail(str(e), LOGIC)
-    except OSError as e:
-        return _fail(f"{e.filename or ''}: {e.strerror}" if e.strerror else str(e), RUNTIME)
-    except Exception as e:  # an internal failure: still one line, never a traceback
-        return _fail(f"internal error: {type(e).__name__}: {e}", RUNTIME)
-    return 0
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"cvm-translate: error: {message}", file=sys.stderr)
-    return status
+    return cli.run_tool("cvm-translate", lambda: _run(args))
 
 
 if __name__ == "__main__":

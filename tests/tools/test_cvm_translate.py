@@ -74,7 +74,7 @@ def test_usage_errors(capsys):
     for args in ([], ["--export-cvm", "x.mlir"], ["--import-cvm", "a.json"]):
         with pytest.raises(SystemExit) as e:
             main(args)
-        assert e.value.code == 2
+        assert e.value.code == 64  # EX_USAGE, distinct from 1 (logic) and 2 (runtime)
     assert "usage: cvm-translate" in capsys.readouterr().err
 
 

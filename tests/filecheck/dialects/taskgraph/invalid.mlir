@@ -549,3 +549,26 @@ taskgraph.graph {
   taskgraph.edge 0 from 0 to 1 [REFLECT [<dense<3> : tensor<1xi32>>]]
 }
 // CHECK: edge 0: expected REFLECT axes in [0, 2], got 3
+
+// -----
+// A dimension is at most 2^24, as a CVM tensor's.
+taskgraph.graph {
+  taskgraph.si 0 INT_8 <f = 16777217> out [[]]
+}
+// CHECK: expected shape 'f' <= 16777216, got 16777217
+
+// -----
+// A storage block holds at most 2^30 values (2^30 + 2^15 here).
+taskgraph.graph {
+  taskgraph.si 0 INT_8 <y = 32769, x = 32768, f = 1> out [[]]
+}
+// CHECK: block 0: expected at most 1073741824 values in the block, got 1073774592 [32769, 32768, 1]
+
+// -----
+// So does every cluster of a compute block.
+taskgraph.graph {
+  taskgraph.si 0 INT_8 <f = 2> out [[0]]
+  taskgraph.cadd 1 INT_32 <y = 32768, x = 32768, f = 2> in [[0]] out [[]]
+  taskgraph.edge 0 from 0 to 1
+}
+// CHECK: block 1: expected at most 1073741824 values in input cluster 0, got 2147483648 [32768, 32768, 2]

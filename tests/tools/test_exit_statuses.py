@@ -1,0 +1,205 @@
+"""Every tool: exit status 0, 1 (logic error), 2 (runtime error) or 64 (usage error), listed by --help; a closed
+output pipe ends it quietly (141, as SIGPIPE); never a traceback."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import CVM_CORPUS, DATA
+
+from cvmc.runtime.builder import CvmBuilder
+from cvmc.tools import cli, cvm_opt, cvm_run, cvm_task, cvm_translate
+
+MLP = CVM_CORPUS / "model_digits_mlp_000"
+BAD = CVM_CORPUS / "invalid_000"  # a logic error at load
+LENET = DATA / "taskir" / "lenet"
+GRAPH_IR = DATA.parent / "runtime" / "taskgraph_all_kinds.mlir"
+TOOLS = {"cvm-run": cvm_run.main, "cvm-task": cvm_task.main, "cvm-translate": cvm_translate.main,
+         "cvm-opt": cvm_opt.main}
+
+
+def status(main, argv):
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as e:  # argparse: --help, usage errors
+        return e.code
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("doors")
+    (d / "empty.task").write_bytes(b"")
+    (d / "huge.task.txt").write_text(
+        "blocks { id: 0 type: SI precision: INT_8 shape { nx: 100000 ny: 100000 nf: 1 } "
+        "output_clusters { interfaces { edge_id: 0 } } }\n"
+        "blocks { id: 1 type: OUTPUT precision: INT_8 shape { nx: 100000 ny: 100000 nf: 1 } "
+        "input_clusters { interfaces { edge_id: 0 } } }\n"
+        "edges { id: 0 src_block_id: 0 dst_block_id: 1 }\n")
+    (d / "bad.mlir").write_text("taskgraph.graph {\n  taskgraph.si 0 INT_8 <f = -2> out [[]]\n}\n")
+    (d / "garbage.mlir").write_text("func.func @f( {")
+    os.mkfifo(d / "fifo")
+    return d
+
+
+CASES = [
+    # (tool, arguments, status, a piece of the message on stderr)
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--device", "reference"], 0, ""),
+    ("cvm-run", [BAD / "model.json", BAD / "params.bin", BAD / "input.bin"], 1, "CVMLogicError"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "/dev/zero"], 1,
+     "input '/dev/zero' holds more than 64 bytes (the model's input is 64 bytes)"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--max-memory", "100"], 1,
+     "more than the limit of 100 bytes"),
+    ("cvm-run", ["{d}/missing.json", MLP / "params.bin", "--gas"], 2, "missing.json"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "-o", "{d}/no/such/dir/out"], 2,
+     "cannot write"),
+    ("cvm-run", [MLP / "model.json"], 64, "the following arguments are required: params"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin"], 64, "an input file is needed"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--max-memory", "-5"], 64, "--max-memory"),
+    ("cvm-task", ["run", LENET / "lenet.task.txt", LENET / "i_0_0_0.dat"], 0, ""),
+    ("cvm-task", ["run", "{d}/empty.task"], 1, "holds no blocks"),
+    ("cvm-task", ["run", "{d}/huge.task.txt"], 1,
+     "block 0: expected at most 1073741824 values in the block, got 10000000000 [100000, 100000, 1]"),
+    ("cvm-task", ["run", LENET / "lenet.task.txt", "/dev/zero"], 1, "input '/dev/zero' holds more than 4096 bytes"),
+    ("cvm-task", ["run", DATA / "taskir" / "prims" / "cvm.task.txt", "/dev/zero"], 1, "more than 0 bytes"),
+    ("cvm-task", ["run", "{d}/bad.mlir"], 1, "expected shape 'f' >= 0, got -2"),
+    ("cvm-task", ["run", "{d}/missing.task"], 2, "cannot read task file"),
+    ("cvm-task", ["run", "nul\0.task"], 1, "the path holds a NUL character"),
+    ("cvm-task", ["run", "{d}/garbage.mlir"], 2, "cannot parse"),
+    ("cvm-task", ["run", LENET / "lenet.task.txt", "--steps", "0"], 64, "expected a positive integer, got '0'"),
+    ("cvm-task", ["run", LENET / "lenet.task.txt", "--steps", "x"], 64, "expected a positive integer, got 'x'"),
+    ("cvm-task", [], 64, "required"),
+    ("cvm-translate", ["--import-cvm", MLP / "model.json", MLP / "params.bin", "-o", "{d}/m.mlir"], 0, ""),
+    ("cvm-translate", ["--import-cvm", BAD / "model.json", BAD / "params.bin"], 1, "error:"),
+    ("cvm-translate", ["--import-task", "{d}/empty.task"], 1, "holds no blocks"),
+    ("cvm-translate", ["--export-task", "{d}/bad.mlir", "-o", "{d}/x.task"], 1, "expected shape 'f' >= 0"),
+    ("cvm-translate", ["--export-cvm", "{d}/missing.mlir", "-o", "{d}/out"], 2, "cannot read IR file"),
+    ("cvm-translate", ["--export-cvm", "/", "-o", "{d}/out"], 2, "cannot read IR file '/'"),
+    ("cvm-translate", ["--import-task", "{d}/garbage.mlir"], 2, "cannot parse task file"),
+    ("cvm-translate", ["--export-cvm", "{d}/bad.mlir"], 64, "an export needs -o"),
+    ("cvm-opt", [GRAPH_IR, "-o", "{d}/out.mlir"], 0, ""),
+    ("cvm-opt", ["{d}/bad.mlir"], 1, "expected shape 'f' >= 0, got -2"),
+    ("cvm-opt", ["{d}/garbage.mlir"], 2, "error:"),
+    ("cvm-opt", ["{d}/missing.mlir"], 2, "cannot read input file"),
+    ("cvm-opt", ["--no-such-option"], 64, "unrecognized arguments"),
+    ("cvm-opt", [GRAPH_IR, "-t", "nope"], 64, "invalid choice"),
+    ("cvm-opt", [GRAPH_IR, "-p", "no-such-pass"], 64, "cvm-opt: error: Unrecognized passes: ['no-such-pass']"),
+    ("cvm-opt", [GRAPH_IR, "-p", "cvm-fuse{{bad=1}}"], 64, "cvm-opt: error: Provided arguments"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--device", "gpu"], 64,
+     "argument --device: invalid choice: 'gpu'"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "code", "message"), CASES,
+                         ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+def test_exit_status(tool, args, code, message, files, capsys):
+    argv = [str(a).format(d=files) for a in args]
+    assert status(TOOLS[tool], argv) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    if code == 0:
+        assert err == ""
+
+
+def test_a_fifo_input_is_read_no_further_than_the_model_needs(files, capsys):
+    """A FIFO that never ends (here fed by /dev/zero) is refused after the model's input size."""
+    feeder = subprocess.Popen(["sh", "-c", f"cat /dev/zero > {files / 'fifo'}"])
+    try:
+        code = status(cvm_run.main, [MLP / "model.json", MLP / "params.bin", files / "fifo", "--device", "reference"])
+    finally:
+        feeder.kill()
+        feeder.wait()
+    assert code == 1 and "holds more than 64 bytes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tool", ["cvm-opt", "cvm-translate", "cvm-task"])
+def test_ir_files_are_read_with_a_bound(tool, monkeypatch, capsys):
+    """/dev/zero as the IR or task file: refused after `files.MAX_FILE_BYTES` (1 GiB; 64 bytes here)."""
+    from cvmc.runtime import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
+    argv = {"cvm-opt": ["/dev/zero"], "cvm-translate": ["--export-cvm", "/dev/zero", "-o", "out"],
+            "cvm-task": ["run", "/dev/zero"]}[tool]
+    assert status(TOOLS[tool], argv) == 1
+    assert "'/dev/zero' holds more than 64 bytes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_help_lists_the_exit_statuses(tool, capsys):
+    assert status(TOOLS[tool], ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "exit status:" in out
+    for code in (0, 1, 2, 64, 130, 141):
+        assert f"\n  {code:<4} " in out
+
+
+def test_usage_status_of_a_foreign_parser():
+    assert cli.usage_status(SystemExit(2)) == 64
+    assert cli.usage_status(SystemExit(0)) == 0
+    assert cli.usage_status(SystemExit(None)) == 0
+    assert cli.usage_status(SystemExit("message")) == 1
+
+
+# --- a closed output pipe ------------------------------------------------------------------------------------
+
+
+def _closed_pipe(argv, read_lines=0, env=None):
+    p = subprocess.Popen([sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    lines = [p.stdout.readline() for _ in range(read_lines)]
+    p.stdout.close()  # as `| head -n read_lines` does
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    return p.wait(timeout=120), lines, err
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """relu of an input of 200000 int32 values: 1.3 MB of printed lines."""
+    d = tmp_path_factory.mktemp("wide")
+    b = CvmBuilder()
+    b.export(d, [b.relu(b.create_input([200000], precision=16))])
+    np.arange(200000, dtype="<i4").tofile(d / "in.bin")
+    return d
+
+
+@pytest.mark.parametrize("read_lines", [0, 2])
+def test_cvm_run_ends_quietly_on_a_closed_pipe(wide, read_lines):
+    code, lines, err = _closed_pipe(["cvmc.tools.cvm_run", wide / "model.json", wide / "params.bin",
+                                     wide / "in.bin", "--raw", "--device", "reference"], read_lines)
+    assert (code, err) == (cli.EX_PIPE, "")
+    assert lines == [b"0\n", b"1\n"][:read_lines]
+
+
+def test_cvm_task_streams_its_steps_and_ends_quietly_on_a_closed_pipe():
+    """A million steps: the first values come at once (nothing is buffered), and `| head` ends the run."""
+    expected = (LENET / "o_0_0_0.dat.txt").read_text().splitlines(keepends=True)[:3]
+    code, lines, err = _closed_pipe(["cvmc.tools.cvm_task", "run", LENET / "lenet.task.txt", LENET / "i_0_0_0.dat",
+                                     "--steps", "1000000"], 3)
+    assert (code, err) == (cli.EX_PIPE, "")
+    assert [line.decode() for line in lines] == expected
+
+
+@pytest.mark.parametrize("argv", [
+    ["cvmc.tools.cvm_translate", "--import-cvm", MLP / "model.json", MLP / "params.bin"],
+    ["cvmc.tools.cvm_opt", GRAPH_IR],
+])  # fmt: skip
+def test_ir_tools_end_quietly_on_a_closed_pipe(argv):
+    code, _, err = _closed_pipe(argv)
+    assert (code, err) == (cli.EX_PIPE, "")
+
+
+def test_cvm_opt_reads_stdin_with_a_bound(monkeypatch, capsys):
+    import io
+
+    from cvmc.runtime import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b" " * 65)))
+    assert status(cvm_opt.main, []) == 1
+    assert "the input on stdin holds more than 64 bytes" in capsys.readouterr().err
+    text = b"builtin.module {}\n//".ljust(63, b"x") + b"\n"  # 64 bytes: at the bound
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
+    assert status(cvm_opt.main, []) == 0
+    assert capsys.readouterr().out.startswith("builtin.module")

@@ -1,0 +1,112 @@
+"""What every cvmc command line shares: its exit statuses, usage errors, a closed output pipe, one-line errors.
+
+    parser = cli.ArgumentParser(prog="cvm-run", description="...")    # usage errors exit 64
+    return cli.run_tool("cvm-run", lambda: _run(args))                 # an exception becomes a status
+
+A tool never ends in a traceback: every failure is one line on stderr and one of the statuses of `EXIT_STATUSES`
+(each tool's --help lists them). A reader that closes the output early (`cvm-run ... | head`) ends the tool
+quietly, as SIGPIPE ends a C tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+EX_OK = 0
+EX_LOGIC = CVMLogicError.status  # 1
+EX_RUNTIME = CVMRuntimeError.status  # 2
+EX_USAGE = 64  # sysexits.h
+EX_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE
+EX_INTERRUPT = 128 + 2  # SIGINT
+
+EXIT_STATUSES = f"""exit status:
+  {EX_OK:<4} success
+  {EX_LOGIC:<4} logic error: the model, the input or the caller breaks a rule (CVMLogicError)
+  {EX_RUNTIME:<4} runtime error: a file that cannot be read or parsed, out of memory, or an internal failure
+       (CVMRuntimeError)
+  {EX_USAGE:<4} command-line usage error (EX_USAGE)
+  {EX_INTERRUPT:<4} interrupted (Ctrl-C)
+  {EX_PIPE:<4} the reader closed the output pipe (nothing is printed, as when SIGPIPE ends a tool)"""
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as written (status 64)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the exit statuses as the epilog of --help and status 64 for a usage error."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("epilog", EXIT_STATUSES)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(**kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EX_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def usage_status(e: SystemExit) -> int:
+    """The status of an argparse exit from a parser we do not own (xDSL's): 64 for its usage errors (2)."""
+    code = e.code if isinstance(e.code, int) else EX_LOGIC if e.code else EX_OK
+    return EX_USAGE if code == 2 else code
+
+
+def closed_pipe() -> int:
+    """The reader went away: point stdout at /dev/null, so that what is still buffered does not fail again when
+    the interpreter flushes it at exit, and end quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (captured in a test): nothing is buffered for it
+        pass
+    return EX_PIPE
+
+
+def _status_of(e: BaseException) -> tuple[int, str]:
+    """The exit status and message of an exception a tool's body raised."""
+    if isinstance(e, CVMError):
+        return e.status, str(e)
+    if isinstance(e, UsageError):
+        return EX_USAGE, str(e)
+    if isinstance(e, MemoryError):
+        return EX_RUNTIME, f"out of memory{': ' + str(e) if str(e) else ''}"
+    if isinstance(e, OSError):
+        where = f"{e.filename!r}: " if e.filename else ""
+        return EX_RUNTIME, f"{where}{e.strerror or e}"
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    if isinstance(e, ParseError):  # text that is not IR
+        return EX_RUNTIME, str(e)
+    if isinstance(e, DiagnosticException):  # IR that does not verify
+        return EX_LOGIC, str(e)
+    return EX_RUNTIME, f"internal error: {type(e).__name__}: {e}"
+
+
+def run_tool(prog: str, body: Callable[[], int], name_class: bool = False) -> int:
+    """Run a tool's body and flush its output; any exception becomes one line on stderr and a status.
+    `name_class` puts the error's class in the line (`cvm-run: CVMLogicError: ...`) instead of `error`."""
+    try:
+        status = body()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return closed_pipe()
+    except KeyboardInterrupt:
+        return EX_INTERRUPT
+    except Exception as e:
+        status, message = _status_of(e)
+        label = {EX_LOGIC: "CVMLogicError", EX_RUNTIME: "CVMRuntimeError"}.get(status, "error") if name_class \
+            else "error"
+        try:
+            print(f"{prog}: {label}: {message}", file=sys.stderr)
+        except OSError:
+            pass
+        return status
