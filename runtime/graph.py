@@ -18,8 +18,9 @@ The load path, in the runtime's order (`CvmRuntime::Init`, `Setup`, the `CVMMode
   6. the gas (`GetOps`), which the API reports on request and cvmc checks at load.
 
 Deviations. Where the runtime reads memory it does not own, or computes on memory nobody wrote, its result is not
-a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message says
-"undefined in cvm-runtime" (here, or in `cvm_rules.DEVIATIONS` for an operator). The cases (README, "Decisions that differ from cvm-runtime"):
+a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message says "undefined in
+cvm-runtime" (the operators' cases are `cvm_rules.DEVIATIONS`). The graph's and the files' cases (README,
+"Decisions that differ from cvm-runtime"):
   - an input or head names a node past the end of `node_row_ptr` (the runtime indexes past a vector);
   - a head's entry is not an entry of the graph (the runtime reads past its precision list);
   - `arg_nodes` names a node past the node list (in the duplicate-name check);
@@ -50,6 +51,7 @@ import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+from cvmc.runtime.files import read_bounded
 
 LIST_MAGIC = 0xF7E58D4F05049CB7
 ARRAY_MAGIC = 0xDD5E40F096B4A13F
@@ -117,7 +119,7 @@ class Graph:
         return [self.nodes[n].precisions[k] for n, k in self.heads]
 
 
-MAX_FILE_BYTES = 1 << 31  # the C API takes lengths as int
+MAX_MODEL_BYTES = (1 << 31) - 1  # the C API takes the lengths of both files as int
 
 
 def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) -> bytes:
@@ -127,17 +129,7 @@ def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) ->
     if isinstance(src, str) and json_text and src.lstrip()[:1] in ("{", "["):
         return src.encode()
     if isinstance(src, str | os.PathLike):
-        path = os.fspath(src)
-        if "\0" in str(path):
-            raise CVMLogicError(f"cannot read {path!r}: the path holds a NUL character")
-        try:
-            with open(path, "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
-        except OSError as e:
-            raise CVMRuntimeError(f"cannot read {path!r}: {e.strerror}") from None
-        if len(data) > MAX_FILE_BYTES:
-            raise CVMLogicError(f"cannot read {path!r}: larger than {MAX_FILE_BYTES} bytes, the C API's limit")
-        return data
+        return read_bounded(src, "model file", MAX_MODEL_BYTES, "the C API's int lengths")
     raise CVMRuntimeError(f"expected bytes or a path, got {type(src).__name__}")
 
 

@@ -16,7 +16,7 @@ from conftest import CVM_CORPUS, DATA
 import cvmc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "consensus"))
-from mutations import mutate  # noqa: E402
+from mutations import mutate
 
 ROWS = [json.loads(line) for line in (DATA / "consensus" / "cases.jsonl").read_text().splitlines()]
 
