@@ -190,20 +190,31 @@ class CudaDevice:
         _check(self.driver, self.driver.cuMemcpyDtoH(array.ctypes.data, pointer, array.nbytes), "cuMemcpyDtoH")
 
     def prepare(self, pointers: Sequence[int]) -> Any:
-        """`kernelParams` for cuLaunchKernel: an array of pointers to the argument values (kept alive here)."""
-        values = np.array(list(pointers) or [0], dtype=np.uint64)
-        addresses = np.array([values.ctypes.data + 8 * i for i in range(len(values))], dtype=np.uint64)
-        return values, addresses
+        """The launch arguments of a kernel taking these pointers: the kernel's one parameter is a device array of
+        them (`cvmc.codegen.cuda`'s ABI), uploaded here once and freed with the returned object."""
+        return _PointerTable(self, pointers)
 
     def launch(self, function: Any, grid: int, block: int, arguments: Any) -> None:
-        _, addresses = arguments
         self._set_current()
         _check(self.driver, self.driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, 0,
-                                                       addresses.ctypes.data, 0), "cuLaunchKernel")  # fmt: skip
+                                                       arguments.params.ctypes.data, 0), "cuLaunchKernel")  # fmt: skip
 
     def synchronize(self) -> None:
         self._set_current()
         _check(self.driver, self.driver.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)")
+
+
+class _PointerTable:
+    """A kernel's argument pointers in device memory, and `kernelParams` for cuLaunchKernel (a host array holding
+    the address of the one value, the table's device address)."""
+
+    def __init__(self, device: CudaDevice, pointers: Sequence[int]):
+        table = np.array(list(pointers) or [0], dtype=np.uint64)
+        self.table = device.alloc(table.nbytes)
+        weakref.finalize(self, _free_all, device, [self.table])
+        device.upload(self.table, table)
+        self.value = np.array([self.table], dtype=np.uint64)
+        self.params = np.array([self.value.ctypes.data], dtype=np.uint64)
 
 
 @functools.cache

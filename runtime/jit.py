@@ -17,7 +17,8 @@ keeps the two paths one.
 Every engine owns its TargetMachine (MCJIT takes ownership; sharing one crashes when an engine is freed), and every
 `Kernel` and `PreparedCall` keeps its engine alive, so a function pointer is never called after its code is freed.
 
-Kernels follow the ABI of `cvmc.codegen.llvm`: `void name(ptr arg0, ..., i64 begin, i64 end)` runs the units
+Kernels follow the ABI of `cvmc.codegen.llvm`: `void name(ptr args, i64 begin, i64 end)`, where `args` is an
+array of the base pointers of the kernel's memrefs (one argument whatever their number), runs the units
 `[begin, end)` of `[0, trip)`. `PreparedCall.launch(n)` cuts `[0, trip)` into `n` contiguous ranges and runs them
 on `n` threads (ctypes releases the GIL during the call). Units are independent by the loop-level contract, so the
 result does not depend on the number of threads or their order.
@@ -236,6 +237,10 @@ def compile_module(
     return JitEngine(emit_llvm(module), kernel_specs(module).values(), cache=cache, cache_dir=cache_dir)
 
 
+# Every kernel's C type: `void name(void **args, int64_t begin, int64_t end)` (see `cvmc.codegen.llvm`).
+_KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
 class Kernel:
     """A compiled kernel: call it with numpy arrays, or `prepare` the arrays once and call that many times."""
 
@@ -247,8 +252,7 @@ class Kernel:
         self.spec = spec
         self.name = spec.name
         self.trip = spec.trip
-        proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(spec.args), ctypes.c_int64, ctypes.c_int64)
-        self._fn: Any = proto(address)
+        self._fn: Any = _KERNEL_TYPE(address)
         self._fn.argtypes = None  # arguments are prepared as ctypes objects: the fastest call
 
     def prepare(self, *arrays: np.ndarray) -> PreparedCall:
@@ -273,7 +277,8 @@ class PreparedCall:
     def __init__(self, kernel: Kernel, arrays: tuple[np.ndarray, ...], bases: list[int]):
         self.kernel = kernel
         self.arrays = arrays
-        self._pointers = [ctypes.c_void_p(b) for b in bases]
+        self._table = (ctypes.c_void_p * max(1, len(bases)))(*bases)  # the kernel's one pointer argument
+        self._pointers = (ctypes.c_void_p(ctypes.addressof(self._table)),)
         self._whole = functools.partial(kernel._fn, *self._pointers, ctypes.c_int64(0), ctypes.c_int64(kernel.trip))
         self._splits: dict[int, list[Callable[[], None]]] = {}  # prepared calls per thread count
 
