@@ -417,3 +417,13 @@ def test_cvm_cache_command_line(folder, tmp_path):
     done = subprocess.run([sys.executable, "-m", "cvmc.tools.cvm_cache", "info"], env=env, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0 and "entries: 0" in done.stdout, done.stderr
+
+
+def test_fuzzer_round_of_planted_and_tampered_entries(folder, capsys):
+    from cvmc.tools import fuzz_cvm
+
+    n = len(fuzz_cvm.CACHE_ATTACKS)
+    assert fuzz_cvm.main(["--count", str(n), "--seed", "11", "--ops", "4", "--cache-attacks"]) == 0
+    out = capsys.readouterr().out
+    assert f"{n} planted or tampered cache entries, 0 failures" in out, out
+    assert not list(folder.glob("*.saved"))
