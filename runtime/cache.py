@@ -32,6 +32,7 @@ import hmac
 import os
 import re
 import secrets
+import shutil
 import stat
 import tempfile
 import time
@@ -207,8 +208,8 @@ class Cache:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
-        except OSError:  # a link, a folder, no permission: not ours
-            self._drop(path)
+        except OSError:  # a link, no permission: not ours
+            self._remove(path)
             return None
         try:
             st = os.fstat(fd)
@@ -225,7 +226,7 @@ class Cache:
         payload = data[len(MAGIC) + _TAG_BYTES:]
         tag = data[len(MAGIC):len(MAGIC) + _TAG_BYTES]
         if not data.startswith(MAGIC) or not payload or not hmac.compare_digest(tag, self._tag(name, kind, payload)):
-            self._drop(path)
+            self._remove(path)  # a folder too: it would block the rewrite
             return None
         try:
             os.utime(path)  # last use, for the eviction order
@@ -293,8 +294,6 @@ class Cache:
 
     def _remove(self, path: Path) -> None:
         if path.is_dir() and not path.is_symlink():
-            import shutil
-
             shutil.rmtree(path, ignore_errors=True)
         else:
             self._drop(path)

@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from cvmc.codegen.abi import KernelArg, KernelSpec
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.cache import default_dir, open_cache
+from cvmc.runtime.cache import open_cache
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -157,12 +157,6 @@ def cache_key(ir_text: str) -> str:
     digest.update(b"\0")
     digest.update(ir_text.encode())
     return digest.hexdigest()
-
-
-def default_cache_dir() -> Path | None:
-    """The cache folder (`cvmc.runtime.cache.default_dir`): `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else
-    `~/.cache/cvmc`."""
-    return default_dir()
 
 
 # --------------------------------------------------------------------------------------------------------------

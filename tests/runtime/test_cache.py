@@ -136,6 +136,11 @@ def test_links_fifos_and_folders_in_place_of_an_entry_are_refused(folder, tmp_pa
     os.mkfifo(path)  # opening it must not block
     assert not JitEngine(ir3, specs3).cache_hit
     assert stat.S_ISREG(path.stat().st_mode)
+    path.unlink()
+    (path / "inner").mkdir(parents=True)  # a folder would block the rewrite: it goes too
+    assert not JitEngine(ir3, specs3).cache_hit
+    assert stat.S_ISREG(path.stat().st_mode)
+    assert JitEngine(ir3, specs3).cache_hit
 
 
 def test_a_tampered_entry_of_a_model_is_deleted_and_the_model_still_exact(folder):
