@@ -5,11 +5,16 @@ of a whole module, `kernel_specs(module)` what a caller needs to launch its kern
 arguments are written, how much work the grid shares). The source includes no header, so NVRTC and `nvcc`
 compile it as it is.
 
-Kernel ABI. Every `func.func @name` becomes
+Kernel ABI. Every `func.func @name` becomes a device function holding the body and a kernel calling it:
 
-    extern "C" __global__ void __launch_bounds__(256) k_name(T0 *__restrict__ arg0, const T1 *__restrict__ arg1, ...)
+    static __device__ __forceinline__ void b_name(T0 *__restrict__ arg0, const T1 *__restrict__ arg1, ...) {...}
+    extern "C" __global__ void __launch_bounds__(256) k_name(void *const *__restrict__ args) {
+      b_name((T0 *)args[0], (const T1 *)args[1], ...);
+    }
 
-A memref argument is passed as its *base* pointer, as in `cvmc.codegen.llvm`: element `(i0, ..., ik)` of a
+The kernel takes one device array of the N argument pointers whatever N is (kernel parameters are limited to
+4 KB, 512 pointers), and the body keeps its `__restrict__` parameters. A memref argument is passed as its *base*
+pointer, as in `cvmc.codegen.llvm`: element `(i0, ..., ik)` of a
 memref with static strides `s` and offset `o` lives at `base[o + sum(i * s)]`. Arguments the kernel never
 writes are `const`; all are `__restrict__` (no written argument may overlap another). The C name of a kernel is
 `k_` and its symbol name, sanitized (`CudaKernelSpec.symbol`).
@@ -564,13 +569,19 @@ class _KernelPrinter:
                 self.const_pointers.add(arg)
             params.append(f"{const}{ty} *__restrict__ {name}")
             self.values[arg] = name
-        self.line(f'extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) '
-                  f'{self.spec.symbol}({", ".join(params)}) {{')  # fmt: skip
+        body = body_symbol(self.spec.symbol)
+        self.line(f"{_DEVICE} void {body}({', '.join(params)}) {{")
         self.depth += 1
         if self.grid is None:
             self.line("if (blockIdx.x != 0 || threadIdx.x != 0) return;  // one thread runs the kernel")
         self.emit_ops(block)
         self.depth -= 1
+        self.line("}")
+        self.line("")
+        casts = [f"({p.rsplit(' *', 1)[0]} *)args[{i}]" for i, p in enumerate(params)]
+        self.line(f'extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) '
+                  f"{self.spec.symbol}(void *const *__restrict__ args) {{")  # fmt: skip
+        self.line(f"  {body}({', '.join(casts)});")
         self.line("}")
         return self.lines
 
@@ -1044,6 +1055,11 @@ class _KernelPrinter:
         else:  # cttz of 0 is the width
             count = f"({x} == 0 ? {w} : __ffs{ll}({x}) - 1)"
         self.define(op.results[0], _wrap(f"(u32){count}", w))
+
+
+def body_symbol(symbol: str) -> str:
+    """The device function holding the body of the kernel `symbol` (`k_...`): `b_...`, unique as the symbols are."""
+    return "b_" + symbol.removeprefix("k_")
 
 
 def emit_cuda(module: ModuleOp) -> str:

@@ -4,12 +4,18 @@ This is a printer: it walks the xDSL IR once and never rewrites it. `emit_llvm(m
 `kernel_specs(module)` what a caller needs to know to run its kernels (argument layouts, which arguments are
 written, how far the kernel can be split over threads).
 
-Kernel ABI. Every `func.func @name` becomes
+Kernel ABI. Every `func.func @name` becomes two functions:
 
-    define void @name(ptr noalias %arg0, ..., ptr noalias %argN-1, i64 %begin, i64 %end)
+    define void @name(ptr %args, i64 %begin, i64 %end)       ; loads args[0..N-1], calls the body
+    define internal void @"__cvmc_body.name"(ptr noalias %arg0, ..., ptr noalias %argN-1, i64 %begin, i64 %end)
 
-A memref argument is passed as its *base* pointer: element `(i0, ..., ik)` of a memref with static strides `s`
-and offset `o` lives at `base + o + sum(i * s)` elements (MLIR's aligned pointer; for the identity layout `o` is 0
+The exported entry takes one array of N pointers whatever N is (a C caller, ctypes included, limits the number
+of arguments: ctypes to 1,024), loads them and calls the body, which is `noinline` so that it keeps its `noalias`,
+`align` and `dereferenceable` parameters: the optimizer sees the same body as with direct arguments, and a call
+costs one extra call.
+
+A memref argument is passed as its *base* pointer: element `(i0, ..., ik)` of a memref with static strides `s` and
+offset `o` lives at `base + o + sum(i * s)` elements (MLIR's aligned pointer; for the identity layout `o` is 0
 and `s` the row-major strides). The kernel splits its work into `trip` units (see `KernelSpec.trip`) and runs
 the units in `[max(begin, 0), min(end, trip))`:
 - a kernel whose top level is one `scf.parallel` with constant bounds, next to ops that neither write memory nor
@@ -418,8 +424,10 @@ class _KernelEmitter:
         self.spec = spec
         block = op.body.block
         params: list[Any] = [_PTR] * len(block.args) + [_I64, _I64]
-        self.fn = ir.Function(mod.module, ir.FunctionType(_VOID, params), spec.symbol)
+        self.fn = ir.Function(mod.module, ir.FunctionType(_VOID, params), body_symbol(spec.symbol))
+        self.fn.linkage = "internal"
         self.fn.attributes.add("nounwind")
+        self.fn.attributes.add("noinline")
         for value, arg, karg in zip(self.fn.args, block.args, spec.args):
             value.name = f"arg{arg.index}"
             value.add_attribute("noalias")
@@ -439,6 +447,31 @@ class _KernelEmitter:
         self.split_loop = split[0] if split is not None else None
 
     def emit(self) -> None:
+        self._emit_entry()
+        self._emit_body()
+
+    def _emit_entry(self) -> None:
+        """The exported kernel: load the argument pointers from the table and call the body with them."""
+        count = len(self.spec.args)
+        fn = ir.Function(self.mod.module, ir.FunctionType(_VOID, [_PTR, _I64, _I64]), self.spec.symbol)
+        fn.attributes.add("nounwind")
+        table, begin, end = fn.args
+        table.name, begin.name, end.name = "args", "begin", "end"
+        if count:
+            table.add_attribute("captures(none)")
+            table.attributes.align = 8  # pyright: ignore
+            table.attributes.dereferenceable = 8 * count  # pyright: ignore
+        b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
+        pointers = []
+        for i in range(count):
+            slot = table if i == 0 else b.gep(table, [_const(_I64, i)], inbounds=True, source_etype=_PTR)
+            load = b.load(slot, name=f"arg{i}", typ=_PTR)
+            load.align = 8
+            pointers.append(load)
+        b.call(self.fn, [*pointers, begin, end], tail=True)
+        b.ret_void()
+
+    def _emit_body(self) -> None:
         block = self.op.body.block
         if self.split_loop is None:
             # One unit of work: run when 0 is in [begin, end).
@@ -959,6 +992,12 @@ class _KernelEmitter:
         base, exp = self._operands(op)
         assert isinstance(base.type, ir.IntType)
         self._set(op, self.b.call(self.mod.ipowi(base.type), [base, exp]))
+
+
+def body_symbol(symbol: str) -> str:
+    """The internal function holding the body of the kernel exported as `symbol` (`__cvmc_` names are reserved:
+    no kernel symbol starts with it)."""
+    return f"__cvmc_body.{symbol}"
 
 
 def emit_llvm(module: ModuleOp) -> ir.Module:

@@ -12,37 +12,32 @@ buffer, and prepares the ctypes pointers once. A run copies the input in, makes 
 split over threads, each taking a contiguous range of its outermost parallel loop: the result never depends on
 it), and copies the heads out.
 
-Caching: the JIT caches object code by the hash of the LLVM IR. On top of it, the whole compiled program (host
-program, packed params, LLVM IR, kernel specs) is cached by the hash of the graph, so loading a model compiled
-before skips the lowering and the code generator altogether.
+Caching: only the machine code is cached (the JIT's object file, named by the hash of the LLVM IR and
+authenticated, see `cvmc.runtime.cache`). The host program (arena size, views, calls) and the params are rebuilt
+from the verified graph on every load and never read from disk, so a cache entry cannot steer what a kernel is
+given; a load of a model compiled before skips the optimizer and the code generator (most of a cold compile) but
+runs the lowering.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import io
-import json
 import os
-import tempfile
 import threading
 import time
-import zipfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from math import prod
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.graph import Graph, graph_to_json
+from cvmc.runtime.graph import Graph
 
 # A kernel call with at least this much work (gas) is split over the threads.
 SPLIT_WORK = 1 << 18
-# Part of the cache key, with the source of the lowering and the code generator (`_source_digest`).
-CACHE_VERSION = "cvm-cpu-1"
+# The name of the module of kernels (its LLVM ModuleID).
+KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
 _DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
 MAX_THREADS = 256
@@ -177,7 +172,7 @@ def read_host(module: Any) -> tuple[HostProgram, Any]:
     inter = main.attributes.get("cvm.intermediate_bytes")
     program = HostProgram(block.args[-1].type.get_shape()[0], input_shape, calls, heads,
                           inter.value.data if isinstance(inter, IntegerAttr) else 0, globals_)
-    return program, ModuleOp(kernels, sym_name=StringAttr(CACHE_VERSION))
+    return program, ModuleOp(kernels, sym_name=StringAttr(KERNELS_MODULE))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -252,119 +247,28 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Compiling, with a cache of whole programs
+# Compiling
 # ---------------------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _source_digest() -> bytes:
-    """A digest of the code that decides what a compiled program contains (so an edit invalidates the cache)."""
-    root = Path(__file__).resolve().parent.parent  # the folder holding runtime/, passes/, codegen/
-    files = [root / "runtime" / "cpu.py", root / "runtime" / "cvm_ir.py", root / "codegen" / "llvm.py",
-             root / "passes" / "pipelines.py", root / "passes" / "cvm_mark_views.py", root / "passes" / "cvm_fuse.py",
-             root / "passes" / "cvm_plan_buffers.py", root / "passes" / "convert_cvm_to_loops.py",
-             *sorted((root / "passes").glob("cvm_loops_*.py"))]
-    digest = hashlib.sha256()
-    for f in files:
-        try:
-            digest.update(f.read_bytes())
-        except OSError:
-            digest.update(f.name.encode())
-    return digest.digest()
-
-
-def graph_key(graph: Graph) -> str:
-    """The cache key of a graph's compiled program: its structure, its params and the lowering's source."""
-    digest = hashlib.sha256(CACHE_VERSION.encode() + _source_digest())
-    digest.update(json.dumps(graph_to_json(graph), sort_keys=True).encode())
-    for name in sorted(graph.params):
-        digest.update(name.encode() + b"\0" + np.ascontiguousarray(graph.params[name], dtype="<i4").tobytes())
-    return digest.hexdigest()
-
-
-def _specs_to_json(specs: Any) -> list[dict[str, Any]]:
-    return [asdict(s) for s in specs]
-
-
-def _specs_from_json(data: list[dict[str, Any]]) -> list[Any]:
-    from cvmc.runtime.jit import KernelArg, KernelSpec
-
-    return [KernelSpec(d["name"], tuple(KernelArg(tuple(a["shape"]), a["element"], tuple(a["strides"]), a["offset"],
-                                                  a["written"]) for a in d["args"]), d["trip"], d["splittable"])
-            for d in data]
-
-
-def _save(path: Path, program: HostProgram, ir_text: str, specs: Any) -> None:
-    """Write a compiled program atomically (a reader never sees half a file); failures only cost time."""
-    meta = {
-        "arena_bytes": program.arena_bytes,
-        "input_shape": program.input_shape,
-        "calls": [{"kernel": c.kernel, "args": [asdict(v) for v in c.args], "work": c.work} for c in program.calls],
-        "heads": [asdict(v) for v in program.heads],
-        "intermediate_bytes": program.intermediate_bytes,
-        "globals": list(program.globals),
-        "specs": _specs_to_json(specs),
-    }
-    buf = io.BytesIO()
-    arrays: dict[str, Any] = {f"global{i}": a for i, a in enumerate(program.globals.values())}
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    arrays["ir"] = np.frombuffer(ir_text.encode(), np.uint8)
-    np.savez(buf, **arrays)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def _load(path: Path) -> tuple[HostProgram, str, list[Any]] | None:
-    try:
-        with np.load(path) as z:
-            meta = json.loads(z["meta"].tobytes())
-            ir_text = z["ir"].tobytes().decode()
-            globals_ = {name: z[f"global{i}"] for i, name in enumerate(meta["globals"])}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return None  # missing or damaged: compile again
-
-    def view(d: dict[str, Any]) -> View:
-        return View(d["root"], d["shift"], d["element"], tuple(d["shape"]), tuple(d["strides"]), d["offset"])
-
-    program = HostProgram(meta["arena_bytes"], tuple(meta["input_shape"]) if meta["input_shape"] else None,
-                          [Call(c["kernel"], tuple(view(a) for a in c["args"]), c["work"]) for c in meta["calls"]],
-                          [view(h) for h in meta["heads"]], meta["intermediate_bytes"], globals_)
-    return program, ir_text, _specs_from_json(meta["specs"])
 
 
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
                   check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
     the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
-    from cvmc.runtime.jit import JitEngine, default_cache_dir
+    from cvmc.codegen.llvm import emit_llvm, kernel_specs
+    from cvmc.passes.pipelines import run_pipeline
+    from cvmc.runtime.cvm_ir import graph_to_module
+    from cvmc.runtime.jit import JitEngine
 
     start = time.perf_counter()
-    path = default_cache_dir() / f"{graph_key(graph)}.cvm.npz"
-    loaded = _load(path) if cache else None
-    if loaded is not None:
-        program, ir_text, specs = loaded
-        lower_ms = 0.0
-    else:
-        from cvmc.codegen.llvm import emit_llvm, kernel_specs
-        from cvmc.passes.pipelines import run_pipeline
-        from cvmc.runtime.cvm_ir import graph_to_module
-
-        module = graph_to_module(graph)
-        run_pipeline(module, "cvm-to-loops")
-        program, kernels = read_host(module)
-        lower_ms = 1000 * (time.perf_counter() - start)
-        ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+    module = graph_to_module(graph)
+    run_pipeline(module, "cvm-to-loops")
+    program, kernels = read_host(module)
+    lower_ms = 1000 * (time.perf_counter() - start)
+    ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
     if check_plan is not None:
         check_plan(program)
     engine = JitEngine(ir_text, specs, cache=cache)
-    if loaded is None and cache:
-        _save(path, program, ir_text, specs)
     runner = CpuRunner(program, engine, threads or default_threads())
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
@@ -375,7 +279,6 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
         "packs": sum(1 for c in program.calls if c.kernel.startswith("pack")),
         "peak_buffer_bytes": program.arena_bytes,
         "intermediate_bytes": program.intermediate_bytes,
-        "cache_hit": loaded is not None,
-        "jit_cache_hit": engine.cache_hit,
+        "cache_hit": engine.cache_hit,
     }
     return runner

@@ -15,9 +15,9 @@ copies the heads out. Kernels share no memory between threads and use no atomics
 configuration gives the same bits.
 
 NVRTC compiles the whole module once for the device's architecture (a cubin; PTX for the newest architecture
-NVRTC knows when it does not know the device's), with `--fmad=false`. The cubin is cached on disk next to the
-cpu device's objects (`$CVMC_CACHE_DIR`, default `~/.cache/cvmc`), keyed by the source, NVRTC's version and the
-architecture.
+NVRTC knows when it does not know the device's), with `--fmad=false`. The cubin is kept in the on-disk cache next
+to the cpu device's objects (`cvmc.runtime.cache`: authenticated entries in a folder of this user's alone), named
+by the source, NVRTC's version and the architecture; the host program is rebuilt from the graph on every load.
 
 The device is reached through the small `CudaDevice` interface (memory, copies, modules, launches), so the
 runner's planning can be tested with a stand-in device where there is no GPU.
@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import threading
 import time
 import weakref
@@ -44,10 +43,10 @@ from xdsl.dialects.builtin import ModuleOp
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
 from cvmc.passes.pipelines import run_pipeline
+from cvmc.runtime.cache import open_cache
 from cvmc.runtime.cpu import HostProgram, View, read_host
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.graph import Graph
-from cvmc.runtime.jit import default_cache_dir
 
 # Options NVRTC compiles every module with (the architecture is added per device).
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
@@ -190,20 +189,31 @@ class CudaDevice:
         _check(self.driver, self.driver.cuMemcpyDtoH(array.ctypes.data, pointer, array.nbytes), "cuMemcpyDtoH")
 
     def prepare(self, pointers: Sequence[int]) -> Any:
-        """`kernelParams` for cuLaunchKernel: an array of pointers to the argument values (kept alive here)."""
-        values = np.array(list(pointers) or [0], dtype=np.uint64)
-        addresses = np.array([values.ctypes.data + 8 * i for i in range(len(values))], dtype=np.uint64)
-        return values, addresses
+        """The launch arguments of a kernel taking these pointers: the kernel's one parameter is a device array of
+        them (`cvmc.codegen.cuda`'s ABI), uploaded here once and freed with the returned object."""
+        return _PointerTable(self, pointers)
 
     def launch(self, function: Any, grid: int, block: int, arguments: Any) -> None:
-        _, addresses = arguments
         self._set_current()
         _check(self.driver, self.driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, 0,
-                                                       addresses.ctypes.data, 0), "cuLaunchKernel")  # fmt: skip
+                                                       arguments.params.ctypes.data, 0), "cuLaunchKernel")  # fmt: skip
 
     def synchronize(self) -> None:
         self._set_current()
         _check(self.driver, self.driver.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)")
+
+
+class _PointerTable:
+    """A kernel's argument pointers in device memory, and `kernelParams` for cuLaunchKernel (a host array holding
+    the address of the one value, the table's device address)."""
+
+    def __init__(self, device: CudaDevice, pointers: Sequence[int]):
+        table = np.array(list(pointers) or [0], dtype=np.uint64)
+        self.table = device.alloc(table.nbytes)
+        weakref.finalize(self, _free_all, device, [self.table])
+        device.upload(self.table, table)
+        self.value = np.array([self.table], dtype=np.uint64)
+        self.params = np.array([self.value.ctypes.data], dtype=np.uint64)
 
 
 @functools.cache
@@ -259,17 +269,14 @@ def compile_source(source: str, capability: tuple[int, int], nvrtc: Any = None,
     option, cubin = _target(capability, nvrtc)
     options = [option, *NVRTC_OPTIONS]
     key = hashlib.sha256("\0".join([*map(str, version), *options, source]).encode()).hexdigest()
-    path = default_cache_dir() / f"{key}.{'cubin' if cubin else 'ptx'}"
-    if cache:
-        try:
-            data = path.read_bytes()
-            if data:
-                return data, True
-        except OSError:
-            pass
+    kind = "cubin" if cubin else "ptx"
+    store = open_cache() if cache else None
+    data = store.get(key, kind) if store is not None else None
+    if data is not None:
+        return data, True
     image = nvrtc_compile(source, options, cubin, nvrtc)
-    if cache:
-        _write_atomic(path, image)
+    if store is not None:
+        store.put(key, kind, image)
     return image, False
 
 
@@ -298,18 +305,6 @@ def nvrtc_compile(source: str, options: Sequence[str], cubin: bool = True, nvrtc
         return image
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file and a rename, so a reader never sees half a file; errors only cost time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -116,14 +116,16 @@ def compile_host(source: str, directory: Path | None = None) -> ctypes.CDLL:
 
 
 def run_grid(lib: ctypes.CDLL, symbol: str, pointers: Sequence[int], grid: int, block: int) -> None:
-    """Run every thread of a `grid` x `block` launch of kernel `symbol`, one after another."""
+    """Run every thread of a `grid` x `block` launch of kernel `symbol`, one after another. The kernel takes one
+    array of the argument pointers (the ABI of `cvmc.codegen.cuda`)."""
     fn = getattr(lib, symbol)
     fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * len(pointers)
+    fn.argtypes = [ctypes.c_void_p]
+    table = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
     for b in range(grid):
         for t in range(block):
             lib.cvmc_host_set_thread(b, t, grid, block)
-            fn(*pointers)
+            fn(ctypes.addressof(table))
 
 
 def emulated_config(threads: int) -> tuple[int, int]:

@@ -6,7 +6,10 @@ Each graph grows from the input by random operators on random earlier tensors (a
 operators' rules; a draw the rules reject is simply skipped), with a few heads, and runs on random inputs that
 include the precision's extremes. Graph `i` of seed `s` depends only on `(s, i)`, so a failure is replayed with
 `--seed s --start i --count 1`; `--save DIR` writes each failing model's files there. Compiled code is cached in
-a temporary folder unless `$CVMC_CACHE_DIR` is set. Exit status 1 on any mismatch or crash.
+a temporary folder unless `$CVMC_CACHE_DIR` is set. `--cache-attacks` also replaces each graph's cache entry (a
+flipped byte, a truncation, another graph's entry, a raw or self-hashed object, a forged tag, a link, a fifo, in
+turn) and requires the next compile to refuse it and agree with the reference. Exit status 1 on any mismatch or
+crash.
 """
 
 from __future__ import annotations
@@ -339,6 +342,88 @@ def check(graph: Graph, data: np.ndarray, device: str = "cpu") -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Planted and tampered cache entries
+# --------------------------------------------------------------------------------------------------------------
+
+CACHE_ATTACKS = ("flip a byte", "truncate", "another graph's entry", "a raw object", "the old self-hashed format",
+                 "an empty file", "a symlink to a valid entry", "a fifo", "a forged tag")  # fmt: skip
+
+
+def _plant(path: str, attack: str, rng: np.random.Generator, other: bytes) -> None:
+    """Replace the cache entry at `path` the way `attack` says (`other`: a valid entry of another graph)."""
+    import hashlib
+    import hmac
+
+    from cvmc.runtime.cache import MAGIC
+
+    with open(path, "rb") as f:
+        good = f.read()
+    header = len(MAGIC) + 32
+    foreign = other[header:]  # another graph's machine code
+    os.unlink(path)
+    if attack == "a symlink to a valid entry":
+        with open(path + ".saved", "wb") as f:
+            f.write(good)
+        os.symlink(os.path.abspath(path) + ".saved", path)
+        return
+    if attack == "a fifo":
+        os.mkfifo(path)
+        return
+    if attack == "flip a byte":
+        flipped = bytearray(good)
+        flipped[int(rng.integers(len(good)))] ^= 1 << int(rng.integers(8))
+        data = bytes(flipped)
+    elif attack == "truncate":
+        data = good[:int(rng.integers(len(good)))]
+    elif attack == "another graph's entry":
+        data = other
+    elif attack == "a raw object":
+        data = foreign
+    elif attack == "the old self-hashed format":
+        data = b"cvmc-obj-1\n" + hashlib.sha256(foreign).digest() + foreign
+    elif attack == "a forged tag":
+        tag = hmac.new(b"guessed key " * 3, MAGIC + os.path.basename(path).encode() + b"\0" + foreign, "sha256")
+        data = MAGIC + tag.digest() + foreign
+    else:
+        data = b""
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def check_cache_attack(graph: Graph, data: np.ndarray, attack: str, rng: np.random.Generator,
+                       other: bytes | None) -> tuple[str | None, bytes]:
+    """Compile `graph` on the cpu (its object lands in the cache), replace the entry by `attack`, compile again:
+    the second compile must refuse the entry (no cache hit) and agree with the reference. Returns (what went
+    wrong or None, the graph's valid entry, for the next graph's "another graph's entry")."""
+    from cvmc.runtime.cache import default_dir
+    from cvmc.runtime.cpu import compile_graph
+
+    folder = default_dir()
+    assert folder is not None
+    first = compile_graph(graph)
+    path = os.path.join(folder, f"{first.engine.key}.o")
+    with open(path, "rb") as f:
+        good = f.read()
+    if other is None or other == good:
+        other = good if attack != "another graph's entry" else None
+    if other is None:
+        return None, good  # no other graph yet: nothing to swap in
+    _plant(path, attack, rng, other)
+    try:
+        again = compile_graph(graph)
+    finally:
+        if os.path.exists(path + ".saved"):
+            os.unlink(path + ".saved")
+    want = run_graph(graph, data)
+    got = again(data)
+    if again.stats["cache_hit"]:
+        return f"cache attack '{attack}': the planted entry was used", good
+    if any(g.shape != w.shape or not np.array_equal(g, w) for g, w in zip(got, want)):
+        return f"cache attack '{attack}': the recompiled model differs from the reference", good
+    return None, good
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--count", type=int, default=100)
@@ -347,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ops", type=int, default=8, help="operators per graph")
     p.add_argument("--device", default="cpu")
     p.add_argument("--save", help="write the files of each failing model into this directory")
+    p.add_argument("--cache-attacks", action="store_true",
+                   help="also plant or tamper each graph's cache entry (one attack a graph, in turn) and require "
+                        "a refused entry and an exact recompile")  # fmt: skip
     a = p.parse_args(argv)
     if "CVMC_CACHE_DIR" in os.environ:
         return _run(a)
@@ -362,11 +450,19 @@ def _run(a: argparse.Namespace) -> int:
     failures = 0
     ops_seen: set[str] = set()
     start = time.perf_counter()
+    other: bytes | None = None
+    attacks = 0
     for i in range(a.start, a.start + a.count):
         try:
             graph, data = random_graph(a.seed, i, a.ops)
             ops_seen.update(n.op for n in graph.nodes if not n.is_variable)
             problem = check(graph, data, a.device)
+            if problem is None and a.cache_attacks:
+                attack = CACHE_ATTACKS[i % len(CACHE_ATTACKS)]
+                problem, other_next = check_cache_attack(graph, data, attack, np.random.default_rng([a.seed, i]),
+                                                         other)  # fmt: skip
+                attacks += other is not None or attack != "another graph's entry"
+                other = other_next
         except Exception as e:  # a crash is a finding too
             graph = None
             problem = "crashed: " + "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -375,7 +471,9 @@ def _run(a: argparse.Namespace) -> int:
             print(f"seed {a.seed} graph {i}: {problem}", flush=True)
             if a.save and graph is not None:
                 _save(graph, os.path.join(a.save, f"fuzz_{a.seed}_{i}"))
-    print(f"{a.count} graphs, {len(ops_seen)} operators, {failures} failures, {time.perf_counter() - start:.1f}s")
+    planted = f", {attacks} planted or tampered cache entries" if a.cache_attacks else ""
+    print(f"{a.count} graphs, {len(ops_seen)} operators{planted}, {failures} failures, "
+          f"{time.perf_counter() - start:.1f}s")
     return 1 if failures else 0
 
 

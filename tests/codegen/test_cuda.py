@@ -573,8 +573,10 @@ def test_kernel_specs(structures):
 def test_the_source_reads_as_the_abi_says(structures):
     source = emit_cuda(structures)
     assert source == emit_cuda(structures)  # deterministic
-    assert (f'extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) k_strided_add(i32 *__restrict__ arg0, '
+    assert ("static __device__ __forceinline__ void b_strided_add(i32 *__restrict__ arg0, "
             "const i32 *__restrict__ arg1, const i32 *__restrict__ arg2)") in source  # fmt: skip
+    assert (f'extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) k_strided_add(void *const *__restrict__ '
+            "args) {\n  b_strided_add((i32 *)args[0], (const i32 *)args[1], (const i32 *)args[2]);\n}") in source
     assert "v0 < 24u; v0 += gridDim.x * blockDim.x" in source
     assert "arg1[v1 + v2 * 4 + 3]" in source and "arg2[v2]" in source  # static strides and offset, stride 0
     assert "u8 *__restrict__ arg1" in source  # i1 in memory is a byte

@@ -13,5 +13,6 @@ func.func @main(%data: tensor<2x3xi32, #cvm.prec<8>>) -> tensor<2x3xi32, #cvm.pr
 // CUDA:     extern "C" __global__ void __launch_bounds__(256) k_cvm_right_shift_relu(
 // CUDA-NOT: __global__
 
-// LLVM:     define void @"cvm_right_shift_relu"(ptr {{.*}}noalias{{.*}}, i64 %"begin", i64 %"end")
+// LLVM:     define internal void @"__cvmc_body.cvm_right_shift_relu"(ptr {{.*}}noalias{{.*}}, i64 %"begin", i64 %"end")
+// LLVM:     define void @"cvm_right_shift_relu"(ptr {{.*}}%"args", i64 %"begin", i64 %"end")
 // LLVM-NOT: define

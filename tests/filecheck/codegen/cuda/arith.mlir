@@ -74,7 +74,7 @@ func.func @ints(%o32: memref<8xi32>, %o8: memref<4xi8>, %o64: memref<2xi64>, %b:
 // CHECK-NEXT:   return a < b ? a : b;
 // CHECK:      static __device__ __forceinline__ i32 cvmc_clamp_i32(i32 x, i32 lo, i32 hi) {
 
-// CHECK-LABEL: k_ints(
+// CHECK-LABEL: b_ints(
 // Constant indices are folded into the address.
 // CHECK:      i32 [[X:v[0-9]+]] = arg4[0];
 // CHECK-NEXT: i32 [[Y:v[0-9]+]] = arg4[1];
@@ -125,7 +125,7 @@ func.func @floats(%o: memref<4xf32>, %d: memref<2xf64>, %i: memref<4xi8>, %u: me
   func.return
 }
 
-// CHECK-LABEL: k_floats(
+// CHECK-LABEL: b_floats(
 // CHECK:      float [[M:v[0-9]+]] = __fmul_rn([[X:v[0-9]+]], [[Y:v[0-9]+]]);
 // CHECK-NEXT: float {{v[0-9]+}} = __fadd_rn([[M]], [[X]]);
 // CHECK-NEXT: float {{v[0-9]+}} = cvmc_minimumf_float([[X]], [[Y]]);

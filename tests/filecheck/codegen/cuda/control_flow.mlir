@@ -32,7 +32,7 @@ func.func @rows(%out: memref<4xi32>, %a: memref<4x8xi32, strided<[16, 2], offset
   func.return
 }
 
-// CHECK-LABEL: k_rows(
+// CHECK-LABEL: b_rows(
 // CHECK-NEXT:   for (u32 v0 = blockIdx.x * blockDim.x + threadIdx.x; v0 < 4u; v0 += gridDim.x * blockDim.x) {
 // CHECK-NEXT:     i64 v1 = (i64)(v0);
 // CHECK-NEXT:     i32 v2 = 0;
@@ -80,7 +80,7 @@ func.func @nest(%out: memref<2x3x4xi32>, %a: memref<4x5xi32>) {
   func.return
 }
 
-// CHECK-LABEL: k_nest(
+// CHECK-LABEL: b_nest(
 // CHECK-NEXT:   i32 v0[12];
 // CHECK-NEXT:   for (u32 v1 = blockIdx.x * blockDim.x + threadIdx.x; v1 < 2u; v1 += gridDim.x * blockDim.x) {
 // CHECK-NEXT:     i64 v2 = (i64)(v1);
@@ -105,7 +105,7 @@ func.func @moved_view(%out: memref<4xi64>, %a: memref<16xi64>) {
   func.return
 }
 
-// CHECK-LABEL: k_moved_view(
+// CHECK-LABEL: b_moved_view(
 // CHECK-NEXT:   if (blockIdx.x != 0 || threadIdx.x != 0) return;
 // CHECK-NEXT:   i64 *v0 = (i64 *)malloc(8 * sizeof(i64));
 // CHECK-NEXT:   if (v0 == nullptr) __trap();

@@ -1,7 +1,8 @@
 // RUN: python -m cvmc.codegen.cuda %s | filecheck %s
 
-// One extern "C" __global__ kernel per func.func, named k_<symbol>; memref arguments are base pointers (const
-// where never written, i1 as bytes); a top-level scf.parallel becomes a grid-stride loop over its flattened
+// One extern "C" __global__ kernel per func.func, named k_<symbol>, taking one array of the argument pointers
+// and calling the body b_<symbol>, whose parameters are restrict base pointers (const where never written, i1 as
+// bytes); a top-level scf.parallel becomes a grid-stride loop over its flattened
 // constant dims; any other kernel runs on one thread.
 
 func.func @add(%out: memref<4x8xi32>, %a: memref<4x8xi32, strided<[1, 4], offset: 3>>, %m: memref<4x8xi1>) {
@@ -23,7 +24,7 @@ func.func @add(%out: memref<4x8xi32>, %a: memref<4x8xi32, strided<[1, 4], offset
 
 // CHECK:      typedef signed char i8;
 // CHECK-NOT:  #include
-// CHECK:      extern "C" __global__ void __launch_bounds__(256) k_add(i32 *__restrict__ arg0, const i32 *__restrict__ arg1, const u8 *__restrict__ arg2) {
+// CHECK:      static __device__ __forceinline__ void b_add(i32 *__restrict__ arg0, const i32 *__restrict__ arg1, const u8 *__restrict__ arg2) {
 // CHECK-NEXT:   for (u32 v0 = blockIdx.x * blockDim.x + threadIdx.x; v0 < 32u; v0 += gridDim.x * blockDim.x) {
 // CHECK-NEXT:     i64 v1 = (i64)(v0 / 8u);
 // CHECK-NEXT:     i64 v2 = (i64)(v0 % 8u);
@@ -32,6 +33,10 @@ func.func @add(%out: memref<4x8xi32>, %a: memref<4x8xi32, strided<[1, 4], offset
 // CHECK-NEXT:     i32 v5 = (v4 ? v3 : 0);
 // CHECK-NEXT:     arg0[v1 * 8 + v2] = v5;
 // CHECK-NEXT:   }
+// CHECK-NEXT: }
+// CHECK-EMPTY:
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__(256) k_add(void *const *__restrict__ args) {
+// CHECK-NEXT:   b_add((i32 *)args[0], (const i32 *)args[1], (const u8 *)args[2]);
 // CHECK-NEXT: }
 
 func.func @"two.phases"(%out: memref<8xi32>, %flag: memref<i1>) {
@@ -49,12 +54,16 @@ func.func @"two.phases"(%out: memref<8xi32>, %flag: memref<i1>) {
   func.return
 }
 
-// CHECK:      extern "C" __global__ void __launch_bounds__(256) k_two_phases(i32 *__restrict__ arg0, u8 *__restrict__ arg1) {
+// CHECK:      static __device__ __forceinline__ void b_two_phases(i32 *__restrict__ arg0, u8 *__restrict__ arg1) {
 // CHECK-NEXT:   if (blockIdx.x != 0 || threadIdx.x != 0) return;  // one thread runs the kernel
 // CHECK-NEXT:   for (i64 v0 = 0LL; v0 < 8LL; v0 += 1LL) {
 // CHECK-NEXT:     arg0[v0] = 0;
 // CHECK-NEXT:   }
 // CHECK-NEXT:   arg1[0] = (u8)true;
+// CHECK-NEXT: }
+// CHECK-EMPTY:
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__(256) k_two_phases(void *const *__restrict__ args) {
+// CHECK-NEXT:   b_two_phases((i32 *)args[0], (u8 *)args[1]);
 // CHECK-NEXT: }
 
 // A huge space of units counts in i64; lower bounds and steps are applied to the unit's coordinates.
@@ -74,7 +83,7 @@ func.func @big(%out: memref<70000x70000xi8>) {
   func.return
 }
 
-// CHECK:      k_big(i8 *__restrict__ arg0) {
+// CHECK:      b_big(i8 *__restrict__ arg0) {
 // CHECK-NEXT:   for (i64 v0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; v0 < 2449860000LL; v0 += (i64)gridDim.x * blockDim.x) {
 // CHECK-NEXT:     i64 v1 = 5LL + (i64)(v0 / 70000LL) * 2LL;
 // CHECK-NEXT:     i64 v2 = (i64)(v0 % 70000LL);

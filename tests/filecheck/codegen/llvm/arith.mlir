@@ -13,7 +13,7 @@ func.func @div(%a: memref<i64>, %b: memref<i64>, %q: memref<i64>, %r: memref<i64
   func.return
 }
 
-// CHECK-LABEL: define void @"div"
+// CHECK-LABEL: define internal void @"__cvmc_body.div"
 // CHECK:         %[[X:.+]] = load i64, ptr %"arg0", align 8
 // CHECK-NEXT:    %[[Y:.+]] = load i64, ptr %"arg1", align 8
 // CHECK-NEXT:    %[[ZERO:.+]] = icmp eq i64 %[[Y]], 0
@@ -42,7 +42,7 @@ func.func @div32(%a: memref<i32>, %b: memref<i32>, %q: memref<i32>, %r: memref<i
   func.return
 }
 
-// CHECK-LABEL: define void @"div32"
+// CHECK-LABEL: define internal void @"__cvmc_body.div32"
 // CHECK:         %[[ZERO:.+]] = icmp eq i32 %[[Y:.+]], 0
 // CHECK-NEXT:    %[[SAFE:.+]] = select i1 %[[ZERO]], i32 1, i32 %[[Y]]
 // CHECK-NEXT:    %[[FX:.+]] = uitofp i32 %[[X:.+]] to double
@@ -62,7 +62,7 @@ func.func @shifts(%a: memref<i8>, %b: memref<i8>, %l: memref<i8>, %s: memref<i8>
   func.return
 }
 
-// CHECK-LABEL: define void @"shifts"
+// CHECK-LABEL: define internal void @"__cvmc_body.shifts"
 // CHECK:         %[[IN:.+]] = icmp ult i8 %[[Y:.+]], 8
 // CHECK-NEXT:    %[[SHL:.+]] = shl i8 %[[X:.+]], %[[Y]]
 // CHECK-NEXT:    %{{.+}} = select i1 %[[IN]], i8 %[[SHL]], i8 0
@@ -80,7 +80,7 @@ func.func @bools(%a: memref<4xi1>, %b: memref<4xi1>) {
   func.return
 }
 
-// CHECK-LABEL: define void @"bools"
+// CHECK-LABEL: define internal void @"__cvmc_body.bools"
 // CHECK:         %[[P:.+]] = getelementptr inbounds i8, ptr %"arg0", i64 2
 // CHECK-NEXT:    %[[BYTE:.+]] = load i8, ptr %[[P]], align 1
 // CHECK-NEXT:    %[[BIT:.+]] = icmp ne i8 %[[BYTE]], 0
@@ -100,7 +100,7 @@ func.func @floats(%a: memref<f32>, %b: memref<i32>, %c: memref<f32>) {
   func.return
 }
 
-// CHECK-LABEL: define void @"floats"
+// CHECK-LABEL: define internal void @"__cvmc_body.floats"
 // CHECK:         call i32 @"llvm.fptosi.sat.i32.f32"(float %{{.+}})
 // CHECK:         %[[R:.+]] = call float @"llvm.round.f32"(float %{{.+}})
 // CHECK-NEXT:    call float @"erff"(float %[[R]])

@@ -28,7 +28,7 @@ func.func @sum_rows(%a: memref<4x8xi32, strided<[16, 2], offset: 5>>, %out: memr
   func.return
 }
 
-// CHECK-LABEL: define void @"sum_rows"
+// CHECK-LABEL: define internal void @"__cvmc_body.sum_rows"
 // CHECK:       entry:
 // CHECK-NEXT:    %[[TMP:.+]] = alloca [16 x i8], align 64
 // CHECK:       for.cond:

@@ -1,7 +1,8 @@
 // RUN: python -m cvmc.codegen.llvm %s | filecheck %s
 
 // A kernel whose top level is one scf.parallel: units are iterations of its first dimension, clamped to
-// [0, trip); arguments are noalias base pointers; addresses are one GEP, the loop a header block with a phi.
+// [0, trip); arguments are noalias base pointers of the internal, noinline body; addresses are one GEP, the loop a
+// header block with a phi. The exported kernel takes one array of the pointers, loads them and calls the body.
 
 func.func @add(%a: memref<16x8xi32>, %b: memref<16x8xi32>, %c: memref<16x8xi32>) {
   %c0 = arith.constant 0 : index
@@ -19,7 +20,7 @@ func.func @add(%a: memref<16x8xi32>, %b: memref<16x8xi32>, %c: memref<16x8xi32>)
   func.return
 }
 
-// CHECK:      define void @"add"(ptr captures(none) noalias align 4 dereferenceable(512) %"arg0", ptr captures(none) noalias align 4 dereferenceable(512) %"arg1", ptr captures(none) noalias align 4 dereferenceable(512) %"arg2", i64 %"begin", i64 %"end") nounwind
+// CHECK:      define internal void @"__cvmc_body.add"(ptr captures(none) noalias align 4 dereferenceable(512) %"arg0", ptr captures(none) noalias align 4 dereferenceable(512) %"arg1", ptr captures(none) noalias align 4 dereferenceable(512) %"arg2", i64 %"begin", i64 %"end") noinline nounwind
 // CHECK:      entry:
 // CHECK-NEXT:   %[[GT:.+]] = icmp sgt i64 %"begin", 0
 // CHECK-NEXT:   %"first" = select i1 %[[GT]], i64 %"begin", i64 0
@@ -35,6 +36,16 @@ func.func @add(%a: memref<16x8xi32>, %b: memref<16x8xi32>, %c: memref<16x8xi32>)
 // CHECK-NEXT:   %{{.+}} = load i32, ptr %[[PA]], align 4
 // CHECK:        store i32 %{{.+}}, ptr %{{.+}}, align 4
 // CHECK-NOT:  ptrtoint
+// CHECK:      define void @"add"(ptr captures(none) align 8 dereferenceable(24) %"args", i64 %"begin", i64 %"end") nounwind
+// CHECK-NEXT: {
+// CHECK-NEXT: entry:
+// CHECK-NEXT:   %"arg0" = load ptr, ptr %"args", align 8
+// CHECK-NEXT:   %[[P1:.+]] = getelementptr inbounds ptr, ptr %"args", i64 1
+// CHECK-NEXT:   %"arg1" = load ptr, ptr %[[P1]], align 8
+// CHECK-NEXT:   %[[P2:.+]] = getelementptr inbounds ptr, ptr %"args", i64 2
+// CHECK-NEXT:   %"arg2" = load ptr, ptr %[[P2]], align 8
+// CHECK-NEXT:   tail call void @"__cvmc_body.add"(ptr %"arg0", ptr %"arg1", ptr %"arg2", i64 %"begin", i64 %"end")
+// CHECK-NEXT:   ret void
 
 
 // Any other kernel is one unit, run when 0 is in [begin, end).
@@ -46,7 +57,7 @@ func.func @one_unit(%a: memref<i32>) {
   func.return
 }
 
-// CHECK:      define void @"one_unit"(ptr captures(none) noalias align 4 dereferenceable(4) %"arg0", i64 %"begin", i64 %"end")
+// CHECK:      define internal void @"__cvmc_body.one_unit"(ptr captures(none) noalias align 4 dereferenceable(4) %"arg0", i64 %"begin", i64 %"end")
 // CHECK:        %[[B:.+]] = icmp sle i64 %"begin", 0
 // CHECK-NEXT:   %[[E:.+]] = icmp sgt i64 %"end", 0
 // CHECK-NEXT:   %[[GO:.+]] = and i1 %[[B]], %[[E]]

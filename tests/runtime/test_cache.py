@@ -1,0 +1,434 @@
+"""The on-disk cache: only code cvmc wrote for this key on this account is run; a folder others may write is
+refused; no home is no error; the size bound evicts the least recently used entries; `cvm-cache`."""
+
+import hashlib
+import os
+import stat
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cvmc
+from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
+from cvmc.runtime import cache
+from cvmc.runtime.cache import MAGIC, Cache, CacheWarning, open_cache
+from cvmc.runtime.jit import JitEngine
+from cvmc.tools import cvm_cache
+
+# out[i] = a[i] * K + b[i]: two kernels of one name and signature that compute different things.
+SCALE = """
+func.func @scale(%a: memref<16xi32>, %b: memref<16xi32>, %out: memref<16xi32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 16 : index
+  %k = arith.constant {k} : i32
+  "scf.parallel"(%c0, %n, %c1) <{{operandSegmentSizes = array<i32: 1, 1, 1, 0>}}> ({{
+  ^bb0(%i: index):
+    %x = memref.load %a[%i] : memref<16xi32>
+    %y = memref.load %b[%i] : memref<16xi32>
+    %x3 = arith.muli %x, %k : i32
+    %s = arith.addi %x3, %y : i32
+    memref.store %s, %out[%i] : memref<16xi32>
+    scf.reduce
+  }}) : (index, index, index) -> ()
+  func.return
+}}"""
+
+A = np.arange(16, dtype=np.int32) - 5
+B = np.arange(16, dtype=np.int32) * 7
+
+
+def kernel(k: int):
+    module = parse_loop_level(SCALE.format(k=k))
+    return str(emit_llvm(module)), kernel_specs(module)
+
+
+def run_scale(engine: JitEngine) -> np.ndarray:
+    out = np.zeros(16, np.int32)
+    engine["scale"](A, B, out)
+    return out
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch) -> Path:
+    """A private cache folder and key folder for the test; warnings of earlier tests forgotten."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("CVMC_CACHE_DIR", str(path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("CVMC_CACHE_MAX_BYTES", raising=False)
+    monkeypatch.setattr(cache, "_warned", set())
+    return path
+
+
+def entry_of(folder: Path, engine: JitEngine) -> Path:
+    path = folder / f"{engine.key}.o"
+    assert path.is_file()
+    return path
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Trust: what is run is what cvmc wrote for this key
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_folder_and_key_are_private(folder, tmp_path):
+    ir3, specs3 = kernel(3)
+    JitEngine(ir3, specs3)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    key = tmp_path / "state" / "cvmc" / "cache.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_bytes()) == 32
+    assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+    assert not list(folder.glob("*.key"))  # the secret is not kept next to the entries
+
+
+def test_another_kernels_object_under_this_key_is_refused(folder):
+    ir3, specs3 = kernel(3)
+    ir5, specs5 = kernel(5)
+    three, five = JitEngine(ir3, specs3), JitEngine(ir5, specs5)
+    np.testing.assert_array_equal(run_scale(three), A * 3 + B)
+    np.testing.assert_array_equal(run_scale(five), A * 5 + B)
+    # A valid entry of cvmc's, renamed: its tag binds its own name, so it is deleted and compiled again.
+    entry_of(folder, three).write_bytes(entry_of(folder, five).read_bytes())
+    again = JitEngine(ir3, specs3)
+    assert not again.cache_hit
+    np.testing.assert_array_equal(run_scale(again), A * 3 + B)
+    assert JitEngine(ir3, specs3).cache_hit  # the rewritten entry is good
+
+
+def test_planted_objects_are_refused(folder):
+    ir3, specs3 = kernel(3)
+    ir5, specs5 = kernel(5)
+    three = JitEngine(ir3, specs3)
+    path = entry_of(folder, three)
+    planted_code = entry_of(folder, JitEngine(ir5, specs5)).read_bytes()[len(MAGIC) + 32:]
+    forged_key = Cache(folder, b"k" * 32, 1 << 30)._tag(three.key, "o", planted_code)
+    plants = {
+        "the old format (magic and the SHA-256 of the content)": b"cvmc-obj-1\n" + hashlib.sha256(planted_code)
+        .digest() + planted_code,
+        "a tag made with another secret": MAGIC + forged_key + planted_code,
+        "a raw object": planted_code,
+        "a truncated entry": path.read_bytes()[:100],
+        "an empty file": b"",
+    }
+    for what, data in plants.items():
+        path.unlink(missing_ok=True)
+        path.write_bytes(data)
+        engine = JitEngine(ir3, specs3)
+        assert not engine.cache_hit, what
+        np.testing.assert_array_equal(run_scale(engine), A * 3 + B, err_msg=what)
+        assert path.read_bytes() != data, what  # replaced by a good entry
+
+
+def test_links_fifos_and_folders_in_place_of_an_entry_are_refused(folder, tmp_path):
+    ir3, specs3 = kernel(3)
+    path = entry_of(folder, JitEngine(ir3, specs3))
+    good = tmp_path / "good.o"
+    good.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(good)  # even a link to a valid entry: entries are plain files
+    assert not JitEngine(ir3, specs3).cache_hit
+    assert not path.is_symlink() and good.exists()
+    path.unlink()
+    os.mkfifo(path)  # opening it must not block
+    assert not JitEngine(ir3, specs3).cache_hit
+    assert stat.S_ISREG(path.stat().st_mode)
+    path.unlink()
+    (path / "inner").mkdir(parents=True)  # a folder would block the rewrite: it goes too
+    assert not JitEngine(ir3, specs3).cache_hit
+    assert stat.S_ISREG(path.stat().st_mode)
+    assert JitEngine(ir3, specs3).cache_hit
+
+
+def test_a_tampered_entry_of_a_model_is_deleted_and_the_model_still_exact(folder):
+    builder = cvmc.CvmBuilder("net")
+    x = builder.create_input([1, 8], precision=8)
+    w = builder.create_param(np.arange(64, dtype=np.int32).reshape(8, 8) - 30, precision=8, name="w")
+    y = builder.cvm_right_shift(builder.dense(x, w, units=8, use_bias=False), precision=8, shift_bit=3)
+    data = np.arange(8, dtype=np.int32).reshape(1, 8) * 9 - 30
+    want = builder.compile([y], device="reference").run(data)
+    cold = builder.compile([y], device="cpu")
+    assert not cold.stats["cache_hit"]
+    (entry,) = folder.glob("*.o")
+    raw = bytearray(entry.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    entry.write_bytes(bytes(raw))
+    model = builder.compile([y], device="cpu")
+    assert not model.stats["cache_hit"]
+    assert all(np.array_equal(a, b) for a, b in zip(model.run(data), want))
+    assert builder.compile([y], device="cpu").stats["cache_hit"]
+    # Only code is cached: no copy of the params, no host program (whole-program files are gone).
+    assert [p.suffix for p in folder.iterdir()] == [".o"]
+    params = (np.arange(64, dtype=np.int32) - 30).astype("<i4").tobytes()
+    assert params not in entry.read_bytes()
+
+
+def test_another_models_object_under_this_models_key_is_refused(folder):
+    def model(op: str):
+        b = cvmc.CvmBuilder("net")
+        x = b.create_input([2, 3], precision=8)
+        return b, (b.relu(x) if op == "relu" else b.negative(x))
+
+    data = np.array([[1, -2, 3], [-4, 5, -6]], np.int32)
+    b1, y1 = model("relu")
+    b1.compile([y1], device="cpu")
+    (relu_entry,) = folder.glob("*.o")
+    b2, y2 = model("negative")
+    b2.compile([y2], device="cpu")
+    (neg_entry,) = set(folder.glob("*.o")) - {relu_entry}
+    relu_entry.write_bytes(neg_entry.read_bytes())
+    again = b1.compile([y1], device="cpu")
+    assert not again.stats["cache_hit"]
+    np.testing.assert_array_equal(again.run(data)[0], np.maximum(data, 0))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Folders that are not this user's alone, no home, no room
+# --------------------------------------------------------------------------------------------------------------
+
+
+def compile_twice_uncached(warned: list) -> None:
+    ir3, specs3 = kernel(3)
+    for _ in range(2):
+        engine = JitEngine(ir3, specs3)
+        assert not engine.cache_hit
+        np.testing.assert_array_equal(run_scale(engine), A * 3 + B)
+    assert len([w for w in warned if issubclass(w.category, CacheWarning)]) == 1, [str(w.message) for w in warned]
+
+
+def test_a_folder_others_may_write_is_refused_with_one_warning(folder):
+    folder.mkdir(mode=0o700)
+    os.chmod(folder, 0o777)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        compile_twice_uncached(warned)
+    assert "mode 0777" in str(warned[0].message) and "uncached" in str(warned[0].message)
+    assert not list(folder.iterdir())
+    assert cvm_cache.main(["clear"]) == 1  # the tool touches nothing there either
+
+
+def test_a_group_writable_key_folder_is_refused(folder, tmp_path):
+    keys = tmp_path / "state" / "cvmc"
+    keys.mkdir(parents=True, mode=0o700)
+    os.chmod(keys, 0o770)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        compile_twice_uncached(warned)
+    assert "cache key folder" in str(warned[0].message)
+
+
+def test_a_key_others_can_read_is_refused(folder, tmp_path):
+    keys = tmp_path / "state" / "cvmc"
+    keys.mkdir(parents=True, mode=0o700)
+    (keys / "cache.key").write_bytes(b"s" * 32)
+    os.chmod(keys / "cache.key", 0o644)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        compile_twice_uncached(warned)
+    assert "cache.key" in str(warned[0].message)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_of_another_user_is_refused(folder):
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, 65534)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        compile_twice_uncached(warned)
+    assert "owned by uid 65534" in str(warned[0].message)
+
+
+def test_no_home_runs_uncached(monkeypatch):
+    for name in ("HOME", "CVMC_CACHE_DIR", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda p: p)  # no passwd entry either
+    monkeypatch.setattr(cache, "_warned", set())
+    assert cache.default_dir() is None
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        compile_twice_uncached(warned)
+    assert "no home directory" in str(warned[0].message)
+
+
+def test_home_unset_and_unusable_home_are_not_errors(tmp_path):
+    """In a fresh process, with HOME unset and with a HOME where no folder can be made: the model runs, with one
+    warning where the cache is off."""
+    code = ("import cvmc, numpy as np; b = cvmc.CvmBuilder('n'); x = b.create_input([1, 4], precision=8); "
+            "m = b.compile([b.relu(x)], device='cpu'); print(m.run(np.array([[1, -2, 3, -4]]))[0].tolist())")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CVMC_", "XDG_")) and k != "HOME"}
+    private = tmp_path / "c"
+    cases = [({**base, "HOME": "/dev/null"}, 1),
+             ({**base, "CVMC_CACHE_DIR": str(private), "XDG_STATE_HOME": str(tmp_path / "s")}, 0)]
+    for env, warnings_expected in cases:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[[1, 0, 3, 0]]"
+        assert done.stderr.count("CacheWarning") == warnings_expected, done.stderr
+    assert len(list(private.glob("*.o"))) == 1
+
+
+def test_an_unwritable_folder_is_not_an_error(folder, monkeypatch):
+    ir3, specs3 = kernel(3)
+    monkeypatch.setenv("CVMC_CACHE_DIR", "/dev/null/cvmc")
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        compile_twice_uncached(warned)
+    assert "cannot be created" in str(warned[0].message)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The size bound
+# --------------------------------------------------------------------------------------------------------------
+
+
+def names(n: int) -> list[str]:
+    return [hashlib.sha256(str(i).encode()).hexdigest() for i in range(n)]
+
+
+def entry_bytes(payload: int) -> int:
+    return len(MAGIC) + 32 + payload
+
+
+def test_eviction_at_the_bound_and_one_past_it(folder):
+    folder.mkdir(mode=0o700)
+    size = entry_bytes(55)
+    store = Cache(folder, b"s" * 32, 3 * size)
+    a, b, c, d = names(4)
+    for i, name in enumerate((a, b, c)):
+        store.put(name, "o", bytes([i]) * 55)
+        os.utime(folder / f"{name}.o", ns=(10**18 + i, 10**18 + i))  # a, b, c from oldest to newest
+    assert store.info()["bytes"] == 3 * size  # at the bound: nothing goes
+    assert all(store.get(n, "o") is not None for n in (a, c))  # a and c used again: b is the least recent
+    assert {p.stem for p, _ in store.entries()} == {a, b, c}
+    one_past = Cache(folder, b"s" * 32, 3 * size - 1)
+    assert one_past.evict() == 1
+    assert {p.stem for p, _ in store.entries()} == {a, c}
+    store.put(d, "o", b"d" * 55)  # back at the bound with a, c, d
+    assert {p.stem for p, _ in store.entries()} == {a, c, d}
+    for i, name in enumerate((a, c, d)):
+        os.utime(folder / f"{name}.o", ns=(10**18 + i, 10**18 + i))
+    store.put(b, "o", b"e" * 55)  # past the bound: the least recent goes, and no more than needed
+    assert {p.stem for p, _ in store.entries()} == {c, d, b}
+    store.put(a, "o", b"f" * 56)  # one byte bigger: c and d would leave 3 * size + 1, so both go
+    assert {p.stem for p, _ in store.entries()} == {b, a}
+    assert store.get(b, "o") == b"e" * 55 and store.get(a, "o") == b"f" * 56
+
+
+def test_an_entry_larger_than_the_bound_is_not_kept(folder):
+    folder.mkdir(mode=0o700)
+    store = Cache(folder, b"s" * 32, entry_bytes(10))
+    (a, b) = names(2)
+    store.put(a, "o", b"x" * 10)  # exactly the bound
+    store.put(b, "o", b"x" * 11)  # one past
+    assert [p.stem for p, _ in store.entries()] == [a]
+
+
+@pytest.mark.parametrize(("text", "expected"), [("", cache.DEFAULT_MAX_BYTES), ("4096", 4096), ("1K", 1024),
+                                                ("3M", 3 << 20), ("2g", 2 << 30), ("0", 0)])  # fmt: skip
+def test_the_bound_from_the_environment(monkeypatch, text, expected):
+    monkeypatch.setenv("CVMC_CACHE_MAX_BYTES", text)
+    assert cache.max_bytes() == expected
+
+
+def test_a_bad_bound_warns_and_keeps_the_default(monkeypatch):
+    monkeypatch.setenv("CVMC_CACHE_MAX_BYTES", "lots")
+    monkeypatch.setattr(cache, "_warned", set())
+    with pytest.warns(CacheWarning, match="CVMC_CACHE_MAX_BYTES"):
+        assert cache.max_bytes() == cache.DEFAULT_MAX_BYTES
+
+
+def test_a_zero_bound_turns_the_cache_off(folder, monkeypatch):
+    monkeypatch.setenv("CVMC_CACHE_MAX_BYTES", "0")
+    assert open_cache() is None
+    ir3, specs3 = kernel(3)
+    JitEngine(ir3, specs3)
+    assert not JitEngine(ir3, specs3).cache_hit
+
+
+def test_the_bound_applies_to_compiles(folder, monkeypatch):
+    ir3, specs3 = kernel(3)
+    ir5, specs5 = kernel(5)
+    JitEngine(ir3, specs3)
+    (first,) = folder.iterdir()
+    monkeypatch.setenv("CVMC_CACHE_MAX_BYTES", str(first.stat().st_size + 10))
+    os.utime(first, ns=(10**18, 10**18))
+    JitEngine(ir5, specs5)
+    assert not first.exists() and len(list(folder.iterdir())) == 1
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Processes sharing a folder
+# --------------------------------------------------------------------------------------------------------------
+
+RACE = """
+import sys
+import numpy as np
+from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
+from cvmc.runtime.jit import JitEngine
+module = parse_loop_level(sys.stdin.read())
+engine = JitEngine(str(emit_llvm(module)), kernel_specs(module))
+a, b = np.arange(16, dtype=np.int32) - 5, np.arange(16, dtype=np.int32) * 7
+out = np.zeros(16, np.int32)
+engine["scale"](a, b, out)
+print(bool((out == a * 3 + b).all()))
+"""
+
+
+def test_processes_racing_on_a_fresh_folder_agree(folder, tmp_path):
+    env = {**os.environ, "CVMC_CACHE_DIR": str(folder), "XDG_STATE_HOME": str(tmp_path / "state")}
+    procs = [subprocess.Popen([sys.executable, "-c", RACE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]  # fmt: skip
+    outs = [p.communicate(SCALE.format(k=3), timeout=300) for p in procs]
+    assert [o.strip() for o, _ in outs] == ["True"] * 4, outs
+    assert all("Warning" not in e for _, e in outs), outs
+    assert [p.suffix for p in folder.iterdir()] == [".o"]  # one entry, no temporaries left
+    ir3, specs3 = kernel(3)
+    assert JitEngine(ir3, specs3).cache_hit  # and all agreed on one key
+
+
+# --------------------------------------------------------------------------------------------------------------
+# cvm-cache
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_cvm_cache_info_and_clear(folder, tmp_path, capsys):
+    assert cvm_cache.main(["info"]) == 0
+    assert "entries: 0" in capsys.readouterr().out
+    for k in (3, 5):
+        JitEngine(*kernel(k))
+    total = sum(p.stat().st_size for p in folder.iterdir())
+    assert cvm_cache.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"folder: {folder}" in out and "entries: 2" in out and f"bytes: {total} " in out
+    assert cvm_cache.main(["clear"]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out
+    assert not list(folder.iterdir())
+    assert (tmp_path / "state" / "cvmc" / "cache.key").exists()  # the key stays
+    assert cvm_cache.main(["info"]) == 0 and "entries: 0" in capsys.readouterr().out
+
+
+def test_cvm_cache_usage_errors_exit_64(folder):
+    for argv in ([], ["bogus"], ["info", "extra"]):
+        with pytest.raises(SystemExit) as e:
+            cvm_cache.main(argv)
+        assert e.value.code == 64
+
+
+def test_cvm_cache_command_line(folder, tmp_path):
+    env = {**os.environ, "CVMC_CACHE_DIR": str(folder), "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-m", "cvmc.tools.cvm_cache", "info"], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "entries: 0" in done.stdout, done.stderr
+
+
+def test_fuzzer_round_of_planted_and_tampered_entries(folder, capsys):
+    from cvmc.tools import fuzz_cvm
+
+    n = len(fuzz_cvm.CACHE_ATTACKS)
+    assert fuzz_cvm.main(["--count", str(n), "--seed", "11", "--ops", "4", "--cache-attacks"]) == 0
+    out = capsys.readouterr().out
+    assert f"{n} planted or tampered cache entries, 0 failures" in out, out
+    assert not list(folder.glob("*.saved"))

@@ -1,0 +1,78 @@
+"""`cvm-cache`: see and empty cvmc's on-disk cache of compiled code.
+
+    cvm-cache info       # the folder, its entries and bytes, the size bound, the key's folder
+    cvm-cache clear      # delete every entry (the secret key stays)
+
+The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc` (see `cvmc.runtime.cache`).
+Exit status: 0; 1 when the folder cannot be used (not this user's alone, or no folder can be named): `clear`
+then touches nothing; 64 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from cvmc.runtime.cache import Cache, default_dir, key_dir, max_bytes, trust_problem
+
+USAGE_ERROR = 64  # EX_USAGE of sysexits.h
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(USAGE_ERROR)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="cvm-cache", description="See and empty cvmc's cache of compiled code.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("info", help="the folder, its entries and bytes, the size bound")
+    sub.add_parser("clear", help="delete every entry")
+    return p
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} B"
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    folder = default_dir()
+    if folder is None:
+        print("cvm-cache: no cache folder: no home directory and no $CVMC_CACHE_DIR", file=sys.stderr)
+        return 1
+    exists = folder.exists()
+    problem = trust_problem(folder, create=False) if exists else None
+    if a.command == "info":
+        print(f"folder: {folder}" + ("" if exists else " (not created yet)"))
+        if problem is not None:
+            print(f"refused: {problem}; cvmc runs uncached")
+            return 1
+        info = Cache(folder, b"", max_bytes()).info() if exists else {"entries": 0, "bytes": 0}
+        bound = max_bytes()
+        print(f"entries: {info['entries']}")
+        print(f"bytes: {info['bytes']} ({_size(int(info['bytes']))})")  # pyright: ignore[reportArgumentType]
+        print(f"max bytes: {bound} ({_size(bound)})" if bound > 0 else "max bytes: 0 (the cache is off)")
+        print(f"key folder: {key_dir(folder)}")
+        return 0
+    if problem is not None:
+        print(f"cvm-cache: {problem}; nothing deleted", file=sys.stderr)
+        return 1
+    if not exists:
+        print(f"removed 0 entries (0 B) from {folder}")
+        return 0
+    store = Cache(folder, b"", max_bytes())
+    before = store.info()
+    removed = store.clear()
+    print(f"removed {removed} entries ({_size(int(before['bytes']))}) from {folder}")  # pyright: ignore
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
