@@ -79,7 +79,7 @@ CASES: list[tuple[str, str, dict[str, Any], list[tuple[int, ...]], list[int], tu
     ("conv negative channels", "conv2d", {**CONV, "channels": "-4"}, [X4, W4, B4], [8, 8, 8],
      (RUNTIME, "bias shape")),
     ("conv weight disagrees", "conv2d", {**CONV, "kernel_size": "(0, 1)"}, [X4, W4, B4], [8, 8, 8],
-     (LOGIC, "undefined behaviour")),
+     (LOGIC, "undefined in cvm-runtime")),
     # --- dense (src/top/nn/nn.cc) ---
     ("dense weight disagrees", "dense", {"units": "2"}, [(1, 3), (3, 3), (2,)], [8, 8, 8],
      (RUNTIME, "weight shape")),
@@ -101,15 +101,15 @@ CASES: list[tuple[str, str, dict[str, Any], list[tuple[int, ...]], list[int], tu
     ("strided_slice end past ndim", "strided_slice", {"begin": "(0,)", "end": "(1, 2, 3)"}, [(3,)], [8], OK),
     ("strided_slice stride past ndim", "strided_slice", {"stride": "(1, 0)"}, [(3,)], [8], OK),
     ("strided_slice begin past ndim", "strided_slice", {"begin": "(0, 0)"}, [(3,)], [8],
-     (LOGIC, "undefined behaviour")),
+     (LOGIC, "undefined in cvm-runtime")),
     ("strided_slice negative stride no end", "strided_slice", {"begin": "(2, 2)", "stride": "(-1, -1)"},
      [(3, 3)], [8],
      (LOGIC, "non-empty range")),
     # --- reshape (src/top/tensor/transform.cc:402) ---
     ("reshape code below -4 ignored", "reshape", {"shape": "(-5, 6)"}, [(2, 3)], [8], OK),
-    ("reshape -4 split by 0", "reshape", {"shape": "(-4, -1, 0)"}, [(6,)], [8], (LOGIC, "undefined behaviour")),
+    ("reshape -4 split by 0", "reshape", {"shape": "(-4, -1, 0)"}, [(6,)], [8], (LOGIC, "undefined in cvm-runtime")),
     ("reshape -1 over a zero product", "reshape", {"shape": "(-1, 4294967296)"}, [(6,)], [8],
-     (LOGIC, "undefined behaviour")),
+     (LOGIC, "undefined in cvm-runtime")),
     # --- expand_dims: num_newaxis in [1, 4096] (parser lower bound, then VerifyAttrRange) ---
     ("expand_dims num_newaxis 0", "expand_dims", {"axis": "0", "num_newaxis": "0"}, [(3,)], [8],
      (RUNTIME, "greater equal")),
