@@ -176,6 +176,14 @@ def _secret(directory: Path) -> bytes | str:
         return f"the cache key {path} cannot be created: {e.strerror or e}"
 
 
+def user_secret(directory: Path) -> bytes | str:
+    """This user's secret key in `directory` (made on first use), or why it cannot be used: a folder that is not
+    this user's alone, or a key file that is not this user's, not 0600, or not 32 bytes. `cvm-aot` tags its store's
+    entries with the same key (`cvmc.runtime.aot`)."""
+    why = trust_problem(directory, "cache key folder")
+    return why if why is not None else _secret(directory)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The store
 # --------------------------------------------------------------------------------------------------------------

@@ -27,12 +27,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.graph import Graph
+
+if TYPE_CHECKING:
+    from cvmc.codegen.abi import KernelSpec
 
 # A kernel call with at least this much work (gas) is split over the threads.
 SPLIT_WORK = 1 << 18
@@ -251,21 +254,29 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 # ---------------------------------------------------------------------------------------------------------
 
 
-def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
-                  check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
-    """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
-    the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
+def lower_graph(graph: Graph) -> tuple[HostProgram, str, list[KernelSpec], float]:
+    """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`,
+    its host program, its kernels as LLVM IR and their specs, and the milliseconds the lowering took."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
     from cvmc.passes.pipelines import run_pipeline
     from cvmc.runtime.cvm_ir import graph_to_module
-    from cvmc.runtime.jit import JitEngine
 
     start = time.perf_counter()
     module = graph_to_module(graph)
     run_pipeline(module, "cvm-to-loops")
     program, kernels = read_host(module)
     lower_ms = 1000 * (time.perf_counter() - start)
-    ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+    return program, str(emit_llvm(kernels)), list(kernel_specs(kernels).values()), lower_ms
+
+
+def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
+                  check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
+    """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
+    the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
+    from cvmc.runtime.jit import JitEngine
+
+    start = time.perf_counter()
+    program, ir_text, specs, lower_ms = lower_graph(graph)
     if check_plan is not None:
         check_plan(program)
     engine = JitEngine(ir_text, specs, cache=cache)

@@ -89,6 +89,24 @@ def _target_machine() -> llvm.TargetMachine:
     return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
 
 
+def shared_target(cpu: str | None = None) -> tuple[str, str]:
+    """(CPU name, CPU features) that `shared_object_code` compiles for: this machine's, or the named CPU with the
+    features LLVM gives it (an empty string)."""
+    _, host_cpu, host_features = host_target()
+    return (host_cpu, host_features) if cpu is None or cpu == host_cpu else (cpu, "")
+
+
+def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None) -> bytes:
+    """The object file of `llvm_ir` for a shared library (`cvm-aot`): the engine's O3 pipeline and options, for
+    this machine's CPU or the named one, as position-independent code with the small code model (the JIT's objects
+    use the large code model and static relocations, which MCJIT places anywhere in memory)."""
+    triple = host_target()[0]
+    name, features = shared_target(cpu)
+    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=features, opt=3, reloc="pic",
+                                                                codemodel="default")
+    return tm.emit_object(_optimized(str(llvm_ir), tm))
+
+
 def _optimized(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     """Parse, verify and optimize `ir_text` at O3 for `tm`."""
     try:
@@ -236,11 +254,7 @@ class Kernel:
 
     def prepare(self, *arrays: np.ndarray) -> PreparedCall:
         """Check `arrays` against the kernel's arguments and fix their pointers for repeated calls."""
-        if len(arrays) != len(self.spec.args):
-            raise CVMLogicError(f"kernel '{self.name}': expected {len(self.spec.args)} arrays, got {len(arrays)}")
-        bases = [_base_pointer(self.name, i, arg, a) for i, (arg, a) in enumerate(zip(self.spec.args, arrays))]
-        _check_no_overlap(self.name, self.spec.args, arrays, bases)
-        return PreparedCall(self, arrays, bases)
+        return PreparedCall(self, arrays, check_arguments(self.spec, arrays))
 
     def __call__(self, *arrays: np.ndarray, threads: int = 1) -> None:
         prepared = self.prepare(*arrays)
@@ -340,6 +354,16 @@ _WORKERS = _Workers()
 # --------------------------------------------------------------------------------------------------------------
 # Arrays to pointers
 # --------------------------------------------------------------------------------------------------------------
+
+
+def check_arguments(spec: KernelSpec, arrays: tuple[np.ndarray, ...]) -> list[int]:
+    """The base pointers to pass for `arrays` as the arguments of kernel `spec`, after the checks every call gets
+    (dtype, alignment, a layout whose span fits the array, no written argument overlapping another)."""
+    if len(arrays) != len(spec.args):
+        raise CVMLogicError(f"kernel '{spec.name}': expected {len(spec.args)} arrays, got {len(arrays)}")
+    bases = [_base_pointer(spec.name, i, arg, a) for i, (arg, a) in enumerate(zip(spec.args, arrays))]
+    _check_no_overlap(spec.name, spec.args, arrays, bases)
+    return bases
 
 
 def _describe(arg: KernelArg) -> str:

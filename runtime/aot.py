@@ -1,0 +1,494 @@
+"""Ahead-of-time compilation for cvm-runtime's C API: verified models as shared objects in a store.
+
+    entries = build_model(graph_json, params, "store")     # `cvm-aot build model.json params.bin --store DIR`
+    write_library("libcvm.so")                             # `cvm-aot lib -o libcvm.so`
+
+A C program linked with the library calls cvm-runtime's API (`capi/c_api.h`); `CVMAPILoadModel` hashes the two
+files' bytes, finds the model's entry in the store named by `$CVMC_AOT_STORE` and loads it. No Python runs then.
+
+One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `cpu.lower_graph` (the
+loop level, the LLVM emitter) and optimized by the JIT's pipeline (`jit.shared_object_code`: the same IR, passes
+and target options, emitted as position-independent code); the host program is the JIT's `HostProgram`, whose
+calls are resolved and checked by the JIT's own runner (`cpu.CpuRunner` over `jit.check_arguments`) and written
+as the tables of `capi/cvmc_model.h`, which the library walks as the runner does. The JIT and the AOT differ in
+where the object lands: in memory through MCJIT, or in a shared object linked by the system's `cc`.
+
+The store (`capi/store.h` has the format): one entry `<key>.cvmc` per model, where the key is a SHA-256 of the
+two files' bytes, holding the model's shared object, or, for a model cvm-runtime rejects at load, the decision
+(status and message), so that loading it gives the runtime's status; and one entry per graph for
+`CVMAPIGetGasFromGraphFile`. Every entry carries an HMAC-SHA256 tag keyed by this user's secret, the key of
+cvmc's compiled-code cache (`cvmc.runtime.cache`): the library loads an object only when its entry's tag checks
+for that key, so a damaged, planted or renamed file is refused with status 2. The store's folder is the
+operator's to name; what is in it is trusted only through the tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+
+import numpy as np
+
+from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
+from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+STORE_ENV = "CVMC_AOT_STORE"
+MAGIC = b"cvmc-aot-1\n"
+ENTRY_SUFFIX = ".cvmc"
+CAPI = Path(__file__).parent / "capi"
+LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c")
+MODEL_SYMBOL = "cvmc_model_v1"
+MODEL_ABI = 1
+_ROOTS = {"arena": 0, "input": 1}  # any other root is a global, in the params (2)
+_PARAMS_ROOT = 2
+_POST = {None: 0, "argmax": 1, "detection": 2}
+_PARAMS_ALIGN = 64
+_SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]*")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Keys and entries
+# --------------------------------------------------------------------------------------------------------------
+
+
+def model_key(graph_json: bytes, params: bytes) -> str:
+    """The store key of a model: SHA-256 of "cvmc-aot-model-1\\0", then each file's length (u64 LE) and bytes."""
+    h = hashlib.sha256(b"cvmc-aot-model-1\0")
+    for data in (graph_json, params):
+        h.update(struct.pack("<Q", len(data)))
+        h.update(data)
+    return h.hexdigest()
+
+
+def graph_text(graph_json: bytes) -> bytes:
+    """What `CVMAPIGetGasFromGraphFile` reads of a graph: its text up to the first NUL (a C string)."""
+    return graph_json.split(b"\0", 1)[0]
+
+
+def graph_key(graph_json: bytes) -> str:
+    """The store key of a graph alone (`CVMAPIGetGasFromGraphFile`): its C string's length (u64 LE) and bytes."""
+    text = graph_text(graph_json)
+    h = hashlib.sha256(b"cvmc-aot-graph-1\0")
+    h.update(struct.pack("<Q", len(text)))
+    h.update(text)
+    return h.hexdigest()
+
+
+def store_secret(store: Path) -> bytes:
+    """The key of the store's tags: this user's cache key (`$XDG_STATE_HOME/cvmc` or `~/.local/state/cvmc`)."""
+    from cvmc.runtime.cache import key_dir, user_secret
+
+    folder = key_dir(store)
+    if folder == store:  # no home: the cache would keep its key beside its entries; the library will not look there
+        raise CVMRuntimeError("no folder for the store's secret key: set $XDG_STATE_HOME or $HOME")
+    secret = user_secret(folder)
+    if isinstance(secret, str):
+        raise CVMRuntimeError(secret)
+    return secret
+
+
+def entry_tag(secret: bytes, key: str, payload: bytes) -> bytes:
+    return hmac.new(secret, MAGIC + key.encode() + b"\0" + payload, hashlib.sha256).digest()
+
+
+def entry_path(store: str | os.PathLike[str], key: str) -> Path:
+    return Path(store) / f"{key}{ENTRY_SUFFIX}"
+
+
+def write_entry(store: Path, key: str, payload: bytes, secret: bytes) -> Path:
+    """Write an entry atomically (a temporary file renamed into place), readable by all (the node may run as
+    another user: the tag, not the file's mode, is what makes it trusted)."""
+    path = entry_path(store, key)
+    fd, tmp = tempfile.mkstemp(dir=store, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(MAGIC + entry_tag(secret, key, payload) + payload)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_entry(store: str | os.PathLike[str], key: str) -> bytes | None:
+    """The payload of entry `key` when its tag checks with this user's secret, else None (what the library does,
+    in Python: for tests and tools)."""
+    path = entry_path(store, key)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    payload = data[len(MAGIC) + 32:]
+    tag = data[len(MAGIC):len(MAGIC) + 32]
+    secret = store_secret(Path(os.path.abspath(store)))
+    if not data.startswith(MAGIC) or not payload or not hmac.compare_digest(tag, entry_tag(secret, key, payload)):
+        return None
+    return payload
+
+
+def decision_payload(error: CVMError) -> bytes:
+    return b"D" + str(error.status).encode() + str(error).encode("utf-8", "backslashreplace")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What the C API reports (CVMModel, model.cc)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApiFacts:
+    """What `CVMAPIGet*` report for a loaded model, and how `CVMAPIInference` reads and packs."""
+
+    version: str
+    postprocess: str  # the graph's text ("" when none)
+    post: int  # what SaveTensor does: 0, argmax 1, detection 2
+    gas: int
+    storage_size: int
+    input_size: int
+    input_bound: int
+    input_type_size: int
+    input_length: int
+    output_type_size: int
+    output_length: int
+
+
+def api_facts(graph_json: bytes, graph) -> ApiFacts:
+    """The C API's view of a verified `graph` read from `graph_json` (model.cc:24-110 and :285-330)."""
+    from cvmc.runtime.graph import parse_graph
+
+    _, _, prepared, _ = parse_graph(graph_json)
+    pools: dict[int, int] = {}
+    for sid, shape in zip(prepared.storage, prepared.shapes):  # graph_runtime.cc:565 GetStorageSize
+        pools[sid] = max(pools.get(sid, 0), 4 * prod(shape))
+    storage = sum((size + 3) // 4 * 4 for size in pools.values())
+    nid = graph.input_id
+    assert nid is not None, "the loader requires an input `data`"
+    in_shape, in_prec = graph.nodes[nid].shapes[0], graph.nodes[nid].precisions[0]
+    in_type = 1 if in_prec <= 8 else 4
+    post = graph.postprocess
+    out_type = 4 if post is not None or max(graph.head_precisions()) > 8 else 1  # model.cc:60, as pack_outputs
+    shapes = graph.head_shapes()
+    if post == "argmax":  # model.cc:291 GetOutputLength
+        out = sum(prod(s) // s[-1] for s in shapes)
+    elif post == "detection":
+        out = (shapes[0][-2] if len(shapes[0]) >= 2 else 0) * sum(s[-1] for s in shapes)
+    else:
+        out = sum(prod(s) for s in shapes)
+    return ApiFacts(prepared.raw.version, prepared.raw.postprocess, _POST[post], graph.gas, storage, prod(in_shape),
+                    precision_bound(in_prec), in_type, prod(in_shape) * in_type, out_type, out * out_type)
+
+
+def graph_gas_decision(graph_json: bytes) -> int | CVMError:
+    """`CVMAPIGetGasFromGraphFile`: `CvmRuntime::EstimateOps` (graph_runtime.h:98) reads the graph (Load), prepares
+    it (PrepareGraphWithVersion), infers shapes, types and precisions (CheckAttr) and counts its ops (GetOps): the
+    loader's first steps, without the params and the model's checks."""
+    from cvmc.runtime import graph as g
+
+    try:
+        return g.graph_gas(g._setup(g._prepare(g._read_graph(graph_text(graph_json)))))  # pyright: ignore
+    except CVMError as e:
+        return e
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The host program as C tables
+# --------------------------------------------------------------------------------------------------------------
+
+
+class _ArgumentChecker:
+    """Stands in for the JIT engine when the JIT's runner resolves a host program: each kernel's `prepare`
+    checks the call's arrays as the JIT does (`jit.check_arguments`) and hands back the base pointers."""
+
+    def __init__(self, specs):
+        self.kernels = {s.name: _CheckedKernel(s) for s in specs}
+
+    def __getitem__(self, name: str) -> _CheckedKernel:
+        return self.kernels[name]
+
+
+class _CheckedKernel:
+    def __init__(self, spec):
+        self.spec = spec
+        self.trip = spec.trip
+
+    def prepare(self, *arrays: np.ndarray) -> list[int]:
+        from cvmc.runtime.jit import check_arguments
+
+        return check_arguments(self.spec, arrays)
+
+
+@dataclass
+class _Tables:
+    params: bytes
+    kernels: list[tuple[str, str]]  # (C name, symbol)
+    calls: list[tuple[int, str, int, bool, int, int]]  # kernel index, name, trip, split, first arg, nargs
+    args: list[tuple[int, int]]  # (root, byte shift)
+    heads: list[tuple[int, int, int, tuple[int, ...], tuple[int, ...]]]  # root, shift, offset, shape, strides
+    input_size: int
+
+
+def host_tables(program, specs) -> _Tables:
+    """The C tables of a host program: the JIT's runner resolves every call's arguments and checks them against
+    its kernel (layout, bounds, no overlap of a written argument), and each base pointer is written as a root and
+    a byte shift, the same pointer the JIT passes."""
+    from cvmc.runtime.cpu import CpuRunner
+
+    runner = CpuRunner(program, _ArgumentChecker(specs), threads=1)
+    offsets: dict[str, int] = {}
+    blob = bytearray()
+    for name, array in program.globals.items():
+        blob.extend(b"\0" * (-len(blob) % _PARAMS_ALIGN))
+        offsets[name] = len(blob)
+        blob.extend(np.ascontiguousarray(array).tobytes())
+    roots = runner._roots  # pyright: ignore[reportPrivateUsage]
+
+    def place(root: str, shift: int, pointer: int) -> tuple[int, int]:
+        assert pointer == roots[root].ctypes.data + shift, f"a pointer outside its root {root!r}"
+        if root in _ROOTS:
+            return _ROOTS[root], shift
+        return _PARAMS_ROOT, offsets[root] + shift
+
+    by_spec = {s.name: s for s in specs}
+    kernel_index: dict[str, int] = {}
+    kernels: list[tuple[str, str]] = []
+    calls, args = [], []
+    for call, (bases, split) in zip(program.calls, runner.calls):
+        symbol = by_spec[call.kernel].symbol
+        if not _SYMBOL.fullmatch(symbol):
+            raise CVMRuntimeError(f"kernel symbol {symbol!r} cannot be named in the model's object")
+        if call.kernel not in kernel_index:
+            kernel_index[call.kernel] = len(kernels)
+            kernels.append((f"cvmc_kernel_{len(kernels)}", symbol))
+        calls.append((kernel_index[call.kernel], call.kernel, by_spec[call.kernel].trip, split, len(args),
+                      len(bases)))
+        args.extend(place(v.root, v.shift, b) for v, b in zip(call.args, bases))
+    heads = []
+    for base, v in runner.heads:
+        if v.element != "i32":
+            raise CVMRuntimeError(f"a head of element type {v.element}, expected i32")
+        root, shift = place(v.root, v.shift, base.ctypes.data)
+        heads.append((root, shift, v.offset, v.shape, v.strides))
+    input_size = prod(program.input_shape) if program.input_shape is not None else 0
+    return _Tables(bytes(blob), kernels, calls, args, heads, input_size)
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of `text`'s UTF-8 bytes (octal escapes for all but plain ASCII)."""
+    out = []
+    for b in text.encode("utf-8", "backslashreplace"):
+        c = chr(b)
+        out.append(c if (c.isalnum() or c in " _-.,:;+=/()[]{}<>#%&*!@^~|'") and b < 128 else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def model_source(key: str, cpu: str, features: str, facts: ApiFacts, tables: _Tables, arena_bytes: int,
+                 params_file: str | None) -> str:
+    """The C source of a model's tables (`capi/cvmc_model.h`); the params are the bytes of `params_file`."""
+    lines = [f"/* Generated by cvm-aot build: the host program of model {key} (see cvmc_model.h). */",
+             "#include <stdint.h>", "", '#include "cvmc_model.h"', ""]
+    if params_file is not None:
+        assert '"' not in params_file and "\\" not in params_file and "\n" not in params_file
+        lines += ['__asm__(".section .rodata.cvmc_params, \\"a\\", @progbits\\n"',
+                  '        ".balign 64\\n.globl cvmc_params\\n.hidden cvmc_params\\ncvmc_params:\\n"',
+                  f'        ".incbin \\"{params_file}\\"\\n.previous\\n");',
+                  'extern const unsigned char cvmc_params[] __attribute__((visibility("hidden")));', ""]
+    for cname, symbol in tables.kernels:
+        lines.append(f'extern void {cname}(void **, int64_t, int64_t) __asm__("{symbol}");')
+    dims: list[int] = []
+    head_rows = []
+    for root, shift, offset, shape, strides in tables.heads:
+        head_rows.append(f"  {{{root}, {shift}u, {offset}, {len(shape)}, dims + {len(dims)}, "
+                         f"dims + {len(dims) + len(shape)}, {prod(shape)}u}},")
+        dims += [*shape, *strides]
+    lines.append(f"static const int64_t dims[] = {{{', '.join(map(str, dims))}}};")
+    if tables.args:
+        lines.append("static const struct cvmc_arg args[] = {")
+        lines += [f"  {{{root}, {shift}u}}," for root, shift in tables.args]
+        lines.append("};")
+    if tables.calls:
+        lines.append("static const struct cvmc_call calls[] = {")
+        lines += [f"  {{{tables.kernels[k][0]}, {_c_string(name)}, {trip}, {int(split)}, {first}, {n}}},"
+                  for k, name, trip, split, first, n in tables.calls]
+        lines.append("};")
+    lines.append("static const struct cvmc_head heads[] = {")
+    lines += head_rows
+    lines.append("};")
+    f = facts
+    fields = [
+        ("abi", str(MODEL_ABI)), ("key", _c_string(key)), ("cpu", _c_string(cpu)),
+        ("features", _c_string(features)), ("version", _c_string(f.version)),
+        ("postprocess", _c_string(f.postprocess)), ("post", str(f.post)), ("gas", f"{f.gas}u"),
+        ("storage_size", f"{f.storage_size}u"), ("input_length", f"{f.input_length}u"),
+        ("output_length", f"{f.output_length}u"), ("input_type_size", str(f.input_type_size)),
+        ("output_type_size", str(f.output_type_size)), ("input_size", f"{f.input_size}u"),
+        ("input_bound", str(f.input_bound)), ("arena_bytes", f"{arena_bytes}u"),
+        ("params", "cvmc_params" if params_file is not None else "0"), ("params_bytes", f"{len(tables.params)}u"),
+        ("ncalls", str(len(tables.calls))), ("calls", "calls" if tables.calls else "0"),
+        ("nargs", str(len(tables.args))), ("args", "args" if tables.args else "0"),
+        ("nheads", str(len(tables.heads))), ("heads", "heads"),
+    ]
+    lines.append(f'__attribute__((visibility("default"))) const struct cvmc_model {MODEL_SYMBOL} = {{')
+    lines += [f"  .{name} = {value}," for name, value in fields]
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Linking
+# --------------------------------------------------------------------------------------------------------------
+
+
+def c_compiler() -> str:
+    """`$CC`, else `cc`: the system's compiler driver, which links with the system linker."""
+    cc = os.environ.get("CC") or "cc"
+    found = shutil.which(cc)
+    if found is None:
+        raise CVMRuntimeError(f"no C compiler {cc!r}: cvm-aot links shared objects with the system's cc (set $CC)")
+    return found
+
+
+def _cc(args: list[str], what: str) -> None:
+    try:
+        done = subprocess.run([c_compiler(), *args], capture_output=True, text=True, errors="replace")
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot run the C compiler for {what}: {e.strerror or e}") from None
+    if done.returncode != 0:
+        raise CVMRuntimeError(f"the C compiler failed on {what}: {(done.stderr or done.stdout).strip()[:2000]}")
+
+
+_LINK_FLAGS = ["-Wl,-z,noexecstack", "-Wl,-z,now", "-Wl,-z,relro", "-Wl,--no-undefined"]
+
+
+def link_model(kernels_object: bytes, source: str, params: bytes, work: Path) -> bytes:
+    """A model's shared object: its kernels' object and its tables (`source`), linked by `cc -shared`, exporting
+    `cvmc_model_v1` alone."""
+    (work / "kernels.o").write_bytes(kernels_object)
+    (work / "params.bin").write_bytes(params)
+    (work / "model.c").write_text(source)
+    (work / "exports.map").write_text(f"{{ global: {MODEL_SYMBOL}; local: *; }};\n")
+    _cc(["-shared", "-fPIC", "-O1", "-std=gnu11", "-I", str(CAPI), "-o", str(work / "model.so"),
+         str(work / "model.c"), str(work / "kernels.o"), f"-Wl,--version-script={work / 'exports.map'}",
+         *_LINK_FLAGS, "-lm"], "the model's object")
+    return (work / "model.so").read_bytes()
+
+
+def write_library(path: str | os.PathLike[str]) -> Path:
+    """`cvm-aot lib`: compile the C-API library (capi/*.c) into the shared object `path` (written atomically)."""
+    out = Path(path)
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise CVMRuntimeError(f"cannot write {str(out)!r}: the folder {str(folder)!r} does not exist")
+    with tempfile.TemporaryDirectory(prefix="cvmc-aot-lib-") as tmp:
+        built = Path(tmp) / "libcvm.so"
+        _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
+             f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), "-ldl",
+             *_LINK_FLAGS], "the C-API library")
+        try:
+            shutil.copyfile(built, str(out) + ".tmp")
+            os.chmod(str(out) + ".tmp", 0o755)
+            os.replace(str(out) + ".tmp", out)
+        except OSError as e:
+            Path(str(out) + ".tmp").unlink(missing_ok=True)
+            raise CVMRuntimeError(f"cannot write {str(out)!r}: {e.strerror or e}") from None
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Building a model
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    """One entry written into the store."""
+
+    path: Path
+    key: str
+    what: str  # "model", "graph"
+    status: int  # 0, or the status of the recorded decision
+    message: str  # the decision's message, or a summary of what was built
+    size: int
+
+
+def _store_folder(store: str | os.PathLike[str]) -> Path:
+    folder = Path(os.path.abspath(store))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot create the store {str(folder)!r}: {e.strerror or e}") from None
+    if not folder.is_dir():
+        raise CVMRuntimeError(f"the store {str(folder)!r} is not a folder")
+    return folder
+
+
+def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str], cpu: str | None = None) -> list[
+        Written]:
+    """`cvm-aot build`: verify a model as `CVMAPILoadModel` does and write its entry into the store: its shared
+    object compiled for this machine's CPU (or `cpu`), or the decision of a model the runtime rejects (the
+    loader's, or a plan over the runtime's memory limit, as `load_model` decides); and the entry of its graph for
+    `CVMAPIGetGasFromGraphFile`. A failure of the compiler itself raises and stores nothing. Returns what was
+    written."""
+    from cvmc.runtime.cpu import lower_graph
+    from cvmc.runtime.graph import load_graph
+    from cvmc.runtime.model import program_bytes
+
+    folder = _store_folder(store)
+    secret = store_secret(folder)
+    key = model_key(graph_json, params)
+    decision: CVMError | None = None
+    try:
+        graph = load_graph(graph_json, params)
+    except CVMError as e:
+        decision = e
+    else:
+        program, ir_text, specs, _ = lower_graph(graph)
+        needed = program_bytes(program)
+        if needed > MAX_MEMORY:  # Model._check_memory, with the default limit
+            decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "
+                                     f"cpu, its input and its heads), more than the limit of {MAX_MEMORY} bytes")
+        else:
+            payload, summary = _shared_object(key, graph_json, graph, program, ir_text, specs, cpu)
+    if decision is not None:
+        payload, summary = decision_payload(decision), str(decision)
+    status = decision.status if decision is not None else 0
+    written = [Written(write_entry(folder, key, payload, secret), key, "model", status, summary, len(payload))]
+    gkey = graph_key(graph_json)
+    gas = graph_gas_decision(graph_json)
+    if isinstance(gas, CVMError):
+        payload, status, summary = decision_payload(gas), gas.status, str(gas)
+    else:
+        payload, status, summary = b"G" + struct.pack("<Q", gas), 0, f"gas {gas}"
+    written.append(Written(write_entry(folder, gkey, payload, secret), gkey, "graph", status, summary, len(payload)))
+    return written
+
+
+def _shared_object(key: str, graph_json: bytes, graph, program, ir_text: str, specs, cpu: str | None) -> tuple[
+        bytes, str]:
+    """The payload of a model's entry ('S' and its shared object) and a summary of it."""
+    from cvmc.runtime.jit import shared_object_code, shared_target
+
+    facts = api_facts(graph_json, graph)
+    tables = host_tables(program, specs)
+    name, features = shared_target(cpu)
+    code = shared_object_code(ir_text, cpu)
+    with tempfile.TemporaryDirectory(prefix="cvmc-aot-") as tmp:
+        work = Path(tmp)
+        params_file = str(work / "params.bin") if tables.params else None
+        source = model_source(key, name, features, facts, tables, program.arena_bytes, params_file)
+        obj = link_model(code, source, tables.params, work)
+    summary = (f"a shared object of {len(obj)} bytes for cpu {name}: {len(tables.kernels)} kernels, "
+               f"{len(tables.calls)} calls, arena {program.arena_bytes} bytes, params {len(tables.params)} bytes, "
+               f"gas {facts.gas}")
+    return b"S" + obj, summary

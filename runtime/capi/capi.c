@@ -1,0 +1,624 @@
+/* cvm-runtime's C API over models compiled ahead of time by `cvm-aot build` (see c_api.h).
+ *
+ * CVMAPILoadModel hashes the two files' bytes, reads the model's entry from the store and checks its tag (store.c),
+ * then either returns the decision recorded for a rejected model (its status; the message as the runtime's) or
+ * loads the model's shared object and walks its host program (cvmc_model.h): an arena, an input buffer, the
+ * kernels' argument pointers, resolved once. CVMAPIInference copies the input in (saturated to its precision),
+ * makes the calls (a large kernel cut over the threads, as the JIT cuts it), copies the heads out and packs them
+ * as CVMModel::SaveTensor does (model.cc:150).
+ *
+ * The statuses are cvm-runtime's, check by check: a NULL argument where the runtime CHECKs is 2, an input of the
+ * wrong length is 1 (VERIFY_EQ), heads that cannot be concatenated are 1. Where the runtime would crash (a NULL
+ * `net` to load into, a NULL pointer with a length), this library returns 2 instead.
+ *
+ * Threads: nets share nothing (the last error is per thread), so distinct nets may run at once; a net runs one
+ * inference at a time under its mutex (its arena is reused between inferences).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+
+#include "c_api.h"
+#include "cvmc_model.h"
+#include "store.h"
+
+#define NET_MAGIC 0x636d7663u /* "cvmc" */
+#define MAX_THREADS 256
+#define ALIGN 64
+#define MAX_DIMS 32
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------------------------- */
+
+static __thread char last_error[2048];
+
+int cvmc_fail(int status, const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(last_error, sizeof last_error, format, ap);
+  va_end(ap);
+  fprintf(stderr, "ERROR: %s\n", last_error);
+  return status;
+}
+
+const char *CVMGetLastError(void) { return last_error; }
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Threads: a kernel's units [0, trip) cut into contiguous ranges, one per thread (cvmc.runtime.jit.split_range)
+ * ------------------------------------------------------------------------------------------------------------- */
+
+struct pool {
+  int threads;  /* the caller and threads - 1 workers; 1: no workers */
+  pthread_t *workers;
+  struct worker *slots;
+  pthread_mutex_t mu;
+  pthread_cond_t wake, done;
+  uint64_t generation;  /* bumped for each launch */
+  int pending;          /* workers still running the current launch */
+  int stop;
+  cvmc_kernel kernel;  /* the current launch */
+  void **args;
+  int64_t trip;
+  int parts;
+};
+
+struct worker {
+  struct pool *pool;
+  int index;
+};
+
+/* Range `i` of [0, trip) cut into `parts` ranges whose sizes differ by at most one, the larger ones first. */
+static void range_of(int64_t trip, int parts, int i, int64_t *begin, int64_t *end) {
+  int64_t size = trip / parts, extra = trip % parts;
+  *begin = i * size + (i < extra ? i : extra);
+  *end = *begin + size + (i < extra ? 1 : 0);
+}
+
+static void *work(void *arg) {
+  struct worker *w = arg;
+  struct pool *p = w->pool;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (p->generation == seen && !p->stop)
+      pthread_cond_wait(&p->wake, &p->mu);
+    if (p->stop)
+      break;
+    seen = p->generation;
+    cvmc_kernel kernel = p->kernel;
+    void **args = p->args;
+    int64_t trip = p->trip;
+    int parts = p->parts;
+    pthread_mutex_unlock(&p->mu);
+    if (w->index < parts) {
+      int64_t b, e;
+      range_of(trip, parts, w->index, &b, &e);
+      kernel(args, b, e);
+    }
+    pthread_mutex_lock(&p->mu);
+    if (--p->pending == 0)
+      pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void pool_stop(struct pool *p) {
+  if (p->threads > 1) {
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->threads - 1; ++i)
+      pthread_join(p->workers[i], NULL);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    pthread_mutex_destroy(&p->mu);
+  }
+  free(p->workers);
+  free(p->slots);
+  memset(p, 0, sizeof *p);
+  p->threads = 1;
+}
+
+/* Start threads - 1 workers; on any failure the pool runs everything on the caller's thread. */
+static void pool_start(struct pool *p, int threads) {
+  memset(p, 0, sizeof *p);
+  p->threads = 1;
+  if (threads <= 1)
+    return;
+  p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
+  p->slots = calloc((size_t)threads - 1, sizeof *p->slots);
+  if (p->workers == NULL || p->slots == NULL || pthread_mutex_init(&p->mu, NULL) != 0) {
+    free(p->workers);
+    free(p->slots);
+    p->workers = NULL;
+    p->slots = NULL;
+    return;
+  }
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->done, NULL);
+  int started = 0;
+  for (; started < threads - 1; ++started) {
+    p->slots[started].pool = p;
+    p->slots[started].index = started + 1;
+    if (pthread_create(&p->workers[started], NULL, work, &p->slots[started]) != 0)
+      break;
+  }
+  p->threads = started + 1;
+  if (started < threads - 1) {  /* run with the workers that started */
+    if (started == 0) {
+      pthread_cond_destroy(&p->wake);
+      pthread_cond_destroy(&p->done);
+      pthread_mutex_destroy(&p->mu);
+    }
+  }
+}
+
+/* Run the whole kernel, its units cut over the pool's threads; returns when every range is done. */
+static void pool_launch(struct pool *p, cvmc_kernel kernel, void **args, int64_t trip) {
+  int parts = trip < p->threads ? (int)trip : p->threads;
+  if (parts <= 1) {
+    kernel(args, 0, trip);
+    return;
+  }
+  pthread_mutex_lock(&p->mu);
+  p->kernel = kernel;
+  p->args = args;
+  p->trip = trip;
+  p->parts = parts;
+  p->pending = p->threads - 1;
+  p->generation++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  int64_t b, e;
+  range_of(trip, parts, 0, &b, &e);
+  kernel(args, b, e);
+  pthread_mutex_lock(&p->mu);
+  while (p->pending > 0)
+    pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* $CVMC_THREADS (an integer in [1, 256]), else the CPUs this process may use, at most 2 (the JIT's default). */
+static int threads_wanted(int *threads) {
+  const char *env = getenv("CVMC_THREADS");
+  if (env != NULL && env[0] != 0) {
+    char *end;
+    errno = 0;
+    long n = strtol(env, &end, 10);
+    if (errno != 0 || *end != 0 || n < 1 || n > MAX_THREADS)
+      return cvmc_fail(1, "expected $CVMC_THREADS to be an integer in [1, %d], got '%s'", MAX_THREADS, env);
+    *threads = (int)n;
+    return 0;
+  }
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  *threads = n < 1 ? 1 : n > 2 ? 2 : n;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * A loaded model
+ * ------------------------------------------------------------------------------------------------------------- */
+
+struct net {
+  uint32_t magic;  /* NET_MAGIC while loaded */
+  void *object;    /* the model's shared object (dlopen) */
+  const struct cvmc_model *m;
+  unsigned char *arena;
+  int32_t *input;
+  int32_t *heads;         /* every head's values, one head after another */
+  uint64_t *head_start;   /* where head k starts in `heads` */
+  void **args;            /* every call's argument pointers */
+  pthread_mutex_t lock;   /* one inference at a time */
+  int has_lock;
+  struct pool pool;
+};
+
+static void net_free(struct net *n) {
+  if (n == NULL)
+    return;
+  pool_stop(&n->pool);
+  if (n->has_lock)
+    pthread_mutex_destroy(&n->lock);
+  free(n->arena);
+  free(n->input);
+  free(n->heads);
+  free(n->head_start);
+  free(n->args);
+  if (n->object != NULL)
+    dlclose(n->object);
+  n->magic = 0;
+  free(n);
+}
+
+static void *aligned_zeros(uint64_t bytes) {
+  size_t size = (size_t)((bytes + ALIGN - 1) / ALIGN * ALIGN);
+  void *p = aligned_alloc(ALIGN, size ? size : ALIGN);
+  if (p != NULL)
+    memset(p, 0, size ? size : ALIGN);
+  return p;
+}
+
+/* The features of the object's CPU that this CPU lacks, among those GCC can ask about (x86 only). */
+static void missing_features(const char *features, char *out, size_t n) {
+  out[0] = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  static const char *names[] = {"sse4.1", "sse4.2", "ssse3", "popcnt", "avx", "avx2", "fma", "bmi", "bmi2",
+                                "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd", "avx512vnni",
+                                "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq",
+                                "avx512bf16"};
+  int have[] = {__builtin_cpu_supports("sse4.1"), __builtin_cpu_supports("sse4.2"),
+                __builtin_cpu_supports("ssse3"), __builtin_cpu_supports("popcnt"), __builtin_cpu_supports("avx"),
+                __builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"), __builtin_cpu_supports("bmi"),
+                __builtin_cpu_supports("bmi2"), __builtin_cpu_supports("avx512f"),
+                __builtin_cpu_supports("avx512vl"), __builtin_cpu_supports("avx512bw"),
+                __builtin_cpu_supports("avx512dq"), __builtin_cpu_supports("avx512cd"),
+                __builtin_cpu_supports("avx512vnni"), __builtin_cpu_supports("avx512ifma"),
+                __builtin_cpu_supports("avx512vbmi"), __builtin_cpu_supports("avx512vbmi2"),
+                __builtin_cpu_supports("avx512bitalg"), __builtin_cpu_supports("avx512vpopcntdq"),
+                __builtin_cpu_supports("avx512bf16")};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    /* LLVM's feature string: "+avx2,-avx512fp16,..."; look for "+name," or "+name" at the end. */
+    size_t len = strlen(names[i]);
+    for (const char *p = features; (p = strstr(p, names[i])) != NULL; p += len) {
+      if (p > features && p[-1] == '+' && (p[len] == ',' || p[len] == 0)) {
+        if (!have[i] && strlen(out) + len + 2 < n) {
+          strcat(out, out[0] ? " " : "");
+          strcat(out, names[i]);
+        }
+        break;
+      }
+    }
+  }
+#else
+  (void)features;
+  (void)n;
+#endif
+}
+
+static const unsigned char *root_base(const struct net *n, uint32_t root) {
+  switch (root) {
+    case CVMC_ROOT_ARENA: return n->arena;
+    case CVMC_ROOT_INPUT: return (const unsigned char *)n->input;
+    default: return n->m->params;
+  }
+}
+
+/* Check the object's tables against what the library can run, then allocate the net's memory and resolve every
+ * kernel argument to its pointer. */
+static int net_setup(struct net *n, const char *key) {
+  const struct cvmc_model *m = n->m;
+  if (m->abi != CVMC_MODEL_ABI)
+    return cvmc_fail(2, "model %s was built for another version of this library (model ABI %u, expected %d): "
+                     "rebuild it with cvm-aot build", key, m->abi, CVMC_MODEL_ABI);
+  if (m->key == NULL || strcmp(m->key, key) != 0)
+    return cvmc_fail(2, "the object in the store entry %s was built for another model (%.64s): refused", key,
+                     m->key ? m->key : "none");
+  char missing[256];
+  missing_features(m->features, missing, sizeof missing);
+  if (missing[0])
+    return cvmc_fail(2, "model %s was compiled for the CPU %s, whose features %s this CPU lacks: rebuild it here "
+                     "with cvm-aot build (or name this CPU with --cpu)", key, m->cpu, missing);
+  for (uint32_t i = 0; i < m->nargs; ++i)
+    if (m->args[i].root >= CVMC_ROOTS)
+      return cvmc_fail(2, "model %s: argument %u names root %u", key, i, m->args[i].root);
+  if (m->nheads == 0)
+    return cvmc_fail(2, "model %s has no heads", key);
+  for (uint32_t i = 0; i < m->nheads; ++i)
+    if (m->heads[i].root >= CVMC_ROOTS || m->heads[i].ndim == 0 || m->heads[i].ndim > MAX_DIMS)
+      return cvmc_fail(2, "model %s: head %u is malformed", key, i);
+  int threads = 1;
+  int status = threads_wanted(&threads);
+  if (status != 0)
+    return status;
+  uint64_t head_values = 0;
+  for (uint32_t k = 0; k < m->nheads; ++k)
+    head_values += m->heads[k].size;
+  n->arena = aligned_zeros(m->arena_bytes);
+  n->input = aligned_zeros(4 * m->input_size);
+  n->heads = aligned_zeros(4 * head_values);
+  n->head_start = calloc(m->nheads + 1, sizeof *n->head_start);
+  n->args = calloc(m->nargs + 1, sizeof *n->args);
+  if (!n->arena || !n->input || !n->heads || !n->head_start || !n->args)
+    return cvmc_fail(2, "out of memory setting up model %s: its plan needs %llu bytes of working memory", key,
+                     (unsigned long long)(m->arena_bytes + 4 * m->input_size + 4 * head_values));
+  for (uint32_t k = 0, at = 0; k < m->nheads; at += m->heads[k].size, ++k)
+    n->head_start[k] = at;
+  for (uint32_t i = 0; i < m->nargs; ++i)
+    n->args[i] = (void *)(root_base(n, m->args[i].root) + m->args[i].shift);
+  if (pthread_mutex_init(&n->lock, NULL) != 0)
+    return cvmc_fail(2, "cannot create the mutex of model %s", key);
+  n->has_lock = 1;
+  int split = 0;
+  for (uint32_t i = 0; i < m->ncalls; ++i)
+    split |= m->calls[i].split != 0 && m->calls[i].trip > 1;
+  pool_start(&n->pool, split ? threads : 1);
+  return 0;
+}
+
+static struct net *as_net(void *net) {
+  struct net *n = net;
+  return n != NULL && n->magic == NET_MAGIC ? n : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * An inference
+ * ------------------------------------------------------------------------------------------------------------- */
+
+static void read_input(const struct cvmc_model *m, const char *in, int32_t *out) {
+  int32_t bound = m->input_bound;
+  for (uint64_t i = 0; i < m->input_size; ++i) {
+    int32_t v;
+    if (m->input_type_size == 1) {
+      v = (int8_t)in[i];
+    } else {
+      memcpy(&v, in + 4 * i, 4);  /* little endian, as the API's bytes are on x86 */
+    }
+    out[i] = v < -bound ? -bound : v > bound ? bound : v;
+  }
+}
+
+static void run_calls(struct net *n) {
+  const struct cvmc_model *m = n->m;
+  for (uint32_t i = 0; i < m->ncalls; ++i) {
+    const struct cvmc_call *c = &m->calls[i];
+    void **args = n->args + c->first_arg;
+    if (c->split && n->pool.threads > 1)
+      pool_launch(&n->pool, c->kernel, args, c->trip);
+    else
+      c->kernel(args, 0, c->trip);
+  }
+}
+
+/* A head's strided view, row-major into `out`. */
+static void copy_head(const struct net *n, const struct cvmc_head *h, int32_t *out) {
+  const int32_t *base = (const int32_t *)(root_base(n, h->root) + h->shift) + h->offset;
+  int64_t index[MAX_DIMS] = {0}, at = 0;
+  uint32_t d = h->ndim;
+  for (uint64_t i = 0; i < h->size; ++i) {
+    out[i] = base[at];
+    for (uint32_t k = d; k-- > 0;) {  /* the odometer: the last dimension turns fastest */
+      at += h->strides[k];
+      if (++index[k] < h->shape[k])
+        break;
+      at -= h->strides[k] * h->shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
+static void put_i32(char *mem, int32_t v) { memcpy(mem, &v, 4); }
+
+/* CVMModel::SaveTensor (model.cc:150), on the heads as int32 values. */
+static int save_tensor(const struct net *n, char *mem) {
+  const struct cvmc_model *m = n->m;
+  uint32_t heads = m->nheads;
+  if (m->post == CVMC_POST_ARGMAX) {
+    /* Per head, the index of the first largest int8-truncated value of rows i = 0, L, 2L, ... below the row count
+     * (the runtime steps its row index by the row length L), written one after another. */
+    char *cp = mem;
+    for (uint32_t k = 0; k < heads; ++k) {
+      const struct cvmc_head *h = &m->heads[k];
+      const int32_t *data = n->heads + n->head_start[k];
+      uint32_t last_dim = (uint32_t)h->shape[h->ndim - 1];
+      uint32_t out_size = (uint32_t)h->size;
+      uint32_t out_size_ap = last_dim ? out_size / last_dim : 0;
+      for (size_t i = 0; i < out_size_ap; i += last_dim) {
+        uint32_t max_id = 0;
+        for (size_t j = i; j < i + last_dim; j++)
+          if ((int8_t)data[j] > (int8_t)data[i + max_id])
+            max_id = (uint32_t)(j - i);
+        put_i32(cp, (int32_t)max_id);
+        cp += 4;
+      }
+    }
+    return 0;
+  }
+  if (m->post == CVMC_POST_DETECTION || heads > 1) {
+    /* The heads interleaved row by row (a row: the last dimension), when they have as many rows. */
+    uint64_t xs0 = 0;
+    int can_concat = heads > 1;
+    for (uint32_t k = 0; k < heads && can_concat; ++k) {
+      const struct cvmc_head *h = &m->heads[k];
+      uint64_t ys = (uint64_t)h->shape[h->ndim - 1];
+      uint64_t xs = ys ? h->size / ys : 0;
+      if (k == 0)
+        xs0 = xs;
+      else if (xs != xs0)
+        can_concat = 0;
+    }
+    if (!can_concat)
+      return cvmc_fail(1, "Check failed: false detection model output cannot concat");
+    char *cp = mem;
+    int32_t nx = (int32_t)xs0;  /* the runtime truncates the row count to int32 when it writes int32 */
+    uint64_t rows = m->output_type_size == 4 ? (uint64_t)(nx < 0 ? 0 : nx) : xs0;
+    for (uint64_t x = 0; x < rows; ++x) {
+      for (uint32_t k = 0; k < heads; ++k) {
+        const struct cvmc_head *h = &m->heads[k];
+        uint64_t ys = (uint64_t)h->shape[h->ndim - 1];
+        const int32_t *data = n->heads + n->head_start[k] + x * ys;
+        for (uint64_t i = 0; i < ys; ++i) {
+          if (m->output_type_size == 4) {
+            put_i32(cp, data[i]);
+            cp += 4;
+          } else {
+            *cp++ = (char)(int8_t)data[i];
+          }
+        }
+      }
+    }
+    return 0;
+  }
+  /* One head: its values as int32, or truncated to int8. */
+  const int32_t *data = n->heads;
+  if (m->output_type_size == 4) {
+    memcpy(mem, data, 4 * m->heads[0].size);
+  } else {
+    for (uint64_t i = 0; i < m->heads[0].size; ++i)
+      mem[i] = (char)(int8_t)data[i];
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * The API
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define BUILD_HINT "cvm-aot build model.json params.bin"
+
+int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_bytes, int param_strlen, void **net,
+                    int device_type, int device_id) {
+  (void)device_id;
+  /* c_api.cc:26: std::string(graph_json, graph_strlen) throws std::length_error (a logic error) on a negative
+   * length. */
+  if (graph_strlen < 0 || param_strlen < 0)
+    return cvmc_fail(1, "basic_string::_M_create: a length of %d bytes (std::length_error)",
+                     graph_strlen < 0 ? graph_strlen : param_strlen);
+  if ((graph_json == NULL && graph_strlen > 0) || (param_bytes == NULL && param_strlen > 0))
+    return cvmc_fail(2, "Check failed: %s != nullptr (with a length of %d bytes)",
+                     graph_json == NULL ? "graph_json" : "param_bytes", graph_json == NULL ? graph_strlen :
+                     param_strlen);
+  /* c_api.cc:30. Every device type runs the same compiled code: cvmc's bits are FORMAL's on every device. */
+  if (device_type < 0 || device_type > 2)
+    return cvmc_fail(2, "Check failed: APIDevTypeMap.find(device_type) != APIDevTypeMap.end() Invalid device "
+                     "type: %d, only supported 0(CPU), 1(GPU), 2(FORMAL)", device_type);
+  if (net == NULL)
+    return cvmc_fail(2, "Check failed: net != nullptr");
+  char key[CVMC_KEY_CHARS + 1];
+  cvmc_model_key(graph_json ? graph_json : "", (size_t)graph_strlen, param_bytes ? param_bytes : "",
+                 (size_t)param_strlen, key);
+  struct cvmc_entry entry;
+  int status = cvmc_store_read(key, "SD", BUILD_HINT, &entry);
+  if (status != 0)
+    return status;
+  if (entry.kind == 'D') {  /* the runtime rejects this model: its status and message */
+    int decided = entry.payload_size >= 1 && entry.payload[0] == '1' ? 1 : 2;
+    status = cvmc_fail(decided, "%.*s", (int)(entry.payload_size > 1 ? entry.payload_size - 1 : 0),
+                       (const char *)entry.payload + 1);
+    cvmc_entry_free(&entry);
+    return status;
+  }
+  struct net *n = calloc(1, sizeof *n);
+  if (n == NULL) {
+    cvmc_entry_free(&entry);
+    return cvmc_fail(2, "out of memory loading model %s", key);
+  }
+  n->pool.threads = 1;
+  status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object);
+  cvmc_entry_free(&entry);
+  if (status == 0) {
+    n->m = dlsym(n->object, CVMC_MODEL_SYMBOL);
+    status = n->m == NULL ? cvmc_fail(2, "the object of model %s has no %s", key, CVMC_MODEL_SYMBOL)
+                          : net_setup(n, key);
+  }
+  if (status != 0) {
+    net_free(n);
+    return status;
+  }
+  n->magic = NET_MAGIC;
+  *net = n;
+  return SUCCEED;
+}
+
+int CVMAPIFreeModel(void *net) {
+  if (net == NULL)
+    return SUCCEED;
+  struct net *n = as_net(net);
+  if (n == NULL)
+    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+  net_free(n);
+  return SUCCEED;
+}
+
+int CVMAPIInference(void *net, char *input_data, int input_len, char *output_data) {
+  if (net == NULL || input_data == NULL || output_data == NULL)  /* c_api.cc:56, CHECK_3_NOT_NULL */
+    return cvmc_fail(2, "Check failed: %s != nullptr", net == NULL ? "net" : input_data == NULL ? "input_data" :
+                     "output_data");
+  struct net *n = as_net(net);
+  if (n == NULL)
+    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+  const struct cvmc_model *m = n->m;
+  if ((long long)input_len != (long long)m->input_length)  /* model.cc:197, VERIFY_EQ in PlanInput */
+    return cvmc_fail(1, "expected %llu input bytes (%llu x int%u), got %d", (unsigned long long)m->input_length,
+                     (unsigned long long)m->input_size, 8 * m->input_type_size, input_len);
+  pthread_mutex_lock(&n->lock);
+  read_input(m, input_data, n->input);
+  run_calls(n);
+  for (uint32_t k = 0; k < m->nheads; ++k)
+    copy_head(n, &m->heads[k], n->heads + n->head_start[k]);
+  int status = save_tensor(n, output_data);
+  pthread_mutex_unlock(&n->lock);
+  return status;
+}
+
+#define GETTER(name, what)                                         \
+  int name(void *net, unsigned long long *out) {                   \
+    if (net == NULL || out == NULL)                                \
+      return cvmc_fail(2, "Check failed: %s != nullptr",           \
+                       net == NULL ? "net" : "the output pointer"); \
+    struct net *n = as_net(net);                                   \
+    if (n == NULL)                                                 \
+      return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)"); \
+    *out = (unsigned long long)(n->m->what);                       \
+    return SUCCEED;                                                \
+  }
+
+GETTER(CVMAPIGetInputLength, input_length)
+GETTER(CVMAPIGetOutputLength, output_length)
+GETTER(CVMAPIGetInputTypeSize, input_type_size)
+GETTER(CVMAPIGetOutputTypeSize, output_type_size)
+GETTER(CVMAPIGetStorageSize, storage_size)
+GETTER(CVMAPIGetGasFromModel, gas)
+
+static int copy_text(void *net, char *out, int version) {
+  if (net == NULL || out == NULL)
+    return cvmc_fail(2, "Check failed: %s != nullptr", net == NULL ? "net" : version ? "version" : "method");
+  struct net *n = as_net(net);
+  if (n == NULL)
+    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+  strcpy(out, version ? n->m->version : n->m->postprocess);
+  return SUCCEED;
+}
+
+int CVMAPIGetVersion(void *net, char *version) { return copy_text(net, version, 1); }
+
+int CVMAPIGetPreprocessMethod(void *net, char *method) { return copy_text(net, method, 0); }
+
+int CVMAPIGetGasFromGraphFile(const char *graph_json, unsigned long long *gas) {
+  /* c_api.cc:147: std::string(graph_json) throws std::logic_error on NULL. */
+  if (graph_json == NULL)
+    return cvmc_fail(1, "basic_string: construction from null is not valid");
+  if (gas == NULL)
+    return cvmc_fail(2, "Check failed: gas != nullptr");
+  char key[CVMC_KEY_CHARS + 1];
+  cvmc_graph_key(graph_json, strlen(graph_json), key);
+  struct cvmc_entry entry;
+  int status = cvmc_store_read(key, "GD", BUILD_HINT, &entry);
+  if (status != 0)
+    return status;
+  if (entry.kind == 'D') {
+    int decided = entry.payload_size >= 1 && entry.payload[0] == '1' ? 1 : 2;
+    status = cvmc_fail(decided, "%.*s", (int)(entry.payload_size > 1 ? entry.payload_size - 1 : 0),
+                       (const char *)entry.payload + 1);
+  } else if (entry.payload_size != 8) {
+    status = cvmc_fail(2, "the store entry of graph %s holds %zu bytes of gas, expected 8", key,
+                       entry.payload_size);
+  } else {
+    unsigned long long v = 0;
+    for (int i = 7; i >= 0; --i)
+      v = v << 8 | entry.payload[i];
+    *gas = v;
+  }
+  cvmc_entry_free(&entry);
+  return status;
+}

@@ -1,0 +1,261 @@
+/* The store: keys, the secret, reading and authenticating an entry, loading its object (see store.h). */
+#define _GNU_SOURCE
+#include "store.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+#define MAGIC "cvmc-aot-1\n"
+#define MAGIC_LEN (sizeof MAGIC - 1)
+#define SECRET_BYTES 32
+/* The largest entry read: a model's object holds its params, which the C API bounds by an int length. */
+#define ENTRY_MAX ((size_t)1 << 33)
+
+static void put_u64le(struct cvmc_sha256 *s, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; ++i)
+    b[i] = (unsigned char)(v >> (8 * i));
+  cvmc_sha256_update(s, b, 8);
+}
+
+static void hex(const unsigned char digest[CVMC_SHA256_BYTES], char out[CVMC_KEY_CHARS + 1]) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < CVMC_SHA256_BYTES; ++i) {
+    out[2 * i] = digits[digest[i] >> 4];
+    out[2 * i + 1] = digits[digest[i] & 15];
+  }
+  out[CVMC_KEY_CHARS] = 0;
+}
+
+void cvmc_model_key(const char *json, size_t json_len, const char *params, size_t params_len,
+                    char key[CVMC_KEY_CHARS + 1]) {
+  static const char domain[] = "cvmc-aot-model-1";  /* hashed with its NUL */
+  struct cvmc_sha256 s;
+  unsigned char digest[CVMC_SHA256_BYTES];
+  cvmc_sha256_init(&s);
+  cvmc_sha256_update(&s, domain, sizeof domain);
+  put_u64le(&s, json_len);
+  cvmc_sha256_update(&s, json, json_len);
+  put_u64le(&s, params_len);
+  cvmc_sha256_update(&s, params, params_len);
+  cvmc_sha256_final(&s, digest);
+  hex(digest, key);
+}
+
+void cvmc_graph_key(const char *json, size_t json_len, char key[CVMC_KEY_CHARS + 1]) {
+  static const char domain[] = "cvmc-aot-graph-1";
+  struct cvmc_sha256 s;
+  unsigned char digest[CVMC_SHA256_BYTES];
+  cvmc_sha256_init(&s);
+  cvmc_sha256_update(&s, domain, sizeof domain);
+  put_u64le(&s, json_len);
+  cvmc_sha256_update(&s, json, json_len);
+  cvmc_sha256_final(&s, digest);
+  hex(digest, key);
+}
+
+/* Read all of an open file (at most `max` bytes; more is an error). 0, or an errno value (EFBIG when larger). */
+static int read_all(int fd, size_t max, unsigned char **data, size_t *size) {
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    return errno;
+  if (!S_ISREG(st.st_mode))
+    return EINVAL;
+  if ((uint64_t)st.st_size > max)
+    return EFBIG;
+  size_t want = (size_t)st.st_size;
+  unsigned char *buf = malloc(want + 1);
+  if (buf == NULL)
+    return ENOMEM;
+  size_t got = 0;
+  while (got <= want) {  /* one byte past the size: a file that grew since fstat is refused */
+    ssize_t r = read(fd, buf + got, want + 1 - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      free(buf);
+      return e;
+    }
+    if (r == 0)
+      break;
+    got += (size_t)r;
+  }
+  if (got != want) {
+    free(buf);
+    return EAGAIN;  /* changed while read */
+  }
+  *data = buf;
+  *size = got;
+  return 0;
+}
+
+/* The path of the secret, as cvmc.runtime.cache.key_dir names its folder: $XDG_STATE_HOME/cvmc when absolute,
+ * else ~/.local/state/cvmc (the home as Python's expanduser finds it: $HOME when set, else the password entry). */
+static int secret_path(char *path, size_t n) {
+  const char *state = getenv("XDG_STATE_HOME");
+  if (state != NULL && state[0] == '/')
+    return snprintf(path, n, "%s/cvmc/cache.key", state) < (int)n ? 0 : -1;
+  const char *home = getenv("HOME");
+  char buf[4096];
+  if (home == NULL) {
+    struct passwd pw, *found = NULL;
+    if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found != NULL)
+      home = found->pw_dir;
+  }
+  if (home == NULL || home[0] != '/')
+    return -1;
+  return snprintf(path, n, "%s/.local/state/cvmc/cache.key", home) < (int)n ? 0 : -1;
+}
+
+/* The user's secret: a regular file of this user's that only this user may read, of exactly 32 bytes (the rules
+ * of cvmc.runtime.cache._read_key). */
+static int read_secret(unsigned char secret[SECRET_BYTES]) {
+  char path[4200];
+  if (secret_path(path, sizeof path) != 0)
+    return cvmc_fail(2, "no folder for the store's secret key: set $XDG_STATE_HOME or $HOME (the key is "
+                        "$XDG_STATE_HOME/cvmc/cache.key, else ~/.local/state/cvmc/cache.key)");
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return cvmc_fail(2, "cannot read the store's secret key %s: %s (cvm-aot build creates it; copy it here, "
+                        "mode 0600, to use a store built by another user)", path, strerror(errno));
+  struct stat st;
+  unsigned char buf[SECRET_BYTES + 1];
+  ssize_t got = -1;
+  int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0;
+  if (ok) {
+    do
+      got = read(fd, buf, sizeof buf);
+    while (got < 0 && errno == EINTR);
+  }
+  close(fd);
+  if (!ok)
+    return cvmc_fail(2, "the store's secret key %s must be a file of this user that only this user can read", path);
+  if (got != SECRET_BYTES)
+    return cvmc_fail(2, "the store's secret key %s holds %zd bytes, expected %d", path, got, SECRET_BYTES);
+  memcpy(secret, buf, SECRET_BYTES);
+  memset(buf, 0, sizeof buf);
+  return 0;
+}
+
+/* Compare without a data-dependent early exit. */
+static int same_tag(const unsigned char *a, const unsigned char *b) {
+  unsigned char diff = 0;
+  for (int i = 0; i < CVMC_SHA256_BYTES; ++i)
+    diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, struct cvmc_entry *entry) {
+  memset(entry, 0, sizeof *entry);
+  const char *store = getenv("CVMC_AOT_STORE");
+  if (store == NULL || store[0] == 0)
+    return cvmc_fail(2, "$CVMC_AOT_STORE is not set: it names the folder of compiled models that "
+                        "`cvm-aot build model.json params.bin --store DIR` writes");
+  char path[4200];
+  if (snprintf(path, sizeof path, "%s/%s.cvmc", store, key) >= (int)sizeof path)
+    return cvmc_fail(2, "$CVMC_AOT_STORE is too long a path (%zu bytes)", strlen(store));
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT)
+    return cvmc_fail(2, "%s %s is not in the store %s: compile it with `%s --store %s`", kinds[0] == 'G' ?
+                     "the graph of key" : "the model of key", key, store, build_hint, store);
+  if (fd < 0)
+    return cvmc_fail(2, "cannot open the store entry %s: %s", path, errno == ELOOP ? "it is a link" : strerror(errno));
+  unsigned char *data = NULL;
+  size_t size = 0;
+  int e = read_all(fd, ENTRY_MAX, &data, &size);
+  close(fd);
+  if (e != 0)
+    return cvmc_fail(2, "cannot read the store entry %s: %s", path, e == EINVAL ? "not a regular file" :
+                     e == EFBIG ? "larger than any entry cvm-aot writes" : e == EAGAIN ? "it changed while read" :
+                     strerror(e));
+  unsigned char secret[SECRET_BYTES], tag[CVMC_SHA256_BYTES];
+  int status = read_secret(secret);
+  if (status != 0) {
+    free(data);
+    return status;
+  }
+  size_t header = MAGIC_LEN + CVMC_SHA256_BYTES;
+  int valid = size > header && memcmp(data, MAGIC, MAGIC_LEN) == 0;
+  if (valid) {
+    struct cvmc_hmac h;
+    cvmc_hmac_init(&h, secret, SECRET_BYTES);
+    cvmc_hmac_update(&h, MAGIC, MAGIC_LEN);
+    cvmc_hmac_update(&h, key, CVMC_KEY_CHARS + 1);  /* with its NUL */
+    cvmc_hmac_update(&h, data + header, size - header);
+    cvmc_hmac_final(&h, tag);
+    valid = same_tag(tag, data + MAGIC_LEN);
+  }
+  memset(secret, 0, sizeof secret);
+  if (!valid) {
+    free(data);
+    return cvmc_fail(2, "the store entry %s was not written by cvm-aot for this model with this user's key "
+                        "(a damaged, planted or renamed entry): refused; rebuild it with `%s --store %s`",
+                     path, build_hint, store);
+  }
+  entry->data = data;
+  entry->size = size;
+  entry->kind = (char)data[header];
+  entry->payload = data + header + 1;
+  entry->payload_size = size - header - 1;
+  if (entry->kind == 0 || strchr(kinds, entry->kind) == NULL) {
+    cvmc_entry_free(entry);
+    return cvmc_fail(2, "the store entry %s holds a payload of another kind", path);
+  }
+  return 0;
+}
+
+void cvmc_entry_free(struct cvmc_entry *entry) {
+  free(entry->data);
+  memset(entry, 0, sizeof *entry);
+}
+
+int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle) {
+  static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
+  if (size < sizeof elf || memcmp(object, elf, sizeof elf) != 0)
+    return cvmc_fail(2, "the store entry of model %s does not hold a shared object", key);
+  char name[32];
+  snprintf(name, sizeof name, "cvmc-model-%.8s", key);
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    return cvmc_fail(2, "cannot load model %s: memfd_create: %s", key, strerror(errno));
+  size_t done = 0;
+  while (done < size) {
+    ssize_t w = write(fd, object + done, size - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      return cvmc_fail(2, "cannot load model %s: writing its object: %s", key, strerror(e));
+    }
+    done += (size_t)w;
+  }
+  /* Nothing may change the object between the check and the load, nor after. */
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    int e = errno;
+    close(fd);
+    return cvmc_fail(2, "cannot load model %s: sealing its object: %s", key, strerror(e));
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  close(fd);
+  if (h == NULL) {
+    const char *why = dlerror();
+    return cvmc_fail(2, "cannot load model %s: %s", key, why != NULL ? why : "dlopen failed");
+  }
+  *handle = h;
+  return 0;
+}
