@@ -1,0 +1,72 @@
+"""`cvm-aot`: compile CVM models ahead of time for cvm-runtime's C API, and write the library that serves them.
+
+    cvm-aot build model.json params.bin --store DIR [--cpu NAME]    # verify, compile, write the model's entry
+    cvm-aot lib -o libcvm.so [--header c_api.h]                      # the C-API library (and its header)
+
+`build` loads the model as `CVMAPILoadModel` does; a model the runtime accepts is compiled for this machine's
+CPU (or `--cpu`, an LLVM CPU name such as `skylake-avx512`) into a shared object; a model it rejects is stored as
+its decision, so that loading it through the library gives the runtime's status. Either way the entry is named by
+the hash of the two files' bytes, and a second entry, named by the graph's hash, answers
+`CVMAPIGetGasFromGraphFile`. Each written entry is printed. `lib` compiles the library with the system's cc; a
+program linked with it, run with `CVMC_AOT_STORE=DIR`, runs the stored models without Python
+(`cvmc.runtime.aot` has the details).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from cvmc.tools import cli
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = cli.ArgumentParser(prog="cvm-aot", description="Compile CVM models ahead of time for cvm-runtime's C API.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=cli.ArgumentParser)
+    b = sub.add_parser("build", help="verify and compile a model into a store")
+    b.add_argument("graph", help="the graph JSON")
+    b.add_argument("params", help="the params binary")
+    b.add_argument("--store", required=True, metavar="DIR", help="the store folder (created if missing)")
+    b.add_argument("--cpu", metavar="NAME", help="the LLVM CPU to compile for (default: this machine's)")
+    lib = sub.add_parser("lib", help="write the C-API library")
+    lib.add_argument("-o", "--output", required=True, metavar="PATH", help="the shared object to write")
+    lib.add_argument("--header", metavar="PATH", help="also write the API's header (c_api.h) here")
+    return p
+
+
+def _build(a: argparse.Namespace) -> int:
+    from cvmc.runtime.aot import build_model
+    from cvmc.runtime.graph import read_source
+
+    if a.cpu is not None and not a.cpu.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise cli.UsageError(f"--cpu: expected an LLVM CPU name (letters, digits, '-', '_', '.'), got {a.cpu!r}")
+    written = build_model(read_source(a.graph), read_source(a.params), a.store, a.cpu)
+    for w in written:
+        what = "model" if w.what == "model" else "graph (CVMAPIGetGasFromGraphFile)"
+        result = w.message if w.status == 0 else f"rejected with status {w.status}: {w.message}"
+        print(f"{w.path}: {what} {w.key}: {result}")
+    return 0
+
+
+def _lib(a: argparse.Namespace) -> int:
+    from cvmc.errors import CVMRuntimeError
+    from cvmc.runtime.aot import CAPI, write_library
+
+    print(write_library(a.output))
+    if a.header:
+        try:
+            shutil.copyfile(CAPI / "c_api.h", a.header)
+        except OSError as e:
+            raise CVMRuntimeError(f"cannot write {a.header!r}: {e.strerror or e}") from None
+        print(a.header)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    return cli.run_tool("cvm-aot", lambda: _build(a) if a.command == "build" else _lib(a))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
