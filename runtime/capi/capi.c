@@ -488,10 +488,14 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
     return cvmc_fail(2, "Check failed: %s != nullptr (with a length of %d bytes)",
                      graph_json == NULL ? "graph_json" : "param_bytes", graph_json == NULL ? graph_strlen :
                      param_strlen);
-  /* c_api.cc:30. Every device type runs the same compiled code: cvmc's bits are FORMAL's on every device. */
+  /* c_api.cc:30; then the model's context: cvm-runtime built for the CPU (as the oracle is: CPU and FORMAL, no
+   * CUDA) has no GPU device API, a runtime error. CPU and FORMAL run the same code here: cvmc's bits are FORMAL's. */
   if (device_type < 0 || device_type > 2)
     return cvmc_fail(2, "Check failed: APIDevTypeMap.find(device_type) != APIDevTypeMap.end() Invalid device "
                      "type: %d, only supported 0(CPU), 1(GPU), 2(FORMAL)", device_type);
+  if (device_type == 1)
+    return cvmc_fail(2, "Check failed: allow_missing Device API gpu is not enabled (cvmc's library runs models on "
+                     "the CPU: device_type 0 or 2)");
   if (net == NULL)
     return cvmc_fail(2, "Check failed: net != nullptr");
   char key[CVMC_KEY_CHARS + 1];

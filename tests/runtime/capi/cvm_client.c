@@ -8,6 +8,7 @@
  *   cvm_client --threads T CASE                 T threads at once, each on a net of its own, then T threads on
  *                                               one shared net: every output must equal a lone inference's
  *   cvm_client --load model.json params.bin     the load status alone, with CVMGetLastError on stdout
+ *   cvm_client --edges CASE                     the API's statuses on bad arguments, one `what=status` a line
  *
  * Built by the tests with gcc against the library `cvm-aot lib` writes; the store is $CVMC_AOT_STORE. Built with
  * -DNO_LAST_ERROR, it links with cvm-runtime's own libcvm.so as well, for comparison.
@@ -201,12 +202,62 @@ static int threads_test(int threads, const char *dir) {
       pthread_join(t[i], NULL);
       failed |= jobs[i].failed;
     }
-    fprintf(facts, "%s nets: %s\n", shared ? "one shared" : "distinct", failed ? "DIFFERENT" : "equal");
+    fprintf(facts, "%s: %s\n", shared ? "one shared net" : "distinct nets", failed ? "DIFFERENT" : "equal");
     free(t);
     free(jobs);
   }
   CVMAPIFreeModel(net);
   return failed;
+}
+
+/* The statuses of calls with bad arguments (and their bounds) on a valid case. */
+static int edges(const char *dir) {
+  struct file json = slurp(dir, "model.json"), params = slurp(dir, "params.bin"), input = slurp(dir, "input.bin");
+  int jn = (int)json.size, pn = (int)params.size, in = (int)input.size;
+  void *net = NULL;
+  unsigned long long v = 0;
+  char text[64];
+#define SHOW(what, call) (fprintf(facts, "%s=%d\n", what, call), fflush(facts))
+  SHOW("load_null_net", CVMAPILoadModel(json.data, jn, params.data, pn, NULL, 0, 0));
+  SHOW("load_negative_graph_len", CVMAPILoadModel(json.data, -1, params.data, pn, &net, 0, 0));
+  SHOW("load_negative_params_len", CVMAPILoadModel(json.data, jn, params.data, -1, &net, 0, 0));
+  SHOW("load_device_-1", CVMAPILoadModel(json.data, jn, params.data, pn, &net, -1, 0));
+  SHOW("load_device_3", CVMAPILoadModel(json.data, jn, params.data, pn, &net, 3, 0));
+  SHOW("load_not_in_store", CVMAPILoadModel(json.data, jn - 1, params.data, pn, &net, 0, 0));
+  for (int d = 0; d <= 2; ++d) {
+    char what[32];
+    int status;
+    snprintf(what, sizeof what, "load_device_%d", d);
+    net = NULL;
+    SHOW(what, status = CVMAPILoadModel(json.data, jn, params.data, pn, &net, d, 7));
+    if (status == 0)
+      CVMAPIFreeModel(net);
+  }
+  if (CVMAPILoadModel(json.data, jn, params.data, pn, &net, 0, 0) != 0)
+    return 10;
+  unsigned long long out_len = 0;
+  CVMAPIGetOutputLength(net, &out_len);
+  char *out = calloc(out_len + 1, 1), *big = calloc((size_t)in + 2, 1);
+  memcpy(big, input.data, (size_t)in);
+  SHOW("infer_null_net", CVMAPIInference(NULL, input.data, in, out));
+  SHOW("infer_null_input", CVMAPIInference(net, NULL, in, out));
+  SHOW("infer_null_output", CVMAPIInference(net, input.data, in, NULL));
+  SHOW("infer_input_len_minus_1", CVMAPIInference(net, input.data, in - 1, out));
+  SHOW("infer_input_len_plus_1", CVMAPIInference(net, big, in + 1, out));
+  SHOW("infer_input_len", CVMAPIInference(net, input.data, in, out));
+  SHOW("gas_null_out", CVMAPIGetGasFromModel(net, NULL));
+  SHOW("gas_null_net", CVMAPIGetGasFromModel(NULL, &v));
+  SHOW("input_length_null_out", CVMAPIGetInputLength(net, NULL));
+  SHOW("version_null_out", CVMAPIGetVersion(net, NULL));
+  SHOW("method_null_net", CVMAPIGetPreprocessMethod(NULL, text));
+  SHOW("graph_gas_null_json", CVMAPIGetGasFromGraphFile(NULL, &v));
+  SHOW("graph_gas_null_out", CVMAPIGetGasFromGraphFile(json.data, NULL));
+  SHOW("free_null", CVMAPIFreeModel(NULL));
+  SHOW("free", CVMAPIFreeModel(net));
+#undef SHOW
+  free(out);
+  free(big);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -222,6 +273,8 @@ int main(int argc, char **argv) {
   }
   if (argc == 6 && strcmp(argv[1], "--time") == 0)
     return time_model(atoi(argv[2]), argv[3], argv[4], argv[5]);
+  if (argc == 3 && strcmp(argv[1], "--edges") == 0)
+    return edges(argv[2]);
   if (argc == 4 && strcmp(argv[1], "--threads") == 0)
     return threads_test(atoi(argv[2]), argv[3]);
   if (argc == 4 && strcmp(argv[1], "--load") == 0) {
@@ -239,6 +292,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   fprintf(stderr, "usage: cvm_client --cases OUTDIR CASE... | --time N model.json params.bin input.bin | "
-                  "--threads T CASE | --load model.json params.bin\n");
+                  "--threads T CASE | --load model.json params.bin | --edges CASE\n");
   return 64;
 }
