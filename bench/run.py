@@ -200,6 +200,9 @@ def main() -> int:
               f"{'yes' if r['exact'] else 'NO'}")
     for r in rows:
         print(f"{r['name']}: " + ", ".join(f"{k} {v}" for k, v in r["stats"].items()))
+    import aot  # bench/aot.py: the C API row (cvm-aot), against infer and cvm-runtime's libcvm.so
+
+    aot.run(max(20, 10 * repeat))
     return 0 if all(r["exact"] for r in rows) else 1
 
 
