@@ -35,11 +35,17 @@ import tempfile
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+if TYPE_CHECKING:
+    from cvmc.codegen.abi import KernelSpec
+    from cvmc.runtime.cpu import HostProgram
+    from cvmc.runtime.graph import Graph
 
 STORE_ENV = "CVMC_AOT_STORE"
 MAGIC = b"cvmc-aot-1\n"
@@ -164,7 +170,7 @@ class ApiFacts:
     output_length: int
 
 
-def api_facts(graph_json: bytes, graph) -> ApiFacts:
+def api_facts(graph_json: bytes, graph: Graph) -> ApiFacts:
     """The C API's view of a verified `graph` read from `graph_json` (model.cc:24-110 and :285-330)."""
     from cvmc.runtime.graph import parse_graph
 
@@ -211,7 +217,7 @@ class _ArgumentChecker:
     """Stands in for the JIT engine when the JIT's runner resolves a host program: each kernel's `prepare`
     checks the call's arrays as the JIT does (`jit.check_arguments`) and hands back the base pointers."""
 
-    def __init__(self, specs):
+    def __init__(self, specs: list[KernelSpec]):
         self.kernels = {s.name: _CheckedKernel(s) for s in specs}
 
     def __getitem__(self, name: str) -> _CheckedKernel:
@@ -219,7 +225,7 @@ class _ArgumentChecker:
 
 
 class _CheckedKernel:
-    def __init__(self, spec):
+    def __init__(self, spec: KernelSpec):
         self.spec = spec
         self.trip = spec.trip
 
@@ -239,7 +245,7 @@ class _Tables:
     input_size: int
 
 
-def host_tables(program, specs) -> _Tables:
+def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
     """The C tables of a host program: the JIT's runner resolves every call's arguments and checks them against
     its kernel (layout, bounds, no overlap of a written argument), and each base pointer is written as a root and
     a byte shift, the same pointer the JIT passes."""
@@ -474,13 +480,16 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     return written
 
 
-def _shared_object(key: str, graph_json: bytes, graph, program, ir_text: str, specs, cpu: str | None) -> tuple[
-        bytes, str]:
+def _shared_object(key: str, graph_json: bytes, graph: Graph, program: HostProgram, ir_text: str,
+                   specs: list[KernelSpec], cpu: str | None) -> tuple[bytes, str]:
     """The payload of a model's entry ('S' and its shared object) and a summary of it."""
     from cvmc.runtime.jit import shared_object_code, shared_target
 
     facts = api_facts(graph_json, graph)
     tables = host_tables(program, specs)
+    if program.input_shape is not None and tables.input_size != facts.input_size:
+        raise CVMRuntimeError(f"the host program's input has {tables.input_size} values, the graph's "
+                              f"{facts.input_size}")
     name, features = shared_target(cpu)
     code = shared_object_code(ir_text, cpu)
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-") as tmp:

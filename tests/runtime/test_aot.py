@@ -8,6 +8,7 @@ The store of the whole corpus (414 models) is built once per session, in this pr
 import ctypes
 import hashlib
 import hmac
+import json
 import os
 import re
 import shutil
@@ -146,6 +147,39 @@ def test_the_aot_model_computes_what_the_jit_computes(built, tmp_path):
     for d in folders:
         assert facts[d.name]["infer"] == "0"
         assert (out / f"{d.name}.bin").read_bytes() == (d / "want.bin").read_bytes(), d.name
+
+
+def test_argmax_over_two_heads_is_packed_as_cvm_runtime_packs_it(built, tmp_path):
+    """SaveTensor's argmax writes ceil(R / L) slots for a head of R rows of length L (it steps its row index by L)
+    and the next head's slots right after them: checked against cvm-runtime's libcvm.so on this model, whose two
+    heads are [8, 3]. (`Model.infer` leaves R slots per head, so its second head lands elsewhere.)"""
+    src = CVM_CORPUS / "broadcast_div_003"
+    doc = json.loads((src / "model.json").read_text())
+    doc["heads"], doc["postprocess"] = doc["heads"] * 2, "argmax"
+    d = tmp_path / "argmax_two_heads"
+    d.mkdir()
+    (d / "model.json").write_text(json.dumps(doc))
+    shutil.copyfile(src / "params.bin", d / "params.bin")
+    (d / "input.bin").write_bytes(bytes((37 * i + 11) % 256 for i in range(len((src / "input.bin").read_bytes()))))
+    store = tmp_path / "store"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", built.env["XDG_STATE_HOME"])
+        aot.build_model((d / "model.json").read_bytes(), (d / "params.bin").read_bytes(), store)
+    model = cvmc.load_model(d / "model.json", d / "params.bin", device="reference")
+    dtype = "<i4" if model.input_precision is not None and model.input_precision > 8 else "i1"
+    heads = model.run(np.frombuffer((d / "input.bin").read_bytes(), dtype).reshape(model.input_shape))
+    want = []
+    for h in heads:  # model.cc:153, as written
+        rows, last = h.size // h.shape[-1], h.shape[-1]
+        data = h.reshape(-1).astype(np.int8)
+        want += [int(np.argmax(data[i:i + last])) for i in range(0, rows, last)]
+    out = tmp_path / "out"
+    out.mkdir()
+    facts = parse_facts(built.client("--cases", out, d, env={**built.env, "CVMC_AOT_STORE": str(store)}).stdout)
+    assert facts[d.name]["out_len"] == str(4 * 2 * 8) and facts[d.name]["infer"] == "0"
+    got = np.frombuffer((out / f"{d.name}.bin").read_bytes(), "<i4")
+    assert got[:len(want)].tolist() == want and len(want) == 2 * 3 and not got[len(want):].any()
+    assert any(want)
 
 
 # ---------------------------------------------------------------------------------------------------------------
