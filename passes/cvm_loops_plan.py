@@ -28,6 +28,7 @@ from typing import Any
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes import cvm_loops_ops as ops
+from cvmc.passes.cvm_loops_arena import Occupancy
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
@@ -489,21 +490,62 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
             what = {"result": f"result {owner[2]}", "pack": f"packed operand {owner[2]}", "scratch": "scratch"}
             raise PlanError(owner[0], f"expected no offset for {what.get(owner[1], owner[1])}: the op allocates no "
                                       "such buffer")
-    placed: list[Buffer] = []
+    recorded: list[Buffer] = []
     for b in slots:
-        if b.owner is None or b.owner not in hints.offsets:
-            continue
-        node, b.offset = b.owner[0], hints.offsets[b.owner]
-        if b.offset < 0 or b.offset % ALIGN:
-            raise PlanError(node, f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
-        for p in placed:
-            if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
-                    and p.offset < b.offset + b.slot_bytes:
-                raise PlanError(node, f"offset {b.offset} overlaps a buffer live at the same time (offset "
-                                      f"{p.offset}, {p.nbytes} bytes)")
+        if b.owner is not None and b.owner in hints.offsets:
+            b.offset = hints.offsets[b.owner]
+            recorded.append(b)
+    rest = sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first))
+    if all(b.slot_bytes > 0 and b.first <= b.last for b in slots):
+        arena = _fit(recorded, rest, len(groups) + 1)
+    else:
+        arena = _fit_by_scan(recorded, rest)
+    if hints.arena_bytes is not None:
+        if hints.arena_bytes < arena:
+            raise PlanError(-1, f"expected an arena of at least {arena} bytes, got {hints.arena_bytes}")
+        arena = hints.arena_bytes
+    return arena
+
+
+def _check_recorded(b: Buffer, placed: list[Buffer], free: bool | None = None) -> None:
+    """Raise for a recorded offset that is not aligned or meets a `placed` buffer live at the same time (the
+    first such); `free`: whether it meets none, when already known."""
+    node = b.owner[0] if b.owner else -1
+    if b.offset < 0 or b.offset % ALIGN:
+        raise PlanError(node, f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
+    if free:
+        return
+    for p in placed:
+        if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
+                and p.offset < b.offset + b.slot_bytes:
+            raise PlanError(node, f"offset {b.offset} overlaps a buffer live at the same time (offset {p.offset}, "
+                                  f"{p.nbytes} bytes)")
+
+
+def _fit(recorded: list[Buffer], rest: list[Buffer], steps: int) -> int:
+    """Check the `recorded` offsets, then place `rest` in order, each at the lowest offset where it meets no
+    buffer live at the same time (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
+    occupancy = Occupancy(steps)
+    for k, b in enumerate(recorded):
+        free = occupancy.is_free(b.first, b.last, b.offset, b.slot_bytes)
+        _check_recorded(b, [] if free else recorded[:k], free)
+        occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
+    arena = max((b.offset + b.slot_bytes for b in recorded), default=0)
+    for b in rest:
+        b.offset = occupancy.first_fit(b.first, b.last, b.slot_bytes)
+        occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
+        arena = max(arena, b.offset + b.slot_bytes)
+    return arena
+
+
+def _fit_by_scan(recorded: list[Buffer], rest: list[Buffer]) -> int:
+    """`_fit` by scanning every placed buffer (quadratic): for empty buffers, which `Occupancy` cannot hold."""
+    placed: list[Buffer] = []
+    for b in recorded:
+        _check_recorded(b, placed)
         placed.append(b)
     arena = max((b.offset + b.slot_bytes for b in placed), default=0)
-    for b in sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first)):
+    for b in rest:
         busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)
         offset = 0
         for lo, hi in busy:
@@ -513,10 +555,6 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
         b.offset = offset
         placed.append(b)
         arena = max(arena, offset + b.slot_bytes)
-    if hints.arena_bytes is not None:
-        if hints.arena_bytes < arena:
-            raise PlanError(-1, f"expected an arena of at least {arena} bytes, got {hints.arena_bytes}")
-        arena = hints.arena_bytes
     return arena
 
 
