@@ -35,6 +35,7 @@ kernels in order.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -43,6 +44,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     BytesAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
@@ -53,18 +55,25 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i8,
     i32,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from cvmc.passes.cvm_loops_ir import CvmFunction
-from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, build_kernel, kernel_call, kernel_name
+from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
 from cvmc.passes.cvm_loops_ops import pack_values
 from cvmc.passes.cvm_loops_plan import Plan, group_work
 from cvmc.passes.cvm_loops_views import Layout
 from cvmc.passes.cvm_plan_buffers import read_hints
 
 _SYMBOL = re.compile(r"[^A-Za-z0-9_]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _i64s(values: tuple[int, ...]) -> DenseArrayBase:
+    """`array<i64: ...>`, one (immutable) attribute per tuple: a host has a cast per view."""
+    return DenseArrayBase.from_list(i64, values)
 
 
 @dataclass
@@ -88,8 +97,8 @@ class _Host:
                 self.views[key] = root
             else:
                 c = arg.layout.canonical()
-                self.views[key] = self.add(memref.ReinterpretCastOp(root, [], [], [], [c.offset], c.shape, c.strides,
-                                                                    t))
+                self.views[key] = self.add(memref.ReinterpretCastOp(root, [], [], [], _i64s((c.offset,)),
+                                                                    _i64s(c.shape), _i64s(c.strides), t))
         return self.views[key]
 
 
@@ -98,10 +107,11 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
     net = p.net
     calls = [kernel_call(p, g) for g in p.groups]
     kernels: dict[tuple[object, ...], str] = {}
+    names = KernelNames()
     out: list[Operation] = []
     for call in calls:
         if call.key not in kernels:
-            name = kernel_name(call.group, set(kernels.values()))
+            name = names.new(call.group)
             kernels[call.key] = name
             out.append(build_kernel(name, call))
 
@@ -141,7 +151,7 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
             host.roots[bid].name_hint = _SYMBOL.sub("_", name) or None
         elif b.kind == "arena":
             shift = host.add(arith.ConstantOp(IntegerAttr(b.offset, IndexType())))
-            view_type = MemRefType(ELEMENT_TYPES[b.element], [b.elements])
+            view_type = Layout.contiguous((b.elements,)).memref_type(ELEMENT_TYPES[b.element])
             host.roots[bid] = host.add(memref.ViewOp(arena, shift, [], view_type))
     for call in calls:
         op = func.CallOp(kernels[call.key], [host.view(a) for a in call.args], [])

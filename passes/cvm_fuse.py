@@ -65,7 +65,7 @@ class CvmFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
-        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)))
+        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)), place=False)
         fn.clear(GROUP)
         for number, group in enumerate(g for g in p.groups if g.members):
             for i in group.members:

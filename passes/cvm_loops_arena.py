@@ -52,16 +52,43 @@ class Ranges:
         return None
 
 
+def disjoint(rects: list[tuple[int, int, int, int]]) -> bool:
+    """Whether no two non-empty rectangles (first step, last step, lo, hi) meet: a sweep over steps keeping the
+    live ones sorted by offset (they are disjoint, so a new one meets one iff it meets a neighbour)."""
+    order = sorted(range(len(rects)), key=lambda k: rects[k][0])
+    ends = sorted(range(len(rects)), key=lambda k: rects[k][1])
+    los: list[int] = []  # the live rectangles' byte ranges, sorted
+    his: list[int] = []
+    e = 0
+    for k in order:
+        first, _, lo, hi = rects[k]
+        while e < len(ends) and rects[ends[e]][1] < first:  # dead before this one starts
+            gone = rects[ends[e]][2]
+            i = bisect_left(los, gone)
+            del los[i], his[i]
+            e += 1
+        i = bisect_left(los, lo)
+        if (i > 0 and his[i - 1] > lo) or (i < len(los) and los[i] < hi):
+            return False
+        los.insert(i, lo)
+        his.insert(i, hi)
+    return True
+
+
 class Occupancy:
     """The byte ranges taken at each of `steps` steps (0 to steps - 1)."""
 
     def __init__(self, steps: int):
+        self.steps = steps
         self.size = 1 << max(0, steps - 1).bit_length()
         self.cover: dict[int, Ranges] = {}  # node -> the ranges of buffers live at all of its steps (not its parent's)
         self.under: dict[int, Ranges] = {}  # node -> the ranges recorded in `cover` of it or of a node below it
 
     def _nodes(self, first: int, last: int) -> list[int]:
-        """The nodes whose step ranges partition first..last."""
+        """The nodes whose step ranges partition first..last (to the tree's end when `last` is the last step: no
+        step lives past it, and the heads, which live to it, then take O(log n) nodes at most, not twice that)."""
+        if last == self.steps - 1:
+            last = self.size - 1
         lo, hi = first + self.size, last + self.size + 1
         nodes: list[int] = []
         while lo < hi:
@@ -88,10 +115,12 @@ class Occupancy:
     def add(self, first: int, last: int, lo: int, hi: int) -> None:
         """Record bytes lo..hi (half-open) as taken from step `first` to step `last`."""
         nodes = self._nodes(first, last)
-        for n in nodes:
-            self.cover.setdefault(n, Ranges()).add(lo, hi)
-        for n in (*nodes, *self._ancestors(nodes)):
-            self.under.setdefault(n, Ranges()).add(lo, hi)
+        for table, where in ((self.cover, nodes), (self.under, (*nodes, *self._ancestors(nodes)))):
+            for n in where:
+                ranges = table.get(n)
+                if ranges is None:
+                    ranges = table[n] = Ranges()
+                ranges.add(lo, hi)
 
     def _lists(self, first: int, last: int) -> list[Ranges]:
         nodes = self._nodes(first, last)

@@ -8,7 +8,6 @@ their layouts (`collapse`), so a contiguous chain is one long loop that LLVM vec
 
 from __future__ import annotations
 
-from collections.abc import Container
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -116,15 +115,27 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
     return k.finish()
 
 
-def kernel_name(group: Group, taken: Container[str]) -> str:
-    """`conv2d`, `conv2d_cvm_right_shift_relu`, ... made unique with a counter."""
-    base = "_".join(n.op for n in group.nodes)
-    if group.kind == "copy":
-        base = f"copy_{base}"
-    if len(base) > 48:
-        base = f"{group.anchor.op}_fused{len(group.epilogue)}"
-    name, i = base, 1
-    while name in taken:
-        name = f"{base}_{i}"
-        i += 1
-    return name
+class KernelNames:
+    """Unique kernel names: `conv2d`, `conv2d_cvm_right_shift_relu`, ..., then `conv2d_1`, `conv2d_2`, ...: the
+    base name with the lowest free counter (each base remembers where its search stopped: names are never
+    freed, so the lowest free counter never goes down)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.next: dict[str, int] = {}
+
+    def new(self, group: Group) -> str:
+        base = "_".join(n.op for n in group.nodes)
+        if group.kind == "copy":
+            base = f"copy_{base}"
+        if len(base) > 48:
+            base = f"{group.anchor.op}_fused{len(group.epilogue)}"
+        name, i = base, self.next.get(base, 1)
+        if name in self.taken:
+            name = f"{base}_{i}"
+            while name in self.taken:
+                i += 1
+                name = f"{base}_{i}"
+            self.next[base] = i
+        self.taken.add(name)
+        return name

@@ -28,12 +28,16 @@ from typing import Any
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes import cvm_loops_ops as ops
-from cvmc.passes.cvm_loops_arena import Occupancy
+from cvmc.passes.cvm_loops_arena import Occupancy, disjoint
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
 Owner = tuple[int, str, int]  # who allocates an arena buffer: (node index, "result" | "pack" | "scratch", index)
 ALIGN = 64
+# The most operators one fused group holds: LLVM's O3 time grows faster than linearly in a kernel's length (a
+# 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
+# kernel). Also bounds the kernel arguments an epilogue adds.
+MAX_GROUP_OPS = 64
 ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
 
 
@@ -308,7 +312,7 @@ class _Planner:
         self.numbered: dict[int, int] = {}  # a recorded group number -> index in `groups`
         self.packs: dict[tuple[object, ...], int] = {}
 
-    def run(self) -> Plan:
+    def run(self, place: bool = True) -> Plan:
         live = set(self.live)
         for i in self.hints.groups:
             if i not in live:
@@ -334,7 +338,7 @@ class _Planner:
                 self.numbered[number] = len(self.groups) - 1
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
         groups = [self.groups[g] for g in order]
-        arena = _place(self.refs, self.buffers, groups, self.heads, self.hints)
+        arena = _place(self.refs, self.buffers, groups, self.heads, self.hints) if place else 0
         return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena)
 
     def _new_buffer(self, shape: tuple[int, ...], owner: Owner, element: str = "i32") -> Ref:
@@ -354,6 +358,8 @@ class _Planner:
         out_shape = net.tensors[node.outputs[0]].shape
         if t not in self.open_group:
             return "the group takes no epilogue"
+        if len(self.groups[self.open_group[t]].members) >= MAX_GROUP_OPS:
+            return f"the group has {MAX_GROUP_OPS} ops, the most one kernel takes"
         if self.consumers.get(t) != 1:
             return "the group's output has other consumers"
         if t in self.heads:
@@ -457,9 +463,10 @@ class _Planner:
         return tid
 
 
-def plan(net: Net, hints: Hints | None = None) -> Plan:
-    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given."""
-    return _Planner(net, hints or Hints()).run()
+def plan(net: Net, hints: Hints | None = None, place: bool = True) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given;
+    `place=False` leaves the buffers unplaced (offsets 0, arena 0) for a caller that wants the groups alone."""
+    return _Planner(net, hints or Hints()).run(place)
 
 
 def group_inputs(group: Group) -> list[int]:
@@ -525,11 +532,13 @@ def _check_recorded(b: Buffer, placed: list[Buffer], free: bool | None = None) -
 def _fit(recorded: list[Buffer], rest: list[Buffer], steps: int) -> int:
     """Check the `recorded` offsets, then place `rest` in order, each at the lowest offset where it meets no
     buffer live at the same time (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
+    ok = disjoint([(b.first, b.last, b.offset, b.offset + b.slot_bytes) for b in recorded])
     occupancy = Occupancy(steps)
     for k, b in enumerate(recorded):
-        free = occupancy.is_free(b.first, b.last, b.offset, b.slot_bytes)
+        free = ok or occupancy.is_free(b.first, b.last, b.offset, b.slot_bytes)
         _check_recorded(b, [] if free else recorded[:k], free)
-        occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
+        if not ok or rest:
+            occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
     arena = max((b.offset + b.slot_bytes for b in recorded), default=0)
     for b in rest:
         b.offset = occupancy.first_fit(b.first, b.last, b.slot_bytes)

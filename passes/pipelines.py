@@ -13,6 +13,7 @@ and the host `@main`, following those decisions).
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -33,10 +34,19 @@ def pipeline_passes(name: str) -> list[ModulePass]:
 
 
 def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> ModuleOp:
-    """Apply a named pipeline to `module` in place; returns it."""
+    """Apply a named pipeline to `module` in place; returns it.
+
+    The cyclic garbage collector is paused meanwhile: the passes allocate IR by the hundred thousand and free
+    little, so its full collections (each a walk of every live object) would cost as much as the passes."""
     ctx = ctx or Context()
-    for p in pipeline_passes(name):
-        p.apply(ctx, module)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for p in pipeline_passes(name):
+            p.apply(ctx, module)
+    finally:
+        if paused:
+            gc.enable()
     return module
 
 
