@@ -38,6 +38,10 @@ ALIGN = 64
 # 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
 # kernel). Also bounds the kernel arguments an epilogue adds.
 MAX_GROUP_OPS = 64
+# The most inputs one concatenate kernel reads: a wider concatenate is cut into kernels of this many inputs, each
+# writing its slice of the one output buffer (`start` in its node's attrs: where along the axis), and takes no
+# epilogue. O3 on one kernel of 1,000 copy loops takes seconds, and kernels stay far from ctypes' 1,024 arguments.
+MAX_CONCAT_INPUTS = 64
 ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
 
 
@@ -442,7 +446,25 @@ class _Planner:
             self.refs[t] = self._new_buffer(net.tensors[t].shape, (i, "result", k))
         if kind == "non_max_suppression":
             group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],), (i, "scratch", 0)).buffer)
+        if kind == "concatenate" and len(inputs) > MAX_CONCAT_INPUTS:
+            self._concatenate_in_parts(i, pos)
+            return
         self._add(group, pos)
+
+    def _concatenate_in_parts(self, i: int, pos: float) -> None:
+        """Groups of MAX_CONCAT_INPUTS inputs of the concatenate node `i`, each writing its slice of the output (the
+        last one counts as the node's group); none takes an epilogue, as the output is whole only after the last."""
+        node = self.net.nodes[i]
+        out = node.outputs[0]
+        axis = node.attrs["axis"] % len(self.net.tensors[out].shape)
+        start = 0
+        for k in range(0, len(node.inputs), MAX_CONCAT_INPUTS):
+            part = node.inputs[k:k + MAX_CONCAT_INPUTS]
+            last = k + MAX_CONCAT_INPUTS >= len(node.inputs)
+            anchor = Node(node.op, {**node.attrs, "start": start}, part, [out])
+            self.groups.append(Group(anchor, "concatenate", inputs=part, outputs=[out], members=[i] if last else []))
+            self.position.append(pos)
+            start += sum(self.net.tensors[t].shape[axis] for t in part)
 
     def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int, owner: Owner) -> int:
         """A tensor holding `src` packed: made when compiling for a param, else by a pack kernel that runs just
@@ -477,10 +499,15 @@ def group_inputs(group: Group) -> list[int]:
 def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int], hints: Hints) -> int:
     """Liveness per base buffer over the group order, then placement in one arena: the recorded offsets
     (checked), then first fit for the others. Returns the arena's bytes."""
+    written: set[int] = set()
     for step, group in enumerate(groups):
         for t in group.outputs:
             b = buffers[refs[t].buffer]
-            b.first = b.last = step
+            if refs[t].buffer in written:  # a concatenate in parts: live from its first part
+                b.last = step
+            else:
+                b.first = b.last = step
+                written.add(refs[t].buffer)
         for s in group.scratch:
             buffers[s].first = buffers[s].last = step
     for step, group in enumerate(groups):
