@@ -51,6 +51,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     i8,
@@ -76,6 +77,30 @@ def _i64s(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, values)
 
 
+# The host has a few ops per kernel call, so a model of 20,000 nodes has 80,000: they are made by `create` from
+# their operands and properties (what each op's builder would pass it), at a third of the builders' cost.
+_CAST_SEGMENTS = DenseArrayBase.from_list(i32, [1, 0, 0, 0])  # the source; no dynamic offsets, sizes, strides
+
+
+def _cast(source: SSAValue, layout: Layout, t: MemRefType) -> Operation:
+    """`memref.reinterpret_cast %source to offset: [o], sizes: [...], strides: [...]` (static)."""
+    return memref.ReinterpretCastOp.create(operands=[source], result_types=[t], properties={
+        "static_offsets": _i64s((layout.offset,)), "static_sizes": _i64s(layout.shape),
+        "static_strides": _i64s(layout.strides), "operandSegmentSizes": _CAST_SEGMENTS})
+
+
+def _view(arena: SSAValue, offset: int, t: MemRefType) -> list[Operation]:
+    """`%shift = arith.constant offset : index` and `memref.view %arena[%shift][] : ... to t`."""
+    shift = arith.ConstantOp.create(result_types=[IndexType()], properties={"value": IntegerAttr(offset, IndexType())})
+    return [shift, memref.ViewOp.create(operands=[arena, shift.results[0]], result_types=[t])]
+
+
+def _call(callee: str, args: list[SSAValue], work: int) -> Operation:
+    """`func.call @callee(args) {cvm.work = work}`."""
+    return func.CallOp.create(operands=args, properties={"callee": SymbolRefAttr(callee)},
+                              attributes={"cvm.work": IntegerAttr(work, 64)})
+
+
 @dataclass
 class _Host:
     """The host function under construction: one root value per buffer, one view per (buffer, type)."""
@@ -96,9 +121,7 @@ class _Host:
             if root.type == t:
                 self.views[key] = root
             else:
-                c = arg.layout.canonical()
-                self.views[key] = self.add(memref.ReinterpretCastOp(root, [], [], [], _i64s((c.offset,)),
-                                                                    _i64s(c.shape), _i64s(c.strides), t))
+                self.views[key] = self.add(_cast(root, arg.layout.canonical(), t))
         return self.views[key]
 
 
@@ -150,13 +173,11 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
             host.roots[bid] = host.add(memref.GetGlobalOp(symbol, t))
             host.roots[bid].name_hint = _SYMBOL.sub("_", name) or None
         elif b.kind == "arena":
-            shift = host.add(arith.ConstantOp(IntegerAttr(b.offset, IndexType())))
-            view_type = Layout.contiguous((b.elements,)).memref_type(ELEMENT_TYPES[b.element])
-            host.roots[bid] = host.add(memref.ViewOp(arena, shift, [], view_type))
+            shift, view = _view(arena, b.offset, Layout.contiguous((b.elements,)).memref_type(ELEMENT_TYPES[b.element]))
+            host.add(shift)
+            host.roots[bid] = host.add(view)
     for call in calls:
-        op = func.CallOp(kernels[call.key], [host.view(a) for a in call.args], [])
-        op.attributes["cvm.work"] = IntegerAttr(group_work(net, call.group), 64)
-        host.block.add_op(op)
+        host.block.add_op(_call(kernels[call.key], [host.view(a) for a in call.args], group_work(net, call.group)))
     results = [host.view(KernelArg(p.refs[t].buffer, p.refs[t].layout)) for t in net.heads]
     host.block.add_op(func.ReturnOp(*results))
     main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
