@@ -88,13 +88,13 @@ def generate(kind: str, n: int) -> bytes:
     raise ValueError(f"unknown kind {kind!r}")
 
 
-def compile_seconds(model_json: bytes, stage: str = "jit") -> float:
-    """Seconds to compile a model cold: load, lower and (`stage == "jit"`) optimize and JIT it; `"llvm"`: up to
-    the LLVM IR text."""
+def compile_seconds(model_json: bytes, stage: str = "jit") -> tuple[float, float]:
+    """Wall and CPU seconds to compile a model cold: load, lower and (`stage == "jit"`) optimize and JIT it;
+    `"llvm"`: up to the LLVM IR text (no O3, no JIT)."""
     from cvmc.runtime.graph import load_graph, write_params
 
     params = write_params({})
-    t = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     if stage == "jit":
         import cvmc
 
@@ -109,7 +109,7 @@ def compile_seconds(model_json: bytes, stage: str = "jit") -> float:
         run_pipeline(module, "cvm-to-loops")
         _, kernels = read_host(module)
         str(emit_llvm(kernels))
-    return time.perf_counter() - t
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def exponent(points: list[tuple[int, float]]) -> float:
@@ -120,32 +120,43 @@ def exponent(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
+Results = dict[str, list[tuple[int, float, float]]]  # kind -> (nodes, wall seconds, CPU seconds)
+
+
 def measure(kinds: tuple[str, ...] = KINDS, sizes: tuple[int, ...] = SIZES, stage: str = "jit",
-            verbose: bool = True) -> dict[str, list[tuple[int, float]]]:
-    """Cold compile seconds by kind and size."""
-    results: dict[str, list[tuple[int, float]]] = {}
+            verbose: bool = True) -> Results:
+    """Cold compile seconds by kind and size (each compile with a fresh cache folder)."""
+    results: Results = {}
+    with tempfile.TemporaryDirectory(prefix="cvmc-scaling-") as cache:  # imports and LLVM's start, once
+        os.environ["CVMC_CACHE_DIR"] = cache
+        compile_seconds(generate("chain", 10), stage)
     for kind in kinds:
         for n in sizes:
-            os.environ["CVMC_CACHE_DIR"] = tempfile.mkdtemp(prefix="cvmc-scaling-")
-            s = compile_seconds(generate(kind, n), stage)
-            results.setdefault(kind, []).append((n, s))
+            with tempfile.TemporaryDirectory(prefix="cvmc-scaling-") as cache:
+                os.environ["CVMC_CACHE_DIR"] = cache
+                wall, cpu = compile_seconds(generate(kind, n), stage)
+            results.setdefault(kind, []).append((n, wall, cpu))
             if verbose:
-                print(f"  {kind:10} {n:6} nodes: {s:7.2f} s", flush=True)
+                print(f"  {kind:10} {n:6} nodes: {wall:7.2f} s ({cpu:.2f} s CPU)", flush=True)
     return results
 
 
-def report(results: dict[str, list[tuple[int, float]]]) -> str:
-    sizes = sorted({n for pts in results.values() for n, _ in pts})
-    lines = [f"{'compile time against model size':34}" + "".join(f"{n:>9}" for n in sizes) + f"{'exponent':>10}"]
+def report(results: Results) -> str:
+    """The table: seconds by kind and size, and the growth exponents of wall and CPU time."""
+    sizes = sorted({n for pts in results.values() for n, _, _ in pts})
+    lines = [f"{'compile time against model size':32}" + "".join(f"{n:>9}" for n in sizes) +
+             f"{'exponent':>10}{'(CPU)':>7}"]
     for kind, pts in results.items():
-        by = dict(pts)
+        by = {n: wall for n, wall, _ in pts}
         cells = "".join(f"{by[n]:8.2f}s" if n in by else f"{'-':>9}" for n in sizes)
-        lines.append(f"  {kind:32}{cells}{exponent(pts):10.2f}")
+        wall_exp = exponent([(n, w) for n, w, _ in pts])
+        cpu_exp = exponent([(n, c) for n, _, c in pts])
+        lines.append(f"  {kind:30}{cells}{wall_exp:10.2f}{cpu_exp:7.2f}")
     return "\n".join(lines)
 
 
-def plot(results: dict[str, list[tuple[int, float]]], path: pathlib.Path) -> bool:
-    """A log-log plot of the results as a PNG; False when matplotlib is not installed."""
+def plot(results: Results, path: pathlib.Path) -> bool:
+    """A log-log plot of the wall times as a PNG; False when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -153,11 +164,12 @@ def plot(results: dict[str, list[tuple[int, float]]], path: pathlib.Path) -> boo
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for kind, pts in results.items():
-        ax.loglog([n for n, _ in pts], [s for _, s in pts], "o-", label=f"{kind} (exponent {exponent(pts):.2f})")
+        ax.loglog([n for n, _, _ in pts], [w for _, w, _ in pts], "o-",
+                  label=f"{kind} (exponent {exponent([(n, w) for n, w, _ in pts]):.2f})")
     ax.set_xlabel("operator nodes")
-    ax.set_ylabel("cold compile (s)")
+    ax.set_ylabel("cold compile, load to JIT (s)")
     ax.set_title("cvmc: compile time against model size")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
@@ -167,6 +179,21 @@ def plot(results: dict[str, list[tuple[int, float]]], path: pathlib.Path) -> boo
     return True
 
 
+def run(quick: bool = False, kinds: tuple[str, ...] = KINDS, sizes: tuple[int, ...] | None = None,
+        stage: str = "jit", png: pathlib.Path = HERE / "compile_scaling.png") -> Results:
+    """Measure, print the table, write the plot (`make bench`'s section)."""
+    sizes = sizes or (SIZES[:3] if quick else SIZES)
+    print(f"\ncompile time against model size ({'load to JIT' if stage == 'jit' else 'load to LLVM IR'}, cold, "
+          "one run each)")
+    results = measure(kinds, sizes, stage)
+    print(report(results))
+    if plot(results, png):
+        print(f"plot: {png}")
+    else:
+        print("matplotlib is not installed: no plot (make bench installs it)")
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
@@ -174,10 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stage", choices=("jit", "llvm"), default="jit")
     ap.add_argument("--plot", type=pathlib.Path, default=HERE / "compile_scaling.png")
     a = ap.parse_args(argv)
-    results = measure(tuple(a.kinds.split(",")), tuple(int(s) for s in a.sizes.split(",")), a.stage)
-    print(report(results))
-    if plot(results, a.plot):
-        print(f"plot: {a.plot}")
+    run(kinds=tuple(a.kinds.split(",")), sizes=tuple(int(s) for s in a.sizes.split(",")), stage=a.stage, png=a.plot)
     return 0
 
 
