@@ -64,7 +64,7 @@ from xdsl.passes import ModulePass
 from cvmc.passes.cvm_loops_ir import CvmFunction
 from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
 from cvmc.passes.cvm_loops_ops import pack_values
-from cvmc.passes.cvm_loops_plan import Plan, group_work
+from cvmc.passes.cvm_loops_plan import ELEMENT_BYTES, Buffer, Plan, group_work
 from cvmc.passes.cvm_loops_views import Layout
 from cvmc.passes.cvm_plan_buffers import read_hints
 
@@ -107,17 +107,31 @@ class _Host:
 
     block: Block
     roots: dict[int, SSAValue]
-    views: dict[tuple[int, MemRefType], SSAValue]
+    views: dict[tuple[int, int, MemRefType], SSAValue]
+    buffers: list[Buffer]
+    arena: SSAValue
+    shifted: dict[tuple[int, int], SSAValue]
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
         return op.results[0]
 
+    def root(self, buffer: int, shift: int) -> SSAValue:
+        """The buffer's root, or a view of the arena `shift` elements into the buffer."""
+        if not shift:
+            return self.roots[buffer]
+        if (buffer, shift) not in self.shifted:
+            b = self.buffers[buffer]
+            t = Layout.contiguous((b.elements - shift,)).memref_type(ELEMENT_TYPES[b.element])
+            for op in _view(self.arena, b.offset + shift * ELEMENT_BYTES[b.element], t):
+                self.shifted[buffer, shift] = self.add(op)
+        return self.shifted[buffer, shift]
+
     def view(self, arg: KernelArg) -> SSAValue:
         t = arg.type
-        key = (arg.buffer, t)
+        key = (arg.buffer, arg.shift, t)
         if key not in self.views:
-            root = self.roots[arg.buffer]
+            root = self.root(arg.buffer, arg.shift)
             if root.type == t:
                 self.views[key] = root
             else:
@@ -150,7 +164,7 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
         block.args[0].name_hint = "data"
     arena = block.args[-1]
     arena.name_hint = "arena"
-    host = _Host(block, {}, {})
+    host = _Host(block, {}, {}, p.buffers, arena, {})
     if input_buffer is not None:
         host.roots[input_buffer] = block.args[0]
     globals_: list[Operation] = []

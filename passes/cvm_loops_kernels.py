@@ -28,6 +28,7 @@ class KernelArg:
     buffer: int
     layout: Layout
     element: str = "i32"
+    shift: int = 0  # elements into the buffer where the layout starts (a part of a concatenate's output)
 
     @property
     def type(self) -> MemRefType:
@@ -50,8 +51,16 @@ def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
 
 def kernel_call(plan: Plan, group: Group) -> KernelCall:
     """The arguments of a group's kernel and its dedup key."""
+    shift = 0
     if group.kind == "copy":
         outs = [Layout.contiguous(plan.refs[group.anchor.inputs[0]].layout.shape)]
+    elif group.part is not None:  # its slice of the output, from a pointer `shift` elements in: equal parts share
+        whole = Layout.contiguous(plan.tensors[group.outputs[0]].shape)
+        axis = group.anchor.attrs["axis"] % len(whole.shape)
+        shape = list(whole.shape)
+        shape[axis] = sum(plan.tensors[t].shape[axis] for t in group.inputs)
+        outs = [Layout(tuple(shape), whole.strides)]
+        shift = group.part * whole.strides[axis]
     else:
         outs = [Layout.contiguous(plan.tensors[t].shape) for t in group.outputs]
     layouts = [*outs, *operand_layouts(plan, group), *(Layout.contiguous((plan.buffers[s].elements,))
@@ -61,6 +70,8 @@ def kernel_call(plan: Plan, group: Group) -> KernelCall:
     buffers = [plan.refs[t].buffer for t in group.outputs] + [plan.refs[t].buffer for t in group_inputs(group)]
     buffers += group.scratch
     args = [KernelArg(b, l, plan.buffers[b].element) for b, l in zip(buffers, layouts)]
+    if shift:
+        args[0] = KernelArg(args[0].buffer, args[0].layout, args[0].element, shift)
     types = [a.type for a in args]
     nodes = tuple((n.op, _freeze(n.attrs)) for n in group.nodes)
     steps = tuple(tuple(s.sources) for s in group.epilogue)

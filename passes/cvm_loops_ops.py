@@ -353,9 +353,9 @@ Epilogue = Callable[[Value, list[Value]], Value]
 
 
 def concatenate(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
-    """Each input copied into its slice of the output along axis (from `start`: a concatenate in parts)."""
+    """Each input copied into its slice of the output along axis."""
     ax = a["axis"] % len(out.layout.shape)
-    start = a.get("start", 0)
+    start = 0
     for arg in ins:
         def body(ivs: list[Value], arg: Arg = arg, start: int = start) -> None:
             dst = list(ivs)

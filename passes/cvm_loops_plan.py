@@ -38,9 +38,9 @@ ALIGN = 64
 # 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
 # kernel). Also bounds the kernel arguments an epilogue adds.
 MAX_GROUP_OPS = 64
-# The most inputs one concatenate kernel reads: a wider concatenate is cut into kernels of this many inputs, each
-# writing its slice of the one output buffer (`start` in its node's attrs: where along the axis), and takes no
-# epilogue. O3 on one kernel of 1,000 copy loops takes seconds, and kernels stay far from ctypes' 1,024 arguments.
+# The most inputs one concatenate kernel reads: a wider concatenate is cut into calls of this many inputs, each
+# writing its slice of the one output buffer (`Group.part`), and takes no epilogue. O3 on one kernel of 1,000 copy
+# loops takes seconds, parts of equal shapes share one kernel, and kernels stay far from ctypes' 1,024 arguments.
 MAX_CONCAT_INPUTS = 64
 ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
 
@@ -173,6 +173,7 @@ class Group:
     outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
     scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
     members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
+    part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
 
     @property
     def nodes(self) -> list[Node]:
@@ -461,8 +462,9 @@ class _Planner:
         for k in range(0, len(node.inputs), MAX_CONCAT_INPUTS):
             part = node.inputs[k:k + MAX_CONCAT_INPUTS]
             last = k + MAX_CONCAT_INPUTS >= len(node.inputs)
-            anchor = Node(node.op, {**node.attrs, "start": start}, part, [out])
-            self.groups.append(Group(anchor, "concatenate", inputs=part, outputs=[out], members=[i] if last else []))
+            anchor = Node(node.op, node.attrs, part, [out])
+            self.groups.append(Group(anchor, "concatenate", inputs=part, outputs=[out], members=[i] if last else [],
+                                     part=start))
             self.position.append(pos)
             start += sum(self.net.tensors[t].shape[axis] for t in part)
 
