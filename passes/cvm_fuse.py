@@ -3,7 +3,8 @@
 A group is an anchor op (conv2d, dense, an elementwise op, a pooling, a concatenate, ...) plus the chain of
 elementwise ops fused into its epilogue: an elementwise op (requantization: cvm_right_shift, clip, relu, ...)
 joins the group that makes one of its inputs when that input is the group's current output, has no other
-consumer, is no head and has the op's shape, so the intermediate values never reach memory. Every member gets
+consumer, is no head and has the op's shape, so the intermediate values never reach memory; a group holds at most
+`MAX_GROUP_OPS` (64) ops, as LLVM's time grows faster than a kernel's length. Every member gets
 
     cvm.group = N : i64
 

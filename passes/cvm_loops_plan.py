@@ -10,7 +10,8 @@
   rows of the reduction, both int16 when every value provably fits 16 bits (`value_bits`), so the inner loop is
   a contiguous int16 dot product (LLVM makes it `vpmaddwd`); a param weight is packed once, at compile time;
 - buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
-  arena by first fit, largest buffer first, 64-byte aligned. The model's own storage_id is never used.
+  arena by first fit, largest buffer first, 64-byte aligned (`cvm_loops_arena`: O(log n) per buffer). The
+  model's own storage_id is never used.
 
 `Hints` are decisions made earlier and recorded in the IR by the analysis passes (`cvm-mark-views`, `cvm-fuse`,
 `cvm-plan-buffers`): the plan follows them, checks them (a recorded view must be the one the op means, a

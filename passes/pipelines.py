@@ -39,13 +39,13 @@ def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> Mod
     The cyclic garbage collector is paused meanwhile: the passes allocate IR by the hundred thousand and free
     little, so its full collections (each a walk of every live object) would cost as much as the passes."""
     ctx = ctx or Context()
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         for p in pipeline_passes(name):
             p.apply(ctx, module)
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
     return module
 
