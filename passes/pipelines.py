@@ -14,6 +14,8 @@ and the host `@main`, following those decisions).
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -33,20 +35,27 @@ def pipeline_passes(name: str) -> list[ModulePass]:
     return [factories[p.strip()]()() for p in PIPELINES[name].split(",")]
 
 
-def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> ModuleOp:
-    """Apply a named pipeline to `module` in place; returns it.
-
-    The cyclic garbage collector is paused meanwhile: the passes allocate IR by the hundred thousand and free
-    little, so its full collections (each a walk of every live object) would cost as much as the passes."""
-    ctx = ctx or Context()
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (as it was after): compiling allocates IR by the hundred
+    thousand and frees little, so its full collections, each a walk of every live object, cost as much as the
+    passes themselves on a large model (a 20,000-node model: 3 of 9 s). Memory freed by reference counting is
+    freed as ever; cycles wait for the block's end."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for p in pipeline_passes(name):
-            p.apply(ctx, module)
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> ModuleOp:
+    """Apply a named pipeline to `module` in place (the garbage collector paused); returns it."""
+    ctx = ctx or Context()
+    with gc_paused():
+        for p in pipeline_passes(name):
+            p.apply(ctx, module)
     return module
 
 

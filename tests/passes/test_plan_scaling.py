@@ -220,3 +220,21 @@ def test_a_wide_concatenate_runs_in_parts_and_stays_bit_exact(n):
 
 def test_a_long_mixed_chain_with_heads_stays_bit_exact():
     _run(_chain(3 * MAX_GROUP_OPS + 5, head_every=50))
+
+
+def test_the_pipeline_pauses_the_garbage_collector_and_restores_it():
+    import gc
+
+    from cvmc.passes.pipelines import gc_paused
+
+    seen = []
+    with gc_paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left off, as it was
+    finally:
+        gc.enable()
