@@ -95,10 +95,16 @@ def _view(arena: SSAValue, offset: int, t: MemRefType) -> list[Operation]:
     return [shift, memref.ViewOp.create(operands=[arena, shift.results[0]], result_types=[t])]
 
 
+@functools.lru_cache(maxsize=4096)
+def _call_attrs(callee: str, work: int) -> tuple[SymbolRefAttr, IntegerAttr]:
+    """The callee and `cvm.work` of a call, shared by the calls of one kernel with equal work."""
+    return SymbolRefAttr(callee), IntegerAttr(work, 64)
+
+
 def _call(callee: str, args: list[SSAValue], work: int) -> Operation:
     """`func.call @callee(args) {cvm.work = work}`."""
-    return func.CallOp.create(operands=args, properties={"callee": SymbolRefAttr(callee)},
-                              attributes={"cvm.work": IntegerAttr(work, 64)})
+    symbol, work_attr = _call_attrs(callee, work)
+    return func.CallOp.create(operands=args, properties={"callee": symbol}, attributes={"cvm.work": work_attr})
 
 
 @dataclass
