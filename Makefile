@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(BIN)/pyright
 
 bench: $(STAMP)
-	$(BIN)/pip install -q onnxruntime onnx
+	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/run.py
 
 clean:

@@ -8,7 +8,9 @@ and cold and cached compile times (the cached one in a fresh process, as a user 
 
     python bench/run.py [--repeat N] [--quick]
 
-Both cvmc and onnxruntime run with 1 thread and with 2 threads; ratios compare equal thread counts.
+Both cvmc and onnxruntime run with 1 thread and with 2 threads; ratios compare equal thread counts. Then the
+compile time against model size (`bench/compile_scaling.py`: 1k to 20k nodes, wide graphs and chains, the growth
+exponent, a plot in bench/compile_scaling.png).
 """
 
 from __future__ import annotations
@@ -200,6 +202,9 @@ def main() -> int:
               f"{'yes' if r['exact'] else 'NO'}")
     for r in rows:
         print(f"{r['name']}: " + ", ".join(f"{k} {v}" for k, v in r["stats"].items()))
+    import compile_scaling  # bench/, beside this file
+
+    compile_scaling.run(quick=a.quick)
     return 0 if all(r["exact"] for r in rows) else 1
 
 
