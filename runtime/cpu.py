@@ -256,20 +256,22 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
     the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
-    from cvmc.passes.pipelines import run_pipeline
+    from cvmc.passes.pipelines import gc_paused, run_pipeline
     from cvmc.runtime.cvm_ir import graph_to_module
     from cvmc.runtime.jit import JitEngine
 
     start = time.perf_counter()
-    module = graph_to_module(graph)
-    run_pipeline(module, "cvm-to-loops")
-    program, kernels = read_host(module)
-    lower_ms = 1000 * (time.perf_counter() - start)
-    ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
-    if check_plan is not None:
-        check_plan(program)
-    engine = JitEngine(ir_text, specs, cache=cache)
-    runner = CpuRunner(program, engine, threads or default_threads())
+    with gc_paused():  # the whole compile allocates IR and frees little (see gc_paused)
+        module = graph_to_module(graph)
+        run_pipeline(module, "cvm-to-loops")
+        program, kernels = read_host(module)
+        lower_ms = 1000 * (time.perf_counter() - start)
+        ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+        del module, kernels
+        if check_plan is not None:
+            check_plan(program)
+        engine = JitEngine(ir_text, specs, cache=cache)
+        runner = CpuRunner(program, engine, threads or default_threads())
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
         "lower_ms": round(lower_ms, 1),
