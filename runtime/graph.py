@@ -45,7 +45,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) ->
     raise CVMRuntimeError(f"expected bytes or a path, got {type(src).__name__}")
 
 
-def _fail(cls: type[CVMError], msg: str) -> None:
+def _fail(cls: type[CVMError], msg: str) -> NoReturn:
     raise cls(msg)
 
 
@@ -890,14 +890,16 @@ def read_param_arrays(data: bytes) -> list[tuple[str, _Array]]:
     _verify(header == (LIST_MAGIC,), "invalid params file format: wrong list magic")  # param_dict.cc:22
     _verify(s.unpack("<Q") is not None, "invalid params file format: no reserved word")  # param_dict.cc:24
     count = s.unpack("<Q")
-    _verify(count is not None, "invalid params file format: no name count")  # param_dict.cc:27
+    if count is None:  # param_dict.cc:27
+        _fail(CVMLogicError, "invalid params file format: no name count")
     n_names = count[0]
     _verify(n_names <= _VEC_STRING_MAX, f"invalid params file: {n_names} names (std::length_error)")
     _alloc(32 * n_names, f"{n_names} names")
     names = []
     for i in range(n_names):
         length = s.unpack("<Q")
-        _verify(length is not None, f"invalid params file format: name {i} has no length")
+        if length is None:
+            _fail(CVMLogicError, f"invalid params file format: name {i} has no length")
         n = length[0]
         _verify(n <= _STRING_MAX, f"invalid params file: name {i} of {n} bytes (std::length_error)")
         _alloc(n + 1, f"name {i}")
