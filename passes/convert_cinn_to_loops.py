@@ -152,8 +152,39 @@ class Scalar:
             return self.generic("arith.remf", [a, b], self.type)
         return self.emit(arith.RemUIOp(a, b) if self.unsigned else arith.RemSIOp(a, b))
 
+    def float_divmod(self, a: Value, b: Value) -> tuple[Value, Value]:
+        """Python's divmod on floats, numpy's floor_divide and remainder step by step: r = fmod(a, b), q = (a -
+        r) / b, moved by one where r and b differ in sign (r += b), r = +-0 with b's sign where zero, q snapped
+        to the nearest integer (+-0 with the sign of a / b where zero); q = a / b and r = fmod(a, b) for b = 0."""
+        zero, one, half = self.const(0), self.const(1), self.const(0.5)
+        neg_zero = self.const(-0.0)
+        mod = self.rem(a, b)
+        quotient = self.emit(arith.DivfOp(a, b))
+        div = self.emit(arith.DivfOp(self.emit(arith.SubfOp(a, mod)), b))
+        b_neg = self.cmp("lt", b, zero)
+        other_sign = self.emit(arith.XOrIOp(b_neg, self.cmp("lt", mod, zero)))
+        adjust = self.emit(arith.AndIOp(self.cmp("ne", mod, zero), other_sign))
+        div = self.emit(arith.SelectOp(adjust, self.emit(arith.SubfOp(div, one)), div))
+        signed_zero = self.emit(arith.SelectOp(b_neg, neg_zero, zero))
+        mod_adjusted = self.emit(arith.SelectOp(adjust, self.add(mod, b), mod))
+        mod = self.emit(arith.SelectOp(self.cmp("eq", mod, zero), signed_zero, mod_adjusted))
+        floor = self.emit(math.FloorOp(div))
+        up = self.cmp("gt", self.emit(arith.SubfOp(div, floor)), half)
+        snapped = self.emit(arith.SelectOp(up, self.add(floor, one), floor))
+        q_zero = self.emit(math.CopySignOp(zero, quotient))
+        q = self.emit(arith.SelectOp(self.cmp("eq", div, zero), q_zero, snapped))
+        b_zero = self.cmp("eq", b, zero)
+        return self.emit(arith.SelectOp(b_zero, quotient, q)), self.emit(arith.SelectOp(b_zero, self.rem(a, b), mod))
+
+    def floor_div(self, a: Value, b: Value) -> Value:
+        if self.is_float:
+            return self.float_divmod(a, b)[0]
+        return self.pick(arith.DivfOp, arith.FloorDivSIOp, arith.DivUIOp, a, b)
+
     def floor_mod(self, a: Value, b: Value) -> Value:
-        """a - b * floor(a / b): the C remainder, plus b where it is non-zero and of the other sign than b."""
+        """a - b * floor_div(a, b): the C remainder, plus b where it is non-zero and of the other sign than b."""
+        if self.is_float:
+            return self.float_divmod(a, b)[1]
         r = self.rem(a, b)
         if self.unsigned:
             return r
@@ -239,10 +270,7 @@ BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
     cinn.MulOp: Scalar.mul,
     cinn.DivOp: lambda s, a, b: s.pick(arith.DivfOp, arith.DivSIOp, arith.DivUIOp, a, b),
     cinn.ModOp: Scalar.rem,
-    cinn.FloorDivOp: lambda s, a, b: (
-        s.emit(math.FloorOp(s.emit(arith.DivfOp(a, b)))) if s.is_float
-        else s.pick(arith.DivfOp, arith.FloorDivSIOp, arith.DivUIOp, a, b)
-    ),  # fmt: skip
+    cinn.FloorDivOp: Scalar.floor_div,
     cinn.FloorModOp: Scalar.floor_mod,
     cinn.MaxOp: Scalar.max,
     cinn.MinOp: Scalar.min,
@@ -504,7 +532,7 @@ def _complex(k: KernelBuilder, op: Operation, s: Scalar, ins: Sequence[Value], o
             axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(ins[0])
             _gather(k, ins[0], out, lambda ivs: [k.idx(0) if d == 1 else ivs[a] for a, d in zip(axes, shape)])
         case cinn.ConcatOp():
-            axis, offset = op.axis.value.data, 0
+            axis, offset = op.normalized_axis(), 0
             for x in ins:
 
                 def copy(ivs: list[Value], x: Value = x, offset: int = offset) -> None:
@@ -521,7 +549,7 @@ def _complex(k: KernelBuilder, op: Operation, s: Scalar, ins: Sequence[Value], o
 
             k.loops([count], move, parallel=True)
         case cinn.ReverseOp():
-            axes, shape = {int(v) for v in op.axis.iter_values()}, _shape(out)
+            axes, shape = set(op.axes()), _shape(out)
             _gather(k, ins[0], out, lambda ivs: [
                 k.subi(k.idx(shape[d] - 1), v) if d in axes else v for d, v in enumerate(ivs)
             ])  # fmt: skip

@@ -137,6 +137,24 @@ def test_shape_primitives():
     assert_same(*both(lambda b, v: b.slice(v, [2, 0], [-3, 1], [100, 2]), x))
     assert_same(*both(lambda b, v: b.transpose(v, [2, 0, 1]), x))
     assert_same(*both(lambda b, v: b.identity(b.reshape(v, [24])), x))
+    # the README's decisions: negative axes count from the end, a 0 in Reshape copies the input's dim
+    assert_same(*both(lambda b, u, v: b.concat([u, v, u], -2), x, x[:, :2]))
+    assert_same(*both(lambda b, v: b.reverse(v, [-1, 0]), x))
+    assert_same(*both(lambda b, v: b.reduce(b.reshape(v, [0, 0, 2, -1]), "max", [-1, -3], True), x))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_float_floor_div_and_mod_match_numpy(dtype):
+    """Python's divmod pair (numpy's floor_divide and remainder), edge cases and signed zeros included."""
+    x, y = float_operands(dtype)
+    x, y = np.concatenate([x.ravel(), [1.0, -1.0, 0.0, -0.0, 5.0]]), np.concatenate([y.ravel(), [0.1, 0.1, -3, 3, -5]])
+    x, y = x.astype(dtype), y.astype(dtype)
+    ref, cpu = both(lambda b, u, v: (b.floor_div(u, v), b.floor_mod(u, v)), x, y)
+    assert_same(ref, cpu)
+    with np.errstate(all="ignore"):
+        for got, want in zip(cpu, (np.floor_divide(x, y), np.remainder(x, y))):
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -147,6 +165,7 @@ def test_shape_primitives():
         ((2, 4, 7, 6), (6, 2, 3, 2), (2, 3), (1, 0), (1, 1), 2, "EXPLICIT"),
         ((1, 2, 9, 9), (2, 2, 3, 3), (1, 1), (0, 2), (2, 3), 1, "EXPLICIT"),
         ((1, 2, 7, 8), (3, 2, 3, 4), (2, 2), (0, 0), (1, 1), 1, "SAME"),
+        ((1, 2, 7, 8), (3, 2, 3, 2), (1, 1), (0, 0), (2, 3), 1, "SAME"),  # dilated SAME keeps 7 x 8
     ],
 )
 def test_conv_forms(layout, x_shape, w_shape, strides, paddings, dilations, groups, algorithm):
