@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -43,6 +44,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
 from cvmc.passes.cvm_loops_builder import KernelBuilder
@@ -293,7 +295,7 @@ BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
 
 def _shape(v: Value) -> tuple[int, ...]:
     t = v.type
-    assert isinstance(t, MemRefType)
+    assert isinstance(t, MemRefType | TensorType)
     return t.get_shape()
 
 
@@ -301,13 +303,6 @@ def _broadcast_index(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int
     """The index into an operand of `shape` that numpy-broadcasts to the iteration space of `ivs`."""
     offset = len(ivs) - len(shape)
     return [k.idx(0) if d == 1 else ivs[offset + i] for i, d in enumerate(shape)]
-
-
-def _elementwise(k: KernelBuilder, ins: Sequence[Value], out: Value, f: Callable[..., Value]) -> None:
-    def body(ivs: list[Value]) -> None:
-        k.store(f(*[k.load(m, _broadcast_index(k, ivs, _shape(m))) for m in ins]), out, ivs)
-
-    k.loops(_shape(out), body, parallel=True)
 
 
 def _for_nest(
@@ -345,21 +340,248 @@ def _accumulate_if(s: Scalar, cond: Value, acc: Value, product: Callable[[], Val
     return result
 
 
-def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, out: Value) -> None:
-    g = op.geometry()
-    cg, og = g.c // g.groups, g.o // g.groups
-    nchw = g.data_format == cinn.DataFormat.NCHW
+def _unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
+    index: list[Value] = []
+    for d in reversed(shape):
+        index.insert(0, k.remsi(flat, k.idx(d)) if d > 1 else k.idx(0))
+        flat = k.divsi(flat, k.idx(d)) if d > 1 else flat
+    return index
 
-    def at(n: Value, c: Value, h: Value, w: Value) -> list[Value]:
-        return [n, c, h, w] if nchw else [n, h, w, c]
 
-    def split(ivs: list[Value]) -> tuple[Value, Value, Value, Value]:
-        return (ivs[0], ivs[1], ivs[2], ivs[3]) if nchw else (ivs[0], ivs[3], ivs[1], ivs[2])
+def _ravel(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int]) -> Value:
+    flat: Value = k.idx(0)
+    for iv, d in zip(ivs, shape):
+        flat = k.addi(k.muli(flat, k.idx(d)), iv) if d > 1 else flat
+    return flat
 
-    kind = op.conv_type.data
-    if kind == cinn.ConvType.FORWARD:  # y[n, o, i, j] = sum_{c, p, q} x[n, c0 + c, r, t] * w[o, c, p, q]
 
-        def forward(ivs: list[Value]) -> None:
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels: which ops one kernel computes (the decisions of cinn-mark-views and cinn-fuse)
+# ---------------------------------------------------------------------------------------------------------------
+
+GROUP = "cinn.group"
+VIEW = "cinn.view"
+# Ops that only move elements: as a view, a consumer reads the op's input through the op's index map.
+VIEW_OPS = (cinn.BroadcastToOp, cinn.IdentityOp, cinn.ReshapeOp, cinn.ReverseOp, cinn.SliceOp, cinn.TransposeOp)
+
+
+def is_elementwise(op: Operation) -> bool:
+    """One result element from the operand elements at the same (broadcast) index."""
+    return isinstance(op, cinn.UnaryOp | cinn.BinaryOp | cinn.SelectOp) and not isinstance(op, cinn.IdentityOp)
+
+
+@dataclass
+class KernelPlan:
+    """One kernel: `root` computes its results into memory, `inlined` ops are computed inside it where read
+    (fused producers and views), `inputs` are the values it reads from memory (function arguments or results
+    of earlier kernels)."""
+
+    name: str
+    root: Operation
+    inlined: list[Operation]
+    inputs: list[Value]
+
+    @property
+    def outputs(self) -> list[Value]:
+        return list(self.root.results)
+
+
+def _fail(op: Operation, index: int, why: str) -> PassFailedException:
+    return PassFailedException(f"op {index} ('{op.name}'): {why}")
+
+
+def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
+    """The kernels of a function of cinn ops in execution order, following its `cinn.view` and `cinn.group`
+    attributes (an op with neither is a kernel of its own); a recorded decision that breaks a rule fails."""
+    ops = cinn_ops(function)
+    position = {op: i for i, op in enumerate(ops)}
+    ret = function.body.block.last_op
+    returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
+    last_of_group: dict[int, Operation] = {}
+    for op in ops:
+        group = op.attributes.get(GROUP)
+        if group is not None:
+            if not isinstance(group, IntegerAttr):
+                raise _fail(op, position[op], f"expected '{GROUP}' to be an integer, got {group}")
+            last_of_group[group.value.data] = op
+    inlined: set[Operation] = set()
+    for op in ops:
+        i = position[op]
+        if VIEW in op.attributes:
+            if not isinstance(op, VIEW_OPS):
+                raise _fail(op, i, f"expected '{VIEW}' only on {', '.join(c.name for c in VIEW_OPS)}")
+            if op.results[0] in returned:
+                raise _fail(op, i, f"expected no '{VIEW}' on a returned value (it must be stored)")
+            inlined.add(op)
+            continue
+        group = op.attributes.get(GROUP)
+        if not isinstance(group, IntegerAttr) or last_of_group[group.value.data] is op:
+            continue
+        users = [use.operation for use in op.results[0].uses]
+        if len(op.results) != 1 or op.results[0] in returned or len(users) != 1:
+            raise _fail(op, i, f"expected a fused op ('{GROUP}' not last in its group) to have one result read by "
+                               f"one op and not returned, got {len(users)} readers")
+        if users[0].attributes.get(GROUP) != group:
+            raise _fail(op, i, f"expected its reader to be in its group {group.value.data}")
+        if isinstance(op, cinn.ConcatOp | cinn.BnMeanVarianceOp | cinn.BnGradBiasScaleOp | cinn.DotOp):
+            raise _fail(op, i, "expected a fused op other than concat, dot and the bn ops (they are no expression "
+                               "of one index)")
+        inlined.add(op)
+    plans: list[KernelPlan] = []
+    for op in ops:
+        if op in inlined:
+            continue
+        members: list[Operation] = []
+        inputs: list[Value] = []
+
+        def visit(v: Value) -> None:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in inlined:
+                if owner not in members:
+                    members.append(owner)
+                for operand in owner.operands:
+                    visit(operand)
+            elif v not in inputs:
+                inputs.append(v)
+
+        for operand in op.operands:
+            visit(operand)
+        if not members:
+            inputs = list(op.operands)  # a kernel of one op takes its operands as they are, repeats included
+        plans.append(KernelPlan(kernel_name(function.sym_name.data, position[op], op), op, members, inputs))
+    return plans
+
+
+class KernelEmitter:
+    """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
+    argument or computed by the inlined op that makes v."""
+
+    def __init__(self, plan: KernelPlan):
+        values = [*plan.inputs, *plan.outputs]
+        self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
+        self.plan = plan
+        self.memory: dict[Value, Value] = {}
+        for arg, v in zip(self.k.args, values):
+            if v.name_hint:
+                arg.name_hint = v.name_hint
+        for arg, v in zip(self.k.args, plan.inputs):
+            self.memory.setdefault(v, arg)
+        self.inputs = list(self.k.args[: len(plan.inputs)])
+        self.outputs = list(self.k.args[len(plan.inputs) :])
+
+    @staticmethod
+    def scalar_type(op: Operation) -> Attribute:
+        """The element type the op computes in: its first operand's (its result's for ConstScalar)."""
+        source = op.operands[1] if isinstance(op, cinn.SelectOp) else (op.operands or op.results)[0]
+        assert isinstance(source.type, TensorType)
+        return source.type.element_type
+
+    def value(self, v: Value, ivs: Sequence[Value]) -> Value:
+        k = self.k
+        if v in self.memory:
+            return k.load(self.memory[v], list(ivs))
+        op = v.owner
+        assert isinstance(op, Operation)
+        s = Scalar(k, self.scalar_type(op))
+        operand = lambda i, at: self.value(op.operands[i], at)  # noqa: E731
+        at_broadcast = lambda i: operand(i, _broadcast_index(k, ivs, _shape(op.operands[i])))  # noqa: E731
+        if isinstance(op, cinn.UnaryOp):
+            return unary(s, op, at_broadcast(0))
+        if type(op) in BINARY:
+            return BINARY[type(op)](s, at_broadcast(0), at_broadcast(1))
+        match op:
+            case cinn.ConstScalarOp():
+                return s.const(op.value.value.data)
+            case cinn.CompareOp():
+                return s.cmp(op.kind.data.value, at_broadcast(0), at_broadcast(1))
+            case cinn.SelectOp():
+                return s.emit(arith.SelectOp(at_broadcast(0), at_broadcast(1), at_broadcast(2)))
+            case cinn.BroadcastToOp():
+                axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(op.operands[0])
+                return operand(0, [k.idx(0) if d == 1 else ivs[a] for a, d in zip(axes, shape)])
+            case cinn.ReshapeOp():
+                flat = _ravel(k, ivs, _shape(op.results[0]))
+                return operand(0, _unravel(k, flat, _shape(op.operands[0])))
+            case cinn.ReverseOp():
+                axes, shape = set(op.axes()), _shape(op.results[0])
+                return operand(0, [k.subi(k.idx(shape[d] - 1), v) if d in axes else v for d, v in enumerate(ivs)])
+            case cinn.SliceOp():
+                starts = [lo for lo, _ in op.bounds()]
+                return operand(0, [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(ivs, starts)])
+            case cinn.TransposeOp():
+                perm = [int(v) for v in op.axis.iter_values()]
+                return operand(0, [ivs[perm.index(d)] for d in range(len(perm))])
+            case cinn.ReduceOp():
+                return self._reduce(op, s, ivs)
+            case cinn.DotOp():
+                return self._dot(op, s, ivs)
+            case cinn.ConvOp():
+                return self._conv(op, s, ivs)
+            case _:
+                raise NotImplementedError(op.name)
+
+    # -- reductions of one output element --------------------------------------------------------------------
+
+    def _reduce(self, op: cinn.ReduceOp, s: Scalar, ivs: Sequence[Value]) -> Value:
+        k, x = self.k, op.operands[0]
+        shape = _shape(x)
+        axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
+        kept = [d for d in range(len(shape)) if d not in axes]
+        keep_dim = bool(op.keep_dim.value.data)
+        kind = op.kind.data
+        init = {
+            cinn.ReduceKind.SUM: lambda: s.const(0),
+            cinn.ReduceKind.PROD: lambda: s.const(1),
+            cinn.ReduceKind.MAX: s.lowest,
+            cinn.ReduceKind.MIN: s.highest,
+        }[kind]
+        combine = {
+            cinn.ReduceKind.SUM: s.add,
+            cinn.ReduceKind.PROD: s.mul,
+            cinn.ReduceKind.MAX: s.max,
+            cinn.ReduceKind.MIN: s.min,
+        }[kind]
+        outer = [ivs[d] for d in kept] if keep_dim else list(ivs)
+
+        def step(inner: list[Value], acc: Value) -> list[Value]:
+            index: list[Value] = [k.idx(0)] * len(shape)
+            for d, v in zip(kept, outer):
+                index[d] = v
+            for d, v in zip(axes, inner):
+                index[d] = v
+            return [combine(acc, self.value(x, index))]
+
+        (acc,) = _for_nest(k, [shape[d] for d in axes], [init()], step)
+        return acc
+
+    def _dot(self, op: cinn.DotOp, s: Scalar, ivs: Sequence[Value]) -> Value:
+        lhs, rhs = op.operands
+        lhs_rank, depth = len(_shape(lhs)), _shape(lhs)[-1]
+
+        def step(kk: list[Value], acc: Value) -> list[Value]:
+            a = self.value(lhs, [*ivs[: lhs_rank - 1], kk[0]])
+            b = self.value(rhs, [kk[0], *ivs[lhs_rank - 1 :]])
+            return [s.add(acc, s.mul(a, b))]
+
+        (acc,) = _for_nest(self.k, [depth], [s.const(0)], step)
+        return acc
+
+    def _conv(self, op: cinn.ConvOp, s: Scalar, ivs: Sequence[Value]) -> Value:
+        k = self.k
+        lhs, rhs = op.operands
+        g = op.geometry()
+        cg, og = g.c // g.groups, g.o // g.groups
+        nchw = g.data_format == cinn.DataFormat.NCHW
+        load = self.value
+
+        def at(n: Value, c: Value, h: Value, w: Value) -> list[Value]:
+            return [n, c, h, w] if nchw else [n, h, w, c]
+
+        def split(ivs: Sequence[Value]) -> tuple[Value, Value, Value, Value]:
+            return (ivs[0], ivs[1], ivs[2], ivs[3]) if nchw else (ivs[0], ivs[3], ivs[1], ivs[2])
+
+        kind = op.conv_type.data
+        if kind == cinn.ConvType.FORWARD:  # y[n, o, i, j] = sum_{c, p, q} x[n, c0 + c, r, t] * w[o, c, p, q]
             n, o, i, j = split(ivs)
             c0 = k.muli(k.divsi(o, k.idx(og)), k.idx(cg))
 
@@ -368,16 +590,11 @@ def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, 
                 r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
                 t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
                 inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
-                x = lambda: k.load(lhs, at(n, k.addi(c0, c), r, t))  # noqa: E731
-                return [_accumulate_if(s, inside, acc, lambda: s.mul(x(), k.load(rhs, [o, c, p, q])))]
+                x = lambda: load(lhs, at(n, k.addi(c0, c), r, t))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(x(), load(rhs, [o, c, p, q])))]
 
-            (acc,) = _for_nest(k, [cg, g.kh, g.kw], [s.const(0)], tap)
-            k.store(acc, out, ivs)
-
-        k.loops(_shape(out), forward, parallel=True)
-    elif kind == cinn.ConvType.BACKWARD_DATA:  # dx[n, c, h, w] = sum over (o, p, q) meeting (h, w) of dy * w
-
-        def backward_data(ivs: list[Value]) -> None:
+            return _for_nest(k, [cg, g.kh, g.kw], [s.const(0)], tap)[0]
+        if kind == cinn.ConvType.BACKWARD_DATA:  # dx[n, c, h, w] = sum over (o, p, q) meeting (h, w) of dy * w
             n, c, h, w = split(ivs)
             group = k.divsi(c, k.idx(cg))
             o0, cc = k.muli(group, k.idx(og)), k.remsi(c, k.idx(cg))
@@ -393,195 +610,114 @@ def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, 
                     if stride > 1:
                         inside = k.andi(inside, k.cmpi("eq", k.remsi(v, k.idx(stride)), k.idx(0)))
                 oo = k.addi(o0, o)
-                dy = lambda: k.load(rhs, at(n, oo, i, j))  # noqa: E731
-                return [_accumulate_if(s, inside, acc, lambda: s.mul(dy(), k.load(lhs, [oo, cc, p, q])))]
+                dy = lambda: load(rhs, at(n, oo, i, j))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(dy(), load(lhs, [oo, cc, p, q])))]
 
-            (acc,) = _for_nest(k, [og, g.kh, g.kw], [s.const(0)], tap)
-            k.store(acc, out, ivs)
+            return _for_nest(k, [og, g.kh, g.kw], [s.const(0)], tap)[0]
+        # dw[o, c, p, q] = sum_{n, i, j} dy[n, o, i, j] * x[n, c0 + c, r, t]
+        o, c, p, q = ivs
+        channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
 
-        k.loops(_shape(out), backward_data, parallel=True)
-    else:  # dw[o, c, p, q] = sum_{n, i, j} dy[n, o, i, j] * x[n, c0 + c, r, t]
+        def position(pos: list[Value], acc: Value) -> list[Value]:
+            n, i, j = pos
+            r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
+            t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
+            inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
+            x = lambda: load(lhs, at(n, channel, r, t))  # noqa: E731
+            return [_accumulate_if(s, inside, acc, lambda: s.mul(load(rhs, at(n, o, i, j)), x()))]
 
-        def backward_filter(ivs: list[Value]) -> None:
-            o, c, p, q = ivs
-            channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
+        return _for_nest(k, [g.n, g.oh, g.ow], [s.const(0)], position)[0]
 
-            def tap(pos: list[Value], acc: Value) -> list[Value]:
-                n, i, j = pos
-                r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
-                t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
-                inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
-                x = lambda: k.load(lhs, at(n, channel, r, t))  # noqa: E731
-                return [_accumulate_if(s, inside, acc, lambda: s.mul(k.load(rhs, at(n, o, i, j)), x()))]
+    # -- whole kernels ----------------------------------------------------------------------------------------
 
-            (acc,) = _for_nest(k, [g.n, g.oh, g.ow], [s.const(0)], tap)
-            k.store(acc, out, ivs)
+    def _bn(self, op: Operation) -> None:
+        """Per channel c: (sum x, sum x^2), or with grad and mean (sum dy, sum dy * (x - mean))."""
+        k = self.k
+        s = Scalar(k, self.scalar_type(op))
+        x = op.operands[0]
+        grad, mean = (op.operands[1], op.operands[2]) if len(op.operands) == 3 else (None, None)
+        n, _, h, w = _shape(x)
 
-        k.loops(_shape(out), backward_filter, parallel=True)
+        def channel(ivs: list[Value]) -> None:
+            (c,) = ivs
+            m = self.value(mean, [c]) if mean is not None else None
 
+            def step(pos: list[Value], a: Value, b: Value) -> list[Value]:
+                index = [pos[0], c, pos[1], pos[2]]
+                v = self.value(x, index)
+                if grad is None or m is None:
+                    return [s.add(a, v), s.add(b, s.mul(v, v))]
+                dy = self.value(grad, index)
+                return [s.add(a, dy), s.add(b, s.mul(dy, s.emit(arith.SubfOp(v, m))))]
 
-def _reduce(k: KernelBuilder, op: cinn.ReduceOp, s: Scalar, x: Value, out: Value) -> None:
-    shape = _shape(x)
-    axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
-    kept = [d for d in range(len(shape)) if d not in axes]
-    keep_dim = bool(op.keep_dim.value.data)
-    kind = op.kind.data
-    init = {
-        cinn.ReduceKind.SUM: lambda: s.const(0),
-        cinn.ReduceKind.PROD: lambda: s.const(1),
-        cinn.ReduceKind.MAX: s.lowest,
-        cinn.ReduceKind.MIN: s.highest,
-    }[kind]
-    combine = {
-        cinn.ReduceKind.SUM: s.add,
-        cinn.ReduceKind.PROD: s.mul,
-        cinn.ReduceKind.MAX: s.max,
-        cinn.ReduceKind.MIN: s.min,
-    }[kind]
+            totals = _for_nest(k, [n, h, w], [s.const(0), s.const(0)], step)
+            for total, result in zip(totals, self.outputs):
+                k.store(total, result, [c])
 
-    def body(ivs: list[Value]) -> None:
-        outer = [ivs[d] for d in kept] if keep_dim else ivs
+        k.loops(_shape(self.outputs[0]), channel, parallel=True)
 
-        def step(inner: list[Value], acc: Value) -> list[Value]:
-            index: list[Value] = [k.idx(0)] * len(shape)
-            for d, v in zip(kept, outer):
-                index[d] = v
-            for d, v in zip(axes, inner):
-                index[d] = v
-            return [combine(acc, k.load(x, index))]
+    def _matmul(self, op: cinn.DotOp) -> None:
+        """2-D . 2-D as rows: out[i, :] = 0, then out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending (each
+        element sums in the order of the element-wise form, so the result is the same; the inner loop runs
+        along a row of rhs and out, which the vectorizer turns into vector multiply-adds)."""
+        k, out = self.k, self.outputs[0]
+        lhs, rhs = op.operands
+        s = Scalar(k, self.scalar_type(op))
+        depth, cols = _shape(rhs)
 
-        (acc,) = _for_nest(k, [shape[d] for d in axes], [init()], step)
-        k.store(acc, out, ivs)
+        def row(ivs: list[Value]) -> None:
+            (i,) = ivs
+            zero = s.const(0)
+            k.for_(cols, lambda j: k.store(zero, out, [i, j]))
 
-    k.loops(_shape(out), body, parallel=True)
+            def step(kk: Value) -> None:
+                a = self.value(lhs, [i, kk])
 
+                def column(j: Value) -> None:
+                    k.store(s.add(k.load(out, [i, j]), s.mul(a, self.value(rhs, [kk, j]))), out, [i, j])
 
-def _dot(k: KernelBuilder, s: Scalar, lhs: Value, rhs: Value, out: Value) -> None:
-    lhs_rank, depth = len(_shape(lhs)), _shape(lhs)[-1]
+                k.for_(cols, column)
 
-    def body(ivs: list[Value]) -> None:
-        def step(kk: list[Value], acc: Value) -> list[Value]:
-            a = k.load(lhs, [*ivs[: lhs_rank - 1], kk[0]])
-            b = k.load(rhs, [kk[0], *ivs[lhs_rank - 1 :]])
-            return [s.add(acc, s.mul(a, b))]
+            k.for_(depth, step)
 
-        (acc,) = _for_nest(k, [depth], [s.const(0)], step)
-        k.store(acc, out, ivs)
+        k.parallel([_shape(out)[0]], row)
 
-    k.loops(_shape(out), body, parallel=True)
+    def emit(self) -> func.FuncOp:
+        k, op = self.k, self.plan.root
+        out = self.outputs[0]
+        match op:
+            case cinn.ConstScalarOp():
+                k.store(self.value(op.results[0], []), out, [])
+            case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
+                self._bn(op)
+            case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
+                self._matmul(op)
+            case cinn.ConcatOp():
+                axis, offset = op.normalized_axis(), 0
+                for x in op.operands:
 
+                    def copy(ivs: list[Value], x: Value = x, offset: int = offset) -> None:
+                        at = [k.addi(v, k.idx(offset)) if d == axis and offset else v for d, v in enumerate(ivs)]
+                        k.store(self.value(x, ivs), out, at)
 
-def _bn(k: KernelBuilder, s: Scalar, x: Value, outs: Sequence[Value], grad: Value | None, mean: Value | None) -> None:
-    """Per channel c: (sum x, sum x^2), or with grad and mean (sum dy, sum dy * (x - mean))."""
-    n, _, h, w = _shape(x)
+                    k.loops(_shape(x), copy, parallel=True)
+                    offset += _shape(x)[axis]
+            case cinn.ReshapeOp() if not self.plan.inlined:
+                count = pymath.prod(_shape(out))
 
-    def channel(ivs: list[Value]) -> None:
-        (c,) = ivs
-        m = k.load(mean, [c]) if mean is not None else None
+                def move(ivs: list[Value]) -> None:
+                    source = _unravel(k, ivs[0], _shape(op.operands[0]))
+                    k.store(self.value(op.operands[0], source), out, _unravel(k, ivs[0], _shape(out)))
 
-        def step(pos: list[Value], a: Value, b: Value) -> list[Value]:
-            index = [pos[0], c, pos[1], pos[2]]
-            v = k.load(x, index)
-            if grad is None or m is None:
-                return [s.add(a, v), s.add(b, s.mul(v, v))]
-            dy = k.load(grad, index)
-            return [s.add(a, dy), s.add(b, s.mul(dy, s.emit(arith.SubfOp(v, m))))]
-
-        totals = _for_nest(k, [n, h, w], [s.const(0), s.const(0)], step)
-        for total, result in zip(totals, outs):
-            k.store(total, result, [c])
-
-    k.loops(_shape(outs[0]), channel, parallel=True)
-
-
-def _unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
-    index: list[Value] = []
-    for d in reversed(shape):
-        index.insert(0, k.remsi(flat, k.idx(d)) if d > 1 else k.idx(0))
-        flat = k.divsi(flat, k.idx(d)) if d > 1 else flat
-    return index
-
-
-def _gather(k: KernelBuilder, x: Value, out: Value, index: Callable[[list[Value]], list[Value]]) -> None:
-    """out[ivs] = x[index(ivs)]."""
-    k.loops(_shape(out), lambda ivs: k.store(k.load(x, index(ivs)), out, ivs), parallel=True)
-
-
-def _complex(k: KernelBuilder, op: Operation, s: Scalar, ins: Sequence[Value], outs: Sequence[Value]) -> None:
-    out = outs[0]
-    match op:
-        case cinn.ConstScalarOp():
-            value = op.value.value.data
-            k.store(s.const(value), out, [])
-        case cinn.CompareOp():
-            kind = op.kind.data.value
-            _elementwise(k, ins, out, lambda a, b: s.cmp(kind, a, b))
-        case cinn.SelectOp():
-            _elementwise(k, ins, out, lambda c, a, b: s.emit(arith.SelectOp(c, a, b)))
-        case cinn.DotOp():
-            _dot(k, s, ins[0], ins[1], out)
-        case cinn.ReduceOp():
-            _reduce(k, op, s, ins[0], out)
-        case cinn.ConvOp():
-            _conv(k, op, s, ins[0], ins[1], out)
-        case cinn.BnMeanVarianceOp():
-            _bn(k, s, ins[0], outs, None, None)
-        case cinn.BnGradBiasScaleOp():
-            _bn(k, s, ins[0], outs, ins[1], ins[2])
-        case cinn.BroadcastToOp():
-            axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(ins[0])
-            _gather(k, ins[0], out, lambda ivs: [k.idx(0) if d == 1 else ivs[a] for a, d in zip(axes, shape)])
-        case cinn.ConcatOp():
-            axis, offset = op.normalized_axis(), 0
-            for x in ins:
-
-                def copy(ivs: list[Value], x: Value = x, offset: int = offset) -> None:
-                    at = [k.addi(v, k.idx(offset)) if d == axis and offset else v for d, v in enumerate(ivs)]
-                    k.store(k.load(x, ivs), out, at)
-
-                k.loops(_shape(x), copy, parallel=True)
-                offset += _shape(x)[axis]
-        case cinn.ReshapeOp():
-            count = pymath.prod(_shape(out))
-
-            def move(ivs: list[Value]) -> None:
-                k.store(k.load(ins[0], _unravel(k, ivs[0], _shape(ins[0]))), out, _unravel(k, ivs[0], _shape(out)))
-
-            k.loops([count], move, parallel=True)
-        case cinn.ReverseOp():
-            axes, shape = set(op.axes()), _shape(out)
-            _gather(k, ins[0], out, lambda ivs: [
-                k.subi(k.idx(shape[d] - 1), v) if d in axes else v for d, v in enumerate(ivs)
-            ])  # fmt: skip
-        case cinn.SliceOp():
-            starts = [lo for lo, _ in op.bounds()]
-            _gather(k, ins[0], out, lambda ivs: [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(ivs, starts)])
-        case cinn.TransposeOp():
-            perm = [int(v) for v in op.axis.iter_values()]
-            _gather(k, ins[0], out, lambda ivs: [ivs[perm.index(d)] for d in range(len(perm))])
-        case _:
-            raise NotImplementedError(op.name)
+                k.loops([count], move, parallel=True)
+            case _:
+                k.loops(_shape(out), lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs), parallel=True)
+        return k.finish()
 
 
 def lower_op(op: Operation, name: str) -> func.FuncOp:
     """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
-    arg_types = [memref_type(v.type) for v in (*op.operands, *op.results)]
-    k = KernelBuilder(name, arg_types)
-    ins, outs = k.args[: len(op.operands)], k.args[len(op.operands) :]
-    for arg, value in zip(k.args, (*op.operands, *op.results)):
-        if value.name_hint:
-            arg.name_hint = value.name_hint
-    # The element type the op computes in: its first operand's (its result's for ConstScalar).
-    source = op.operands[1] if isinstance(op, cinn.SelectOp) else (op.operands or op.results)[0]
-    assert isinstance(source.type, TensorType)
-    s = Scalar(k, source.type.element_type)
-    if isinstance(op, cinn.UnaryOp):
-        _elementwise(k, ins, outs[0], lambda x: unary(s, op, x))
-    elif type(op) in BINARY:
-        _elementwise(k, ins, outs[0], lambda a, b: BINARY[type(op)](s, a, b))
-    else:
-        _complex(k, op, s, ins, outs)
-    return k.finish()
+    return KernelEmitter(KernelPlan(name, op, [], list(op.operands))).emit()
 
 
 @dataclass(frozen=True)
@@ -595,9 +731,9 @@ class ConvertCinnToLoopsPass(ModulePass):
             if not isinstance(function, func.FuncOp):
                 continue
             ops = cinn_ops(function)
-            if not ops:
+            if not ops and not any(isinstance(t, TensorType) for t in function.function_type.inputs):
                 continue
-            kernels = [lower_op(o, kernel_name(function.sym_name.data, i, o)) for i, o in enumerate(ops)]
+            kernels = [KernelEmitter(plan).emit() for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()
             function.erase()

@@ -197,3 +197,47 @@ def test_a_program_of_several_primitives():
         return z, b.exp(b.negative(z)), y
 
     assert_same(*both(net, x), rtol=1e-6)
+
+
+def _fused_programs():
+    """Programs whose ops cinn-fuse and cinn-mark-views group: chains, prologues, epilogues, views."""
+
+    def softmax(b, x):
+        m = b.reduce(x, "max", [-1], True)
+        e = b.exp(b.sub(x, m))
+        return b.div(e, b.reduce(e, "sum", [-1], True))
+
+    def chain(b, x, y):
+        t = b.transpose(b.reshape(x, [0, 3, -1]), [0, 2, 1])  # views read by a chain
+        z = b.max(b.mul(b.add(t, t), t), b.negative(t))
+        return b.select(b.compare(z, b.slice(y, [0], [1], [3]), "gt"), z, b.reverse(t, [-1])), b.reduce(z, "sum", [1])
+
+    def conv_block(b, x, w):
+        y = b.conv(x, w, paddings=(1, 1))
+        r = b.max(y, b.const_scalar(0.0, "zero"))
+        return b.reduce(b.mul(r, r), "sum", [0, 2, 3]), b.bn_mean_variance(b.add(r, r))[1]
+
+    return softmax, chain, conv_block
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_fused_programs_match_unfused_and_reference(dtype):
+    softmax, chain, conv_block = _fused_programs()
+    x = RNG.integers(-20, 20, (2, 6, 4)).astype(dtype)
+    y = RNG.integers(-20, 20, (4, 8, 3)).astype(dtype)
+    cases = [(chain, (x, y))]
+    if dtype == np.float32:
+        cases += [(softmax, (RNG.standard_normal((5, 7)).astype(dtype),)),
+                  (conv_block, (RNG.standard_normal((2, 3, 5, 5)).astype(dtype),
+                                RNG.standard_normal((4, 3, 3, 3)).astype(dtype)))]  # fmt: skip
+    for build, arrays in cases:
+        runs = []
+        for device, fuse in (("reference", True), ("cpu", True), ("cpu", False)):
+            b = CinnBuilder("k")
+            vs = [b.create_input(a.dtype.name, a.shape, f"a{i}") for i, a in enumerate(arrays)]
+            outs = build(b, *vs)
+            outs = list(outs) if isinstance(outs, tuple) else [outs]
+            fn = b.compile(outs, device=device, fuse=fuse, threads=2)
+            runs.append(fn(**{f"a{i}": a for i, a in enumerate(arrays)}))
+        assert_same(runs[0], runs[1], rtol=1e-5)
+        assert_same(runs[0], runs[2], rtol=1e-5)
