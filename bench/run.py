@@ -200,7 +200,10 @@ def main() -> int:
               f"{'yes' if r['exact'] else 'NO'}")
     for r in rows:
         print(f"{r['name']}: " + ", ".join(f"{k} {v}" for k, v in r["stats"].items()))
-    return 0 if all(r["exact"] for r in rows) else 1
+    import cinn_programs  # bench/cinn_programs.py: the cinn table (bench/ is on sys.path as the script's folder)
+
+    cinn_status = cinn_programs.main(repeat)
+    return 0 if all(r["exact"] for r in rows) and cinn_status == 0 else 1
 
 
 if __name__ == "__main__":
