@@ -240,4 +240,4 @@ def test_fused_programs_match_unfused_and_reference(dtype):
             fn = b.compile(outs, device=device, fuse=fuse, threads=2)
             runs.append(fn(**{f"a{i}": a for i, a in enumerate(arrays)}))
         assert_same(runs[0], runs[1], rtol=1e-5)
-        assert_same(runs[0], runs[2], rtol=1e-5)
+        assert_same(runs[2], runs[1])  # fusion changes no arithmetic: bit-equal to one kernel per primitive
