@@ -4,8 +4,9 @@ A producer P joins the group of the one op C that reads it (P's result is read o
 C reads each element of P once, so that computing P inside C costs nothing twice:
 - P element-wise and C element-wise of P's shape (a chain: one loop computes them all);
 - P element-wise and C a reduce or a bn op (the reduction's prologue: computed where the reduction loads it);
-- P a reduce or a conv and C element-wise of P's shape (the epilogue: applied to each result before its store).
-Dot, concat and the bn ops are never fused into a reader (dot keeps its row-wise kernel). Views
+- P a reduce and C element-wise of P's shape (the epilogue: applied to each result before its store).
+Dot, conv, concat and the bn ops are never fused into a reader (dot and NCHW conv keep their row-wise kernels,
+which accumulate in the output buffer). Views
 (`cinn-mark-views`) need no group: every kernel reads through them. Every op that is no view gets
 
     cinn.group = N : i64
@@ -54,7 +55,7 @@ def fuses_into(producer: Operation, consumer: Operation) -> bool:
         if is_elementwise(consumer):
             return _shape(producer) == _shape(consumer)
         return isinstance(consumer, cinn.ReduceOp | cinn.BnMeanVarianceOp | cinn.BnGradBiasScaleOp)
-    if isinstance(producer, cinn.ReduceOp | cinn.ConvOp):
+    if isinstance(producer, cinn.ReduceOp):
         return is_elementwise(consumer) and _shape(producer) == _shape(consumer)
     return False
 

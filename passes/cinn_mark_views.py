@@ -6,7 +6,9 @@ element of the input at an index the op's attributes give. Such an op whose resu
     cinn.view
 
 and `convert-cinn-to-loops` then emits no kernel for it: a kernel reading the result reads the op's input
-through the index map instead (a chain of views composes). A returned value is stored, so it stays a kernel.
+through the index map instead (a chain of views composes). A returned value is stored, so it stays a kernel; so
+does a transpose that a dot reads (the dot's inner loop runs along rows of its operands: through a transposed view
+it would stride across memory, and copying the operand once costs less).
 
     %r = cinn.reshape %x {shape = array<i64: 0, 1, -1>} : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
     %y = cinn.exp %r : (tensor<4x1x8xf32>) -> tensor<4x1x8xf32>
@@ -27,6 +29,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.passes import ModulePass
 
+from cvmc.dialects import cinn
 from cvmc.passes.convert_cinn_to_loops import VIEW, VIEW_OPS, cinn_ops
 
 
@@ -44,5 +47,8 @@ class CinnMarkViewsPass(ModulePass):
             returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
             for o in cinn_ops(function):
                 o.attributes.pop(VIEW, None)
+                read_by_dot = any(isinstance(use.operation, cinn.DotOp) for use in o.results[0].uses)
+                if isinstance(o, cinn.TransposeOp) and read_by_dot:
+                    continue
                 if isinstance(o, VIEW_OPS) and o.results[0] not in returned:
                     o.attributes[VIEW] = UnitAttr()

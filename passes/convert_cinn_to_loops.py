@@ -452,6 +452,9 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
     return plans
 
 
+MATMUL_UNROLL = 8
+
+
 class KernelEmitter:
     """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
     argument or computed by the inlined op that makes v."""
@@ -657,30 +660,126 @@ class KernelEmitter:
         k.loops(_shape(self.outputs[0]), channel, parallel=True)
 
     def _matmul(self, op: cinn.DotOp) -> None:
-        """2-D . 2-D as rows: out[i, :] = 0, then out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending (each
-        element sums in the order of the element-wise form, so the result is the same; the inner loop runs
-        along a row of rhs and out, which the vectorizer turns into vector multiply-adds)."""
+        """2-D . 2-D by blocks of rows: out[i, :] = 0, then out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending,
+        MATMUL_UNROLL values of kk per pass over the rows, and ROWS rows (the largest of 4, 2, 1 dividing the row
+        count) per pass sharing each load of rhs. Each element still sums in the order of the element-wise form,
+        so the result is the same; the inner loop runs along rows of rhs and out, which the vectorizer turns into
+        vector multiply-adds."""
         k, out = self.k, self.outputs[0]
         lhs, rhs = op.operands
         s = Scalar(k, self.scalar_type(op))
         depth, cols = _shape(rhs)
+        count = _shape(out)[0]
+        rows = next(r for r in (4, 2, 1) if count % r == 0)
+        full = depth - depth % MATMUL_UNROLL
 
-        def row(ivs: list[Value]) -> None:
-            (i,) = ivs
+        def block_of_rows(ivs: list[Value]) -> None:
+            first = k.muli(ivs[0], k.idx(rows))
+            block = [k.addi(first, r) if r else first for r in range(rows)]
             zero = s.const(0)
-            k.for_(cols, lambda j: k.store(zero, out, [i, j]))
 
-            def step(kk: Value) -> None:
-                a = self.value(lhs, [i, kk])
+            def clear(j: Value) -> None:
+                for i in block:
+                    k.store(zero, out, [i, j])
+
+            k.for_(cols, clear)
+
+            def step(kks: list[Value]) -> None:
+                a = [[self.value(lhs, [i, kk]) for kk in kks] for i in block]
 
                 def column(j: Value) -> None:
-                    k.store(s.add(k.load(out, [i, j]), s.mul(a, self.value(rhs, [kk, j]))), out, [i, j])
+                    b = [self.value(rhs, [kk, j]) for kk in kks]
+                    for i, ai in zip(block, a):
+                        acc = k.load(out, [i, j])
+                        for av, bv in zip(ai, b):
+                            acc = s.add(acc, s.mul(av, bv))
+                        k.store(acc, out, [i, j])
 
                 k.for_(cols, column)
 
-            k.for_(depth, step)
+            if full:
+                k.for_(full, lambda k0: step([k.addi(k0, u) for u in range(MATMUL_UNROLL)]), step=MATMUL_UNROLL)
+            if depth > full:
+                k.for_(depth, lambda kk: step([kk]), lb=full)
 
-        k.parallel([_shape(out)[0]], row)
+        k.parallel([count // rows], block_of_rows)
+
+    def _conv_rows(self, op: cinn.ConvOp) -> bool:
+        """NCHW forward (and backward_data at stride 1) by output rows: out[n, o, i, :] += w * x[n, c, r, ...]
+        for the taps (c, p, q) in the element-wise form's order, each tap over the columns where it lands inside
+        the input (static bounds per q), so the inner loop is a vectorizable multiply-add along a row and each
+        element sums the same products in the same order. False (nothing emitted) for the other forms."""
+        g = op.geometry()
+        kind = op.conv_type.data
+        if g.data_format != cinn.DataFormat.NCHW or kind == cinn.ConvType.BACKWARD_FILTER:
+            return False
+        if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
+            return False
+        k, out = self.k, self.outputs[0]
+        lhs, rhs = op.operands
+        s = Scalar(k, self.scalar_type(op))
+        cg, og = g.c // g.groups, g.o // g.groups
+        forward = kind == cinn.ConvType.FORWARD
+        # forward: out = y [n, o, oh, ow] from x (lhs) and w (rhs); backward_data: out = dx [n, c, h, w] from
+        # dy (rhs) and w (lhs), a forward correlation with the taps mirrored
+        channels, rows_out, cols_out = (g.o, g.oh, g.ow) if forward else (g.c, g.h, g.w)
+        source, filt = (lhs, rhs) if forward else (rhs, lhs)
+        src_rows, src_cols = (g.h, g.w) if forward else (g.oh, g.ow)
+        inner = cg if forward else og
+
+        def column_range(q: int) -> tuple[int, int, int, int]:
+            """(first, last + 1, stride, offset): output columns j where src column j * stride + offset is inside."""
+            if forward:
+                stride, offset = g.stride_w, q * g.dilation_w - g.pad_left
+            else:
+                stride, offset = 1, g.pad_left - q * g.dilation_w
+            first = max(0, -(offset // stride))  # the least j with j * stride + offset >= 0
+            last = min(cols_out, (src_cols - 1 - offset) // stride + 1) if src_cols - 1 - offset >= 0 else 0
+            return first, last, stride, offset
+
+        def plane(ivs: list[Value]) -> None:
+            (u,) = ivs
+            n, ch = k.divsi(u, k.idx(channels)), k.remsi(u, k.idx(channels))
+            if forward:
+                base = k.muli(k.divsi(ch, k.idx(og)), k.idx(cg))  # the group's first input channel
+            else:
+                base, cc = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og)), k.remsi(ch, k.idx(cg))
+            zero = s.const(0)
+
+            def row(i: Value) -> None:
+                k.for_(cols_out, lambda j: k.store(zero, out, [n, ch, i, j]))
+
+                def channel(c: Value) -> None:
+                    src_channel = k.addi(base, c)
+                    for p in range(g.kh):
+                        if forward:
+                            r = _index(k, -g.pad_top + p * g.dilation_h, (i, g.stride_h))
+                        else:
+                            r = _index(k, g.pad_top - p * g.dilation_h, (i, 1))
+
+                        def taps(r: Value = r, p: int = p) -> None:
+                            for q in range(g.kw):
+                                first, last, stride, offset = column_range(q)
+                                if first >= last:
+                                    continue
+                                weight = [ch, c, p, q] if forward else [src_channel, cc, p, q]
+                                wv = self.value(filt, [k.idx(x) if isinstance(x, int) else x for x in weight])
+
+                                def column(j: Value, wv: Value = wv, stride: int = stride, offset: int = offset):
+                                    xv = self.value(source, [n, src_channel, r, _index(k, offset, (j, stride))])
+                                    acc = k.load(out, [n, ch, i, j])
+                                    k.store(s.add(acc, s.mul(xv, wv)), out, [n, ch, i, j])
+
+                                k.for_(last, column, lb=first)
+
+                        k.if_(_inside(k, r, src_rows), taps)
+
+                k.for_(inner, channel)
+
+            k.for_(rows_out, row)
+
+        k.parallel([g.n * channels], plane)
+        return True
 
     def emit(self) -> func.FuncOp:
         k, op = self.k, self.plan.root
@@ -692,6 +791,8 @@ class KernelEmitter:
                 self._bn(op)
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
+            case cinn.ConvOp() if self._conv_rows(op):
+                pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0
                 for x in op.operands:

@@ -29,3 +29,15 @@ func.func @views(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<8x2xf32>, te
 // LOOPS-LABEL:   func.func @views_4_identity(%b: memref<8xf32>, %i: memref<4x8xf32>)
 // LOOPS:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
 // LOOPS-NEXT:      %{{.*}} = memref.load %b[%[[J]]] : memref<8xf32>
+
+// A transpose a dot reads is copied once, not viewed: the dot's inner loop runs along rows of its operands.
+func.func @dot_of_transpose(%x: tensor<4x8xf32>, %w: tensor<4x8xf32>) -> tensor<4x4xf32> {
+  %t = cinn.transpose %w {axis = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %y = cinn.dot %x, %t : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  func.return %y : tensor<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @dot_of_transpose
+// CHECK:       %t = cinn.transpose %w {axis = array<i64: 1, 0>} :
+// LOOPS-LABEL: func.func @dot_of_transpose_0_transpose(
+// LOOPS-LABEL: func.func @dot_of_transpose_1_dot(
