@@ -1,10 +1,16 @@
-"""`convert-cinn-to-loops`: every cinn primitive becomes one loop-level kernel.
+"""`convert-cinn-to-loops`: every kernel group of cinn primitives becomes one loop-level kernel.
 
-A `func.func @net` of cinn ops is replaced by one kernel per op, `@net_<i>_<mnemonic>(operands..., results...)`,
-every argument a memref of the tensor's shape (ui8 becomes i8: the kernel's ops carry the unsignedness), where i
-is the op's position in @net. The kernels follow the loop level (scf, memref, arith, math); element-wise work and
-every output element of a reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with
-`iter_args`. Running the kernels in op order on buffers of the SSA values computes @net (see
+A `func.func @net` of cinn ops is replaced by one kernel per group, `@net_<i>_<mnemonic>(inputs..., results...)`,
+named after the group's last op (the one stored), at position i in @net; every argument is a memref of the
+tensor's shape (ui8 becomes i8: the kernel's ops carry the unsignedness). Groups and views are the decisions of
+`cinn-fuse` (`cinn.group = N`) and `cinn-mark-views` (`cinn.view`), followed and checked here (`plan_kernels`):
+an op without either is a group of its own, whose kernel takes its operands then its results; a fused op or a
+view is computed inside the kernel that reads it, at the index read, and its value never reaches memory.
+
+The kernels follow the loop level (scf, memref, arith, math); element-wise work and every output element of a
+reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with `iter_args`; a 2-D dot
+parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output.
+Running the kernels in op order on buffers of the SSA values computes @net (see
 `cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
 The arithmetic is that of `cvmc.runtime.cinn_reference`, written with the loop level's ops.
 

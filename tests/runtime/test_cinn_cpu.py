@@ -241,3 +241,15 @@ def test_fused_programs_match_unfused_and_reference(dtype):
             runs.append(fn(**{f"a{i}": a for i, a in enumerate(arrays)}))
         assert_same(runs[0], runs[1], rtol=1e-5)
         assert_same(runs[2], runs[1])  # fusion changes no arithmetic: bit-equal to one kernel per primitive
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(8, 16, 5), (6, 9, 3), (3, 7, 4), (1, 8, 1)])
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_blocked_matmul_edges_and_transposed_operands(m, k, n, dtype):
+    """Row blocks of 4, 2 and 1, depth with and without an unrolled tail, transposed operands (copied for rhs,
+    viewed for lhs): integers exact (wrapping), floats as the reference."""
+    x = RNG.integers(-1000, 1000, (m, k)).astype(dtype) * (1 if dtype == np.float32 else 40000)
+    w = RNG.integers(-1000, 1000, (k, n)).astype(dtype)
+    assert_same(*both(lambda b, u, v: b.dot(u, v), x, w), rtol=1e-6)
+    xt, wt = x.T.copy(), w.T.copy()
+    assert_same(*both(lambda b, u, v: b.dot(b.transpose(u, [1, 0]), b.transpose(v, [1, 0])), xt, wt), rtol=1e-6)
