@@ -838,7 +838,7 @@ class ConvertCinnToLoopsPass(ModulePass):
             if not isinstance(function, func.FuncOp):
                 continue
             ops = cinn_ops(function)
-            if not ops and not any(isinstance(t, TensorType) for t in function.function_type.inputs):
+            if not ops:
                 continue
             kernels = [KernelEmitter(plan).emit() for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
