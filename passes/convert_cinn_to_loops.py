@@ -459,6 +459,7 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
 
 
 MATMUL_UNROLL = 8
+REDUCE_LANES = 8
 
 
 class KernelEmitter:
@@ -486,52 +487,63 @@ class KernelEmitter:
         return source.type.element_type
 
     def value(self, v: Value, ivs: Sequence[Value]) -> Value:
+        return self.values(v, [list(ivs)])[0]
+
+    def values(self, v: Value, points: Sequence[Sequence[Value]]) -> list[Value]:
+        """The elements of v at several indices, one per lane: lanes share the loops of a reduction (each lane
+        keeps its own accumulator and order, so each element is what `value` alone would give)."""
         k = self.k
         if v in self.memory:
-            return k.load(self.memory[v], list(ivs))
+            return [k.load(self.memory[v], list(p)) for p in points]
         op = v.owner
         assert isinstance(op, Operation)
         s = Scalar(k, self.scalar_type(op))
-        operand = lambda i, at: self.value(op.operands[i], at)  # noqa: E731
-        at_broadcast = lambda i: operand(i, _broadcast_index(k, ivs, _shape(op.operands[i])))  # noqa: E731
+
+        def operand(i: int, index: Callable[[Sequence[Value]], list[Value]]) -> list[Value]:
+            return self.values(op.operands[i], [index(p) for p in points])
+
+        def broadcast(i: int) -> list[Value]:
+            return operand(i, lambda p: _broadcast_index(k, p, _shape(op.operands[i])))
+
         if isinstance(op, cinn.UnaryOp):
-            return unary(s, op, at_broadcast(0))
+            return [unary(s, op, x) for x in broadcast(0)]
         if type(op) in BINARY:
-            return BINARY[type(op)](s, at_broadcast(0), at_broadcast(1))
+            return [BINARY[type(op)](s, a, b) for a, b in zip(broadcast(0), broadcast(1))]
         match op:
             case cinn.ConstScalarOp():
-                return s.const(op.value.value.data)
+                return [s.const(op.value.value.data)] * len(points)
             case cinn.CompareOp():
-                return s.cmp(op.kind.data.value, at_broadcast(0), at_broadcast(1))
+                return [s.cmp(op.kind.data.value, a, b) for a, b in zip(broadcast(0), broadcast(1))]
             case cinn.SelectOp():
-                return s.emit(arith.SelectOp(at_broadcast(0), at_broadcast(1), at_broadcast(2)))
+                return [s.emit(arith.SelectOp(c, a, b)) for c, a, b in zip(broadcast(0), broadcast(1), broadcast(2))]
             case cinn.BroadcastToOp():
                 axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(op.operands[0])
-                return operand(0, [k.idx(0) if d == 1 else ivs[a] for a, d in zip(axes, shape)])
+                return operand(0, lambda p: [k.idx(0) if d == 1 else p[a] for a, d in zip(axes, shape)])
             case cinn.ReshapeOp():
-                flat = _ravel(k, ivs, _shape(op.results[0]))
-                return operand(0, _unravel(k, flat, _shape(op.operands[0])))
+                source, target = _shape(op.operands[0]), _shape(op.results[0])
+                return operand(0, lambda p: _unravel(k, _ravel(k, p, target), source))
             case cinn.ReverseOp():
                 axes, shape = set(op.axes()), _shape(op.results[0])
-                return operand(0, [k.subi(k.idx(shape[d] - 1), v) if d in axes else v for d, v in enumerate(ivs)])
+                flip = lambda d, v: k.subi(k.idx(shape[d] - 1), v) if d in axes else v  # noqa: E731
+                return operand(0, lambda p: [flip(d, v) for d, v in enumerate(p)])
             case cinn.SliceOp():
                 starts = [lo for lo, _ in op.bounds()]
-                return operand(0, [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(ivs, starts)])
+                return operand(0, lambda p: [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(p, starts)])
             case cinn.TransposeOp():
                 perm = [int(v) for v in op.axis.iter_values()]
-                return operand(0, [ivs[perm.index(d)] for d in range(len(perm))])
+                return operand(0, lambda p: [p[perm.index(d)] for d in range(len(perm))])
             case cinn.ReduceOp():
-                return self._reduce(op, s, ivs)
+                return self._reduce(op, s, points)
             case cinn.DotOp():
-                return self._dot(op, s, ivs)
+                return [self._dot(op, s, p) for p in points]
             case cinn.ConvOp():
-                return self._conv(op, s, ivs)
+                return [self._conv(op, s, p) for p in points]
             case _:
                 raise NotImplementedError(op.name)
 
     # -- reductions of one output element --------------------------------------------------------------------
 
-    def _reduce(self, op: cinn.ReduceOp, s: Scalar, ivs: Sequence[Value]) -> Value:
+    def _reduce(self, op: cinn.ReduceOp, s: Scalar, points: Sequence[Sequence[Value]]) -> list[Value]:
         k, x = self.k, op.operands[0]
         shape = _shape(x)
         axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
@@ -550,18 +562,21 @@ class KernelEmitter:
             cinn.ReduceKind.MAX: s.max,
             cinn.ReduceKind.MIN: s.min,
         }[kind]
-        outer = [ivs[d] for d in kept] if keep_dim else list(ivs)
+        outers = [[p[d] for d in kept] if keep_dim else list(p) for p in points]
 
-        def step(inner: list[Value], acc: Value) -> list[Value]:
-            index: list[Value] = [k.idx(0)] * len(shape)
-            for d, v in zip(kept, outer):
-                index[d] = v
-            for d, v in zip(axes, inner):
-                index[d] = v
-            return [combine(acc, self.value(x, index))]
+        def step(inner: list[Value], *accs: Value) -> list[Value]:
+            indices = []
+            for outer in outers:
+                index: list[Value] = [k.idx(0)] * len(shape)
+                for d, v in zip(kept, outer):
+                    index[d] = v
+                for d, v in zip(axes, inner):
+                    index[d] = v
+                indices.append(index)
+            return [combine(acc, e) for acc, e in zip(accs, self.values(x, indices))]
 
-        (acc,) = _for_nest(k, [shape[d] for d in axes], [init()], step)
-        return acc
+        first = init()
+        return _for_nest(k, [shape[d] for d in axes], [first] * len(points), step)
 
     def _dot(self, op: cinn.DotOp, s: Scalar, ivs: Sequence[Value]) -> Value:
         lhs, rhs = op.operands
@@ -817,9 +832,34 @@ class KernelEmitter:
                     k.store(self.value(op.operands[0], source), out, _unravel(k, ivs[0], _shape(out)))
 
                 k.loops([count], move, parallel=True)
+            case _ if self._lanes() > 1:
+                self._store_lanes(self._lanes())
             case _:
                 k.loops(_shape(out), lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs), parallel=True)
         return k.finish()
+
+    def _lanes(self) -> int:
+        """How many output elements one iteration computes: REDUCE_LANES (or 4, 2) where the kernel reduces and
+        its last dim of size > 1 divides by that (independent accumulators hide the latency of each add chain)."""
+        root = self.plan.root
+        if not any(isinstance(o, cinn.ReduceOp) for o in (root, *self.plan.inlined)) or len(root.results) != 1:
+            return 1
+        dims = [d for d in _shape(root.results[0]) if d > 1]
+        return next((r for r in (REDUCE_LANES, 4, 2) if dims and dims[-1] % r == 0), 1)
+
+    def _store_lanes(self, lanes: int) -> None:
+        k, out, root = self.k, self.outputs[0], self.plan.root
+        shape = list(_shape(out))
+        axis = max(d for d, n in enumerate(shape) if n > 1)
+        shape[axis] //= lanes
+
+        def body(ivs: list[Value]) -> None:
+            first = k.muli(ivs[axis], k.idx(lanes))
+            points = [[*ivs[:axis], k.addi(first, r) if r else first, *ivs[axis + 1 :]] for r in range(lanes)]
+            for point, v in zip(points, self.values(root.results[0], points)):
+                k.store(v, out, point)
+
+        k.loops(shape, body, parallel=True)
 
 
 def lower_op(op: Operation, name: str) -> func.FuncOp:

@@ -32,14 +32,19 @@ func.func @net(%x: tensor<4x8xf32>, %u: tensor<8xui8>, %i: tensor<4x8xi32>) -> t
 // CHECK-NEXT:      memref.store %[[M]], %{{.*}}[%[[I]], %[[J]]] : memref<4x8xf32>
 // CHECK-NEXT:      scf.reduce
 
-// A reduction: parallel over the kept axis, scf.for with iter_args over the reduced one.
+// A reduction: the kept axis in lanes of 8, 4 or 2 (here the 4 outputs, so no parallel loop is left), one scf.for
+// over the reduced axis with one accumulator per lane in iter_args (independent add chains, each in order).
 // CHECK-LABEL: func.func @net_2_reduce(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4xf32>) {
-// CHECK:         "scf.parallel"
-// CHECK:           %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[Z]]) -> (f32) {
-// CHECK:             %[[N:.*]] = arith.addf %[[ACC]], %{{.*}} : f32
-// CHECK-NEXT:        scf.yield %[[N]] : f32
-// CHECK:           memref.store %[[S]]
+// CHECK:         %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[S0:.*]], %[[S1:.*]], %[[S2:.*]], %[[S3:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[Z]], %[[A1:.*]] = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]]) -> (f32, f32, f32, f32) {
+// CHECK-COUNT-4:   memref.load
+// CHECK-NEXT:      %[[N0:.*]] = arith.addf %[[A0]], %{{.*}} : f32
+// CHECK-NEXT:      %[[N1:.*]] = arith.addf %[[A1]], %{{.*}} : f32
+// CHECK:           scf.yield %[[N0]], %[[N1]], %{{.*}}, %{{.*}} : f32, f32, f32, f32
+// CHECK:         memref.store %[[S0]]
+// CHECK-NEXT:    memref.store %[[S1]]
+// CHECK-NEXT:    memref.store %[[S2]]
+// CHECK-NEXT:    memref.store %[[S3]]
 
 // ui8 is stored as i8; its ops are the unsigned ones.
 // CHECK-LABEL: func.func @net_3_right_shift(%u: memref<8xi8>, %u_1: memref<8xi8>, %{{.*}}: memref<8xi8>) {
