@@ -725,15 +725,65 @@ class KernelEmitter:
 
         k.parallel([count // rows], block_of_rows)
 
+    def _conv_filter_rows(self, op: cinn.ConvOp) -> None:
+        """NCHW backward_filter by (o, c) planes: for each filter row p, the kw outputs dw[o, c, p, :] accumulate
+        together over (n, i) ascending (the row r guarded once) and, per q, over the columns j where the tap lands
+        inside x (static bounds): kw independent chains, no test per element, and each output sums the same
+        products in the order of the element-wise form."""
+        g = op.geometry()
+        k, out = self.k, self.outputs[0]
+        x, dy = op.operands
+        s = Scalar(k, self.scalar_type(op))
+        cg, og = g.c // g.groups, g.o // g.groups
+
+        def plane(ivs: list[Value]) -> None:
+            (u,) = ivs
+            o, c = k.divsi(u, k.idx(cg)), k.remsi(u, k.idx(cg))
+            channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
+            for p in range(g.kh):
+
+                def position(pos: list[Value], *accs: Value, p: int = p) -> list[Value]:
+                    n, i = pos
+                    r = _index(k, -g.pad_top + p * g.dilation_h, (i, g.stride_h))
+
+                    def taps() -> list[Value]:
+                        results = []
+                        for q, acc in enumerate(accs):
+                            offset = q * g.dilation_w - g.pad_left
+                            first = max(0, -(offset // g.stride_w))
+                            last = min(g.ow, (g.w - 1 - offset) // g.stride_w + 1) if g.w - 1 - offset >= 0 else 0
+                            if first >= last:
+                                results.append(acc)
+                                continue
+
+                            def column(j: Value, a: Value, offset: int = offset) -> list[Value]:
+                                xv = self.value(x, [n, channel, r, _index(k, offset, (j, g.stride_w))])
+                                return [s.add(a, s.mul(self.value(dy, [n, o, i, j]), xv))]
+
+                            results.extend(k.for_(last, column, lb=first, inits=[acc]))
+                        return results
+
+                    return k.if_(_inside(k, r, g.h), taps, lambda: list(accs), types=[s.type] * g.kw)
+
+                totals = _for_nest(k, [g.n, g.oh], [s.const(0)] * g.kw, position)
+                for q, total in enumerate(totals):
+                    k.store(total, out, [o, c, k.idx(p), k.idx(q)])
+
+        k.parallel([g.o * cg], plane)
+
     def _conv_rows(self, op: cinn.ConvOp) -> bool:
         """NCHW forward (and backward_data at stride 1) by output rows: out[n, o, i, :] += w * x[n, c, r, ...]
+        (backward_filter: `_conv_filter_rows`)
         for the taps (c, p, q) in the element-wise form's order, each tap over the columns where it lands inside
         the input (static bounds per q), so the inner loop is a vectorizable multiply-add along a row and each
         element sums the same products in the same order. False (nothing emitted) for the other forms."""
         g = op.geometry()
         kind = op.conv_type.data
-        if g.data_format != cinn.DataFormat.NCHW or kind == cinn.ConvType.BACKWARD_FILTER:
+        if g.data_format != cinn.DataFormat.NCHW:
             return False
+        if kind == cinn.ConvType.BACKWARD_FILTER:
+            self._conv_filter_rows(op)
+            return True
         if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
             return False
         k, out = self.k, self.outputs[0]
