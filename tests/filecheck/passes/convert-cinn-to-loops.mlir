@@ -115,3 +115,20 @@ func.func @conv_nhwc(%x: tensor<1x5x5x2xf32>, %w: tensor<3x2x3x3xf32>) -> tensor
 // CHECK:                   arith.addf
 // CHECK:                 } else {
 // CHECK:           memref.store %{{.*}}, %y
+
+// FloorDiv on floats is Python's divmod quotient: the exact remainder, (x - r) / y moved by one where r and y
+// differ in sign, snapped to an integer; x / y where y = 0.
+func.func @floor_div(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %q = cinn.floor_div %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %q : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @floor_div_0_floor_div(%x: memref<4xf32>, %y: memref<4xf32>, %q: memref<4xf32>) {
+// CHECK:           %[[R:.*]] = "arith.remf"(%[[X:.*]], %[[Y:.*]]) : (f32, f32) -> f32
+// CHECK-NEXT:      %[[QUOT:.*]] = arith.divf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      %[[XR:.*]] = arith.subf %[[X]], %[[R]] : f32
+// CHECK-NEXT:      %{{.*}} = arith.divf %[[XR]], %[[Y]] : f32
+// CHECK:           math.floor
+// CHECK:           math.copysign
+// CHECK:           %[[BZ:.*]] = arith.cmpf oeq, %[[Y]], %{{.*}} : f32
+// CHECK:           arith.select %[[BZ]], %[[QUOT]], %{{.*}} : f32
