@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(BIN)/pyright
 
 bench: $(STAMP)
-	$(BIN)/pip install -q onnxruntime onnx torch==2.13.0
+	$(BIN)/pip install -q onnxruntime onnx
 	$(BIN)/python bench/run.py
 
 clean:
