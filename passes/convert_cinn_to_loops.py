@@ -691,8 +691,12 @@ class KernelEmitter:
         s = Scalar(k, self.scalar_type(op))
         depth, cols = _shape(rhs)
         count = _shape(out)[0]
-        rows = next(r for r in (4, 2, 1) if count % r == 0)
-        full = depth - depth % MATMUL_UNROLL
+        # Narrow integers stay one row and one k per pass: LLVM's vectorizer (maximize-bandwidth) takes seconds
+        # on the unrolled form of i8 and i16 code.
+        wide = s.is_float or cinn.bit_width(s.element) >= 32
+        rows = next(r for r in (4, 2, 1) if count % r == 0) if wide else 1
+        unroll = MATMUL_UNROLL if wide else 1
+        full = depth - depth % unroll
 
         def block_of_rows(ivs: list[Value]) -> None:
             first = k.muli(ivs[0], k.idx(rows))
@@ -719,7 +723,7 @@ class KernelEmitter:
                 k.for_(cols, column)
 
             if full:
-                k.for_(full, lambda k0: step([k.addi(k0, u) for u in range(MATMUL_UNROLL)]), step=MATMUL_UNROLL)
+                k.for_(full, lambda k0: step([k.addi(k0, u) for u in range(unroll)]), step=unroll)
             if depth > full:
                 k.for_(depth, lambda kk: step([kk]), lb=full)
 
@@ -894,6 +898,10 @@ class KernelEmitter:
         root = self.plan.root
         if not any(isinstance(o, cinn.ReduceOp) for o in (root, *self.plan.inlined)) or len(root.results) != 1:
             return 1
+        t = root.results[0].type
+        assert isinstance(t, TensorType)
+        if not cinn.is_float(t.element_type) and cinn.bit_width(t.element_type) < 32:
+            return 1  # as in _matmul: the vectorizer takes seconds on lanes of narrow integers
         dims = [d for d in _shape(root.results[0]) if d > 1]
         return next((r for r in (REDUCE_LANES, 4, 2) if dims and dims[-1] % r == 0), 1)
 
