@@ -202,10 +202,12 @@ def main() -> int:
               f"{'yes' if r['exact'] else 'NO'}")
     for r in rows:
         print(f"{r['name']}: " + ", ".join(f"{k} {v}" for k, v in r["stats"].items()))
-    import compile_scaling  # bench/, beside this file
+    import cinn_programs  # bench/, beside this file
+    import compile_scaling
 
     compile_scaling.run(quick=a.quick)
-    return 0 if all(r["exact"] for r in rows) else 1
+    cinn_status = cinn_programs.main(repeat)
+    return 0 if all(r["exact"] for r in rows) and cinn_status == 0 else 1
 
 
 if __name__ == "__main__":

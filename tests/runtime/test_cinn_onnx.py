@@ -1,4 +1,4 @@
-"""ONNX's backend node tests, mapped onto cinn primitives and run on the reference device.
+"""ONNX's backend node tests, mapped onto cinn primitives and run on the reference and cpu devices.
 
 Each single-node test whose operator and attributes map onto CinnBuilder primitives (and whose dtypes cinn has)
 is built with CinnBuilder and compared with ONNX's expected outputs; the others are counted as unmapped. Known
@@ -141,7 +141,7 @@ def _load(d: pathlib.Path):
     return model, inputs, outputs
 
 
-def _run_case(d: pathlib.Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _run_case(d: pathlib.Path, device: str = "reference") -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(got, expected), or Unmapped."""
     try:
         model, inputs, expected = _load(d)
@@ -155,7 +155,7 @@ def _run_case(d: pathlib.Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
     values = [b.create_input(a.dtype.name, a.shape, f"in{i}") for i, a in enumerate(inputs)]
     try:
         outputs = _map_node(b, model.graph.node[0], values, inputs, tuple(expected[0].shape))
-        fn = b.compile(outputs)
+        fn = b.compile(outputs, device=device)
     except CVMLogicError as e:  # the primitive's rules reject this use (mixed dtypes, ranks, ...)
         raise Unmapped(str(e)) from None
     return fn(**{f"in{i}": a for i, a in enumerate(inputs)}), expected
@@ -170,12 +170,13 @@ def _matches(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
-def test_onnx_node_tests(capsys):
+@pytest.mark.parametrize("device", ["reference", "cpu"])
+def test_onnx_node_tests(capsys, device):
     mapped, passed, unmapped = [], [], 0
     failed, known = [], []
     for d in sorted(NODE_DIR.iterdir()):
         try:
-            got, want = _run_case(d)
+            got, want = _run_case(d, device)
         except Unmapped:
             unmapped += 1
             continue
@@ -188,7 +189,7 @@ def test_onnx_node_tests(capsys):
             failed.append(d.name)
     with capsys.disabled():
         print(
-            f"\nonnx {onnx.__version__} node tests: {len(mapped)} mapped onto cinn, {len(passed)} pass, "
+            f"\nonnx {onnx.__version__} node tests on {device}: {len(mapped)} mapped onto cinn, {len(passed)} pass, "
             f"{len(known)} differ by definition ({', '.join(known)}), {len(failed)} fail, {unmapped} unmapped"
         )
     assert not failed, failed

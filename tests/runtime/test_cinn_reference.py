@@ -9,6 +9,7 @@ from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.parser import Parser
 
+from cvmc import CinnBuilder
 from cvmc.dialects import cinn
 from cvmc.runtime import cinn_reference as ref
 
@@ -303,3 +304,62 @@ def test_run_function_walks_ops_in_order():
 def test_every_op_has_reference_semantics():
     covered = set(ref.UNARY) | set(ref.BINARY)
     assert covered == set(cinn.UNARY_OPS) | set(cinn.BINARY_OPS)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The decisions the seed leaves open (README, "CINN primitives")
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_floor_div_and_mod_are_one_pair(dtype):
+    # 1 // 0.1: floor(1 / 0.1) would be 10 and leave a negative remainder; the pair gives 9 and ~0.1
+    x, y = a([1.0], dtype), a([0.1], dtype)
+    q, r = ref.floor_div(x, y), ref.floor_mod(x, y)
+    assert q[0] == 9 and 0 < r[0] < y[0]
+    assert y[0] * q[0] + r[0] == x[0]
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-50, 50, 2000).astype(dtype), rng.uniform(-3, 3, 2000).astype(dtype)
+    q, r = ref.floor_div(x, y), ref.floor_mod(x, y)
+    np.testing.assert_array_equal(q, np.floor(q))  # an integer
+    assert np.all((r == 0) | (np.sign(r) == np.sign(y))) and np.all(np.abs(r) < np.abs(y))
+    np.testing.assert_allclose(y * q + r, x, rtol=0, atol=4 * float(np.finfo(dtype).eps) * 50)
+    # where every step is exact (small integers as floats), the identity is exact
+    xi, yi = rng.integers(-100, 100, 500).astype(dtype), rng.choice([-7, -2, -1, 1, 3, 8], 500).astype(dtype)
+    np.testing.assert_array_equal(yi * ref.floor_div(xi, yi) + ref.floor_mod(xi, yi), xi)
+    np.testing.assert_array_equal(ref.floor_div(xi, yi), np.floor(xi / yi))
+
+
+def test_negative_axes_count_from_the_end():
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    for neg, pos in ((-1, 2), (-3, 0)):
+        b = CinnBuilder("k")
+        v = b.create_input("int32", [2, 3, 4], "x")
+        outs = [b.concat([v, v], neg), b.reverse(v, [neg]), b.reduce(v, "sum", [neg, 1], True)]
+        got = b.compile(outs)(x=x)
+        np.testing.assert_array_equal(got[0], np.concatenate([x, x], pos))
+        np.testing.assert_array_equal(got[1], np.flip(x, pos))
+        np.testing.assert_array_equal(got[2], x.sum(axis=(pos, 1), keepdims=True))
+
+
+def test_reshape_zero_copies_the_input_dim():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    b = CinnBuilder("k")
+    v = b.create_input("float32", [2, 3, 4], "x")
+    outs = [b.reshape(v, [0, -1]), b.reshape(v, [0, 0, 2, 2]), b.reshape(v, [4, 0, 2])]
+    got = b.compile(outs)(x=x)
+    assert [g.shape for g in got] == [(2, 12), (2, 3, 2, 2), (4, 3, 2)]
+    for g in got:
+        np.testing.assert_array_equal(g.ravel(), x.ravel())
+
+
+def test_conv_same_with_dilation_pads_for_the_dilated_filter():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((1, 2, 9, 8)), rng.standard_normal((3, 2, 3, 3))
+    b = CinnBuilder("k")
+    u, v = b.create_input("float64", x.shape, "x"), b.create_input("float64", w.shape, "w")
+    same = b.conv(u, v, dilations=(2, 3), padding_algorithm="SAME")
+    explicit = b.conv(u, v, paddings=(2, 3), dilations=(2, 3))  # total (3 - 1) * d, split evenly
+    got = b.compile([same, explicit])(x=x, w=w)
+    assert got[0].shape == (1, 3, 9, 8)  # SAME keeps the input's size at stride 1
+    np.testing.assert_array_equal(got[0], got[1])
