@@ -4,7 +4,8 @@ launched with the CUDA driver API (through `cuda-python`).
     run = compile_graph(graph)      # CVMRuntimeError("no CUDA device: ...") without a driver, a GPU or cuda-python
     heads = run(data)               # every head as an int32 array; `data` already saturated to its precision
     run.stats                       # compile times, kernels, launches, device, buffer bytes
-    emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles) and out/host.mlir (buffers, launches)
+    emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles), out/host.mlir (buffers, launches) and
+                                    # out/launches.json (grid, block and multiply-adds of every launch)
 
 One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline and `read_host` give the loop-level
 kernels and the host program (the arena's size, the views of it each kernel reads and writes, the calls in
