@@ -128,8 +128,9 @@ UNPADDED = {"dense_000", "dense_001", "dense_002", "dense_003", "dense_005", "de
             "conv2d_001", "conv2d_005", "model_digits_cnn_000", "model_digits_mlp_000"}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15: the CUDA path still prints the CPU schedule (a grid-stride loop "
-                                       "over output rows); the GPU schedule that meets this bound is not built")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="issue 15: the CUDA path still prints the CPU schedule (a grid-stride loop over output "
+                          "rows); the GPU schedule that meets this bound is not built")
 def test_every_launch_with_multiply_adds_has_threads_for_them(tmp_path):
     """The bound of issue 15: a launch with `macs > 0` has at least min(macs / 64, 65,536) threads with work."""
     case = next(c for c in MAC_CASES if c.name.startswith("model_bench_resnet"))
