@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="reference, cpu (default) or cuda")
     p.add_argument("--gas", action="store_true", help="print the model's gas and exit")
     p.add_argument("--stats", action="store_true", help="print compile and run statistics on stderr")
-    p.add_argument("--emit-source", metavar="DIR", help="write the generated CUDA sources to DIR (no GPU needed)")
+    p.add_argument("--emit-source", metavar="DIR",
+                   help="write the generated CUDA sources and launches.json to DIR (no GPU needed)")
     p.add_argument("--max-memory", metavar="BYTES", type=memory_size, default=None,
                    help="refuse a model needing more working memory on the device (default 2^40, the runtime's)")
     return p
