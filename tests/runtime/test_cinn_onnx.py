@@ -3,7 +3,8 @@
 Each single-node test whose operator and attributes map onto CinnBuilder primitives (and whose dtypes cinn has)
 is built with CinnBuilder and compared with ONNX's expected outputs; the others are unmapped, each for the reason
 `onnx_unmapped.tsv` beside this file lists (a test unmapped for another reason, a primitive's rules rejecting a
-use they did not reject before included, fails). Known differences of definition (cinn.md: Round is half away from zero, ONNX's half to even) are listed, not failed.
+use they did not reject before included, fails). Known differences of definition (cinn.md: Round is half away
+from zero, ONNX's half to even) are listed, not failed.
 Needs the `onnx` package with its node test files (wheels up to 1.22.0 ship them); skips otherwise.
 """
 
