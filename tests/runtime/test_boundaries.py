@@ -339,6 +339,13 @@ RULE_BOUNDS = [
      {"pool_size": (3, 3), "padding": (3, 2)}, r"expected 'padding' \[3, 2\] smaller than 'pool_size' \[3, 3\]"),
     ("max_pool2d", [(1, 1, 4, 5)], [8], {"pool_size": (4, 5)}, {"pool_size": (5, 5)},
      r"pool_size \[5, 5\] exceeds padded input \[4, 5\]"),
+    ("max_pool2d", [(1, 1, 4, 3)], [8], {"pool_size": (6, 5), "padding": (1, 1)},
+     {"pool_size": (6, 6), "padding": (1, 1)}, r"pool_size \[6, 6\] exceeds padded input \[6, 5\]"),
+    ("max_pool2d", [(1, 1, 4, 3)], [8], {"pool_size": (6, 5), "padding": (1, 1)},
+     {"pool_size": (7, 5), "padding": (1, 1)}, r"pool_size \[7, 5\] exceeds padded input \[6, 5\]"),
+    ("max_pool2d", [(1, 1, 5, 5)], [8], {"pool_size": (2, 2), "strides": (1, 2), "ceil_mode": True, "padding": (0, 0)},
+     {"pool_size": (2, 2), "strides": (1, 2), "ceil_mode": True, "padding": (0, 1)},
+     "in ceil mode the last pooling window starts inside the padding"),
     ("max_pool2d", [(1, 1, 4, 5)], [8], {"pool_size": (1, 1), "strides": (A, 1)},
      {"pool_size": (1, 1), "strides": (A + 1, 1)}, r"'strides' in \[1, 4096\], got 4097"),
     ("max_pool2d", [(1, 1, 5, 5)], [8], {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True, "padding": (0,)},
@@ -358,6 +365,9 @@ RULE_BOUNDS = [
     ("expand_dims", [(2, 3)], [8], {"axis": 2}, {"axis": 3}, r"'axis' in \[-3, 2\], got 3"),
     ("expand_dims", [(2, 3)], [8], {"axis": -3}, {"axis": -4}, r"'axis' in \[-3, 2\], got -4"),
     ("concatenate", [(2, 3), (2, 1)], [8, 8], {"axis": -1}, {"axis": -3}, r"'axis' in \[-2, 1\], got -3"),
+    ("concatenate", [(2, 3)], [8], {"axis": 0}, {"axis": 2}, r"'axis' in \[-2, 1\], got 2"),
+    ("sum", [(2, 3, 4)], [8], {"axis": (0, 1, 2)}, {"axis": (0, 1, 1)}, "expected distinct 'axis' values"),
+    ("max", [(2, 3, 4)], [8], {"axis": (2, 0)}, {"axis": (2, -1)}, "expected distinct 'axis' values"),
     ("slice_like", [(4, 3), (4, 2)], [8, 8], {"axis": (1,)}, {"axis": (2,)}, r"'axis' in \[-2, 1\], got 2"),
     ("take", [(4, 3), (2,)], [8, 8], {"axis": 1}, {"axis": 2}, r"'axis' in \[-2, 1\], got 2"),
     ("sum", [(4, 3)], [8], {"axis": (-2,)}, {"axis": (-3,)}, r"'axis' in \[-2, 1\], got -3"),
@@ -387,6 +397,31 @@ def test_get_valid_counts_box_width(k, ok):
             _infer("get_valid_counts", [(2, 3, k)], [8])
 
 
+def test_reshape_code_bounds():
+    assert rules.reshape_shape((2, 3), (-3,)) == (6,)
+    with pytest.raises(CVMLogicError, match="reshape code -3 at position 1 needs two input dims"):
+        rules.reshape_shape((2, 3), (0, -3))
+    assert rules.reshape_shape((6,), (-4, 2, 3)) == (2, 3)
+    assert rules.reshape_shape((6,), (-4, 2, -1)) == rules.reshape_shape((6,), (-4, -1, 3)) == (2, 3)
+    with pytest.raises(CVMLogicError, match="reshape code -4 at position 1 needs two values"):
+        rules.reshape_shape((6,), (0, -4, 2, 3))
+    with pytest.raises(CVMLogicError, match="reshape code -4 at position 0 needs two values"):
+        rules.reshape_shape((6,), (-4, 2))
+    for a, b in ((-1, -1), (-2, 3), (3, -2)):
+        with pytest.raises(CVMLogicError, match="reshape code -4 expects two sizes"):
+            rules.reshape_shape((6,), (-4, a, b))
+
+
+def test_graph_memory_limit():
+    """4 bytes x every node's outputs <= 2^40: 129 tensors of 2^30 values (2^39 + 2^32 bytes) are accepted. The
+    gas limit (>= 5 per value) keeps any model below 2^40 x 4 / 5 bytes, so the bound itself cannot be reached."""
+    b = CvmBuilder()
+    t = b.create_input([1 << 15, 1 << 15], 8)
+    for _ in range(128):
+        t = b.relu(t)
+    assert b.graph([t]).gas < rules.MAX_TOTAL_OPS
+
+
 def test_parser_int32_and_lower_bounds():
     assert rules.parse_attrs("clip", {"a_min": "-2147483648", "a_max": "2147483647"}) == {
         "a_min": INT32_MIN, "a_max": INT32_MAX}  # fmt: skip
@@ -400,8 +435,10 @@ def test_parser_int32_and_lower_bounds():
     with pytest.raises(CVMRuntimeError, match="expected >= 1, got 0"):
         rules.parse_attrs("expand_dims", {"axis": "0", "num_newaxis": "0"})
     assert rules.parse_attrs("tile", {"reps": f"({(1 << 63) - 1},)"})["reps"] == ((1 << 63) - 1,)
-    with pytest.raises(CVMRuntimeError, match="does not fit"):
-        rules.parse_attrs("tile", {"reps": f"({1 << 63},)"})
+    assert rules.parse_attrs("tile", {"reps": f"({-(1 << 63)}, 1)"})["reps"] == (-(1 << 63), 1)
+    for big in (1 << 63, -(1 << 63) - 1):
+        with pytest.raises(CVMRuntimeError, match="does not fit"):
+            rules.parse_attrs("tile", {"reps": f"({big},)"})
 
 
 def test_base_ops_limit():
