@@ -412,6 +412,13 @@ def test_reshape_code_bounds():
             rules.reshape_shape((6,), (-4, a, b))
 
 
+def test_strided_slice_clamps_to_the_dims():
+    """begin and end are clamped to [0, dim] for a positive stride and to [-1, dim - 1] for a negative one."""
+    assert _infer("strided_slice", [(4,)], [8], begin=(10,), end=(-5,), stride=(-1,)).shapes == ((4,),)
+    assert _infer("strided_slice", [(4,)], [8], begin=(-10,), end=(10,), stride=(1,)).shapes == ((4,),)
+    assert rules.strided_slice_bounds((4, 3), (10, 0), (-5, 3), (-2, 1)) == [(3, -2, 2), (0, 1, 3)]
+
+
 def test_graph_memory_limit():
     """4 bytes x every node's outputs <= 2^40: 129 tensors of 2^30 values (2^39 + 2^32 bytes) are accepted. The
     gas limit (>= 5 per value) keeps any model below 2^40 x 4 / 5 bytes, so the bound itself cannot be reached."""
