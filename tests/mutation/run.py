@@ -13,7 +13,9 @@ Each worker copy is the tree's tracked and unignored files with `cvmc/<layer>` l
 `dialects/`, `passes/`, ... folders: `python -m pytest` run in the copy imports the mutated files there (the
 editable install's finder comes after the working directory on sys.path), so the checkout itself is never
 mutated. Each test run gets a fresh JIT cache (compiled programs are cached by graph, not by compiler) and
-writes no bytecode. `--module` runs some modules; `--keep DIR` keeps the copies and sessions.
+writes no bytecode. `--module` runs some modules; `--keep DIR` keeps the copies and sessions, and `--retry DIR`
+runs again, against the tree's current tests, only the mutants that survived in the sessions kept there (the
+score after new tests, without running the killed ones again).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -221,6 +224,12 @@ name = "local"
     return len(keep)
 
 
+def forget_survivors(session: Path) -> int:
+    """Make the session's surviving mutants pending again (for --retry); how many they are."""
+    with sqlite3.connect(session) as db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
 @dataclass
 class Outcome:
     killed: int = 0
@@ -284,11 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--module", action="append", choices=[m.name for m in MODULES])
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--keep", help="a folder to keep the worker copies and sessions in")
+    p.add_argument("--retry", help="a folder of kept sessions: run their survivors again against the current tests")
     a = p.parse_args(argv)
     modules = [m for m in MODULES if a.module is None or m.name in a.module]
-    base = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="cvmc-mutate-"))
-    workers = [base / f"w{k}" for k in range(a.workers)]
+    base = Path(a.retry or a.keep or tempfile.mkdtemp(prefix="cvmc-mutate-"))
+    workers = sorted(base.glob("w*")) if a.retry else [base / f"w{k}" for k in range(a.workers)]
     for w in workers:
+        if a.retry:  # the tests as they are now; the sources stay as the sessions mutated them
+            shutil.rmtree(w / "tests")
+            shutil.copytree(ROOT / "tests", w / "tests", ignore=shutil.ignore_patterns("__pycache__", "Output"))
+            continue
         shutil.rmtree(w, ignore_errors=True)
         make_copy(w)
     listed = listed_equivalents()
@@ -302,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
             if baseline.returncode != 0:  # every mutant would count as killed
                 print(f"{module.name}: the tests fail without a mutant:\n{baseline.stdout[-3000:]}")
                 return 2
-            selected = prepare_sessions(module, workers)
+            if a.retry:
+                selected = sum(forget_survivors(w / f"{module.name}.sqlite") for w in workers)
+            else:
+                selected = prepare_sessions(module, workers)
             exe = str(Path(sys.executable).with_name("cosmic-ray"))
             procs = [subprocess.Popen([exe, "exec", f"{module.name}.toml", f"{module.name}.sqlite"], cwd=w,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for w in workers]
@@ -319,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                 unlisted += s not in known
                 print(f"  {tag}: - `{s[0]}`: `{s[1]}` -> `{s[2]}`")
     finally:
-        if not a.keep:
+        if not (a.keep or a.retry):
             shutil.rmtree(base, ignore_errors=True)
     print(f"{unlisted} surviving mutants not listed in {EQUIVALENT.relative_to(ROOT)}; "
           f"{time.perf_counter() - start:.0f}s in all")
