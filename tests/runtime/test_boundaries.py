@@ -88,6 +88,7 @@ def test_conv2d_dilated_kernel_equal_to_the_padded_input_is_accepted():
     ((1, 2, 2, 4), (1, 0), (2, 3), "height 5 exceeds padded input height 4"),
     ((1, 2, 3, 3), (1, 0), (2, 3), "width 4 exceeds padded input width 3"),
     ((1, 2, 3, 4), (0, 0), (2, 3), "height 5 exceeds padded input height 3"),
+    ((1, 2, 3, 1), (1, 1), (2, 3), "width 4 exceeds padded input width 3"),
 ])  # fmt: skip
 def test_conv2d_dilated_kernel_one_past_the_padded_input_is_rejected(shape, padding, dilation, which):
     with pytest.raises(CVMLogicError, match=f"dilated kernel {which}"):
@@ -374,6 +375,8 @@ RULE_BOUNDS = [
     ("transpose", [(4, 3)], [8], {"axes": (1, 0)}, {"axes": (2, 0)}, r"'axes' in \[-2, 1\], got 2"),
     ("strided_slice", [(4, 3)], [8], {"begin": (3,), "end": (4,)}, {"begin": (4,), "end": (4,)},
      "expected a non-empty range on axis 0, got begin 4, end 4"),
+    ("strided_slice", [(4, 3)], [8], {"begin": (2,), "end": (1,), "stride": (-1,)},
+     {"begin": (2,), "end": (2,), "stride": (-1,)}, "expected a non-empty range on axis 0, got begin 2, end 2"),
     ("strided_slice", [(4, 3)], [8], {"begin": (0, 0), "end": (4, 3)}, {"begin": (0, 0, 0), "end": (4, 3)},
      "expected at most 2 values in 'begin', got 3"),
 ]  # fmt: skip
@@ -427,6 +430,16 @@ def test_graph_memory_limit():
     for _ in range(128):
         t = b.relu(t)
     assert b.graph([t]).gas < rules.MAX_TOTAL_OPS
+
+
+def test_graph_gas_limit():
+    """gas <= 2^40: 200 relus of 2^30 values need 1205 x 2^30."""
+    b = CvmBuilder()
+    t = b.create_input([1 << 15, 1 << 15], 8)
+    for _ in range(200):
+        t = b.relu(t)
+    with pytest.raises(CVMLogicError, match=f"model gas {1205 << 30} exceeds {1 << 40}"):
+        b.graph([t])
 
 
 def test_parser_int32_and_lower_bounds():
