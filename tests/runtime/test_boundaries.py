@@ -410,6 +410,11 @@ def test_reshape_code_bounds():
         rules.reshape_shape((6,), (0, -4, 2, 3))
     with pytest.raises(CVMLogicError, match="reshape code -4 at position 0 needs two values"):
         rules.reshape_shape((6,), (-4, 2))
+    assert rules.reshape_shape((5, 6, 7), (0, -4, 2, 3, 0)) == (5, 2, 3, 7)
+    for codes, message in (((-4, -1, 0), "cannot split dim 6 by 0"), ((-4, -1, 4), "cannot split dim 6 by 4"),
+                           ((-4, 0, -1), "cannot split dim 6 by 0"), ((-4, 4, -1), "cannot split dim 6 by 4")):
+        with pytest.raises(CVMLogicError, match=message):
+            rules.reshape_shape((6,), codes)
     for a, b in ((-1, -1), (-2, 3), (3, -2)):
         with pytest.raises(CVMLogicError, match="reshape code -4 expects two sizes"):
             rules.reshape_shape((6,), (-4, a, b))
