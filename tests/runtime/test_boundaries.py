@@ -415,6 +415,11 @@ def test_reshape_code_bounds():
                            ((-4, 0, -1), "cannot split dim 6 by 0"), ((-4, 4, -1), "cannot split dim 6 by 4")):
         with pytest.raises(CVMLogicError, match=message):
             rules.reshape_shape((6,), codes)
+    assert rules.reshape_shape((6,), (-1, 3)) == (2, 3)
+    with pytest.raises(CVMLogicError, match="expected at most one -1 in 'shape'"):
+        rules.reshape_shape((6,), (-1, -1))
+    with pytest.raises(CVMLogicError, match=r"cannot infer -1 in 'shape' \[-1, 4\] from \[6\]"):
+        rules.reshape_shape((6,), (-1, 4))
     for a, b in ((-1, -1), (-2, 3), (3, -2)):
         with pytest.raises(CVMLogicError, match="reshape code -4 expects two sizes"):
             rules.reshape_shape((6,), (-4, a, b))
@@ -460,6 +465,9 @@ def test_parser_int32_and_lower_bounds():
     with pytest.raises(CVMRuntimeError, match="expected >= 1, got 0"):
         rules.parse_attrs("expand_dims", {"axis": "0", "num_newaxis": "0"})
     assert rules.parse_attrs("tile", {"reps": f"({(1 << 63) - 1},)"})["reps"] == ((1 << 63) - 1,)
+    for text in ("", "  ", "(1, 2", "[1, 2)"):
+        with pytest.raises(CVMRuntimeError, match="attribute 'reps' of tile"):
+            rules.parse_attrs("tile", {"reps": text})
     assert rules.parse_attrs("tile", {"reps": f"({-(1 << 63)}, 1)"})["reps"] == (-(1 << 63), 1)
     for big in (1 << 63, -(1 << 63) - 1):
         with pytest.raises(CVMRuntimeError, match="does not fit"):
