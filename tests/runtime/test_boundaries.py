@@ -225,7 +225,17 @@ def test_left_shift_input_precision_plus_shift_limit():
         _infer("cvm_left_shift", [(4,)], [8], precision=32, shift_bit=25)
 
 
+def test_concatenate_inputs_differ_only_on_the_axis():
+    assert _infer("concatenate", [(2, 3), (2, 5)], [8, 8], axis=1).shapes == ((2, 8),)
+    for other in ((3, 5), (2, 3, 1), (2,)):
+        with pytest.raises(CVMLogicError, match="expected inputs equal except on axis 1"):
+            _infer("concatenate", [(2, 3), other], [8, 8], axis=1)
+
+
 def test_output_precision_limit():
+    assert _infer("relu", [(2,)], [1]).precisions == (1,)
+    with pytest.raises(CVMLogicError, match="output precision would be 0, expected at most 32"):
+        _infer("relu", [(2,)], [0])
     assert _infer("elemwise_add", [(2,), (2,)], [31, 31]).precisions == (32,)
     with pytest.raises(CVMLogicError, match="output precision would be 33, expected at most 32"):
         _infer("elemwise_add", [(2,), (2,)], [32, 31])
