@@ -225,6 +225,14 @@ def test_left_shift_input_precision_plus_shift_limit():
         _infer("cvm_left_shift", [(4,)], [8], precision=32, shift_bit=25)
 
 
+def test_where_condition_shape():
+    for cond in ((3, 4), (3,)):
+        assert _infer("where", [cond, (3, 4), (3, 4)], [2, 8, 8]).shapes == ((3, 4),)
+    for cond in ((2,), (4,), (3, 1), (1, 4)):
+        with pytest.raises(CVMLogicError, match="expected condition of shape"):
+            _infer("where", [cond, (3, 4), (3, 4)], [2, 8, 8])
+
+
 def test_concatenate_inputs_differ_only_on_the_axis():
     assert _infer("concatenate", [(2, 3), (2, 5)], [8, 8], axis=1).shapes == ((2, 8),)
     for other in ((3, 5), (2, 3, 1), (2,)):
@@ -362,6 +370,11 @@ RULE_BOUNDS = [
     ("max_pool2d", [(1, 1, 5, 5)], [8], {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True, "padding": (0,)},
      {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True, "padding": (1,)},
      "in ceil mode the last pooling window starts inside the padding"),
+    ("max_pool2d", [(1, 1, 4, 4)], [8], {"pool_size": (3, 3), "padding": (2, 2)},
+     {"pool_size": (3, 3), "padding": (2, 3)}, r"expected 'padding' \[2, 3\] smaller than 'pool_size' \[3, 3\]"),
+    ("max_pool2d", [(1, 1, 4, 4)], [8], {"pool_size": (3, 3), "padding": (0, 0)},
+     {"pool_size": (3, 3), "padding": (0, -1)}, r"'padding' in \[0, 4096\], got -1"),
+    ("where", [(3,), (3, 4), (3, 4)], [2, 8, 8], {}, {}, None),
     ("upsampling", [(1, 1, 2, 2)], [8], {"scale": A}, {"scale": A + 1}, r"'scale' in \[1, 4096\], got 4097"),
     ("upsampling", [(1, 1, 2, 2)], [8], {"scale": 1}, {"scale": 0}, r"'scale' in \[1, 4096\], got 0"),
     ("get_valid_counts", [(1, 4, 2)], [8], {}, {}, None),
