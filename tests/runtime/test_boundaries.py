@@ -225,12 +225,29 @@ def test_left_shift_input_precision_plus_shift_limit():
         _infer("cvm_left_shift", [(4,)], [8], precision=32, shift_bit=25)
 
 
+def test_slice_like_takes_no_more_than_the_data():
+    assert _infer("slice_like", [(4, 3), (2, 3)], [8, 8], axis=(0,)).shapes == ((2, 3),)
+    with pytest.raises(CVMLogicError, match="expected shape_like dim 1 <= 3, got 4"):
+        _infer("slice_like", [(4, 3), (2, 4)], [8, 8], axis=(0, 1))
+
+
+def test_unknown_attribute_is_a_runtime_error():
+    assert rules.parse_attrs("relu", {}) == {}
+    with pytest.raises(CVMRuntimeError, match="unknown attribute 'alpha' of relu"):
+        rules.parse_attrs("relu", {"alpha": "1"})
+
+
 def test_where_condition_shape():
     for cond in ((3, 4), (3,)):
         assert _infer("where", [cond, (3, 4), (3, 4)], [2, 8, 8]).shapes == ((3, 4),)
     for cond in ((2,), (4,), (3, 1), (1, 4)):
         with pytest.raises(CVMLogicError, match="expected condition of shape"):
             _infer("where", [cond, (3, 4), (3, 4)], [2, 8, 8])
+
+
+def test_concatenate_takes_at_least_one_input():
+    with pytest.raises(CVMLogicError, match="expected at least 1 inputs, got 0"):
+        rules.infer("concatenate", rules.default_attrs("concatenate"), [], [])
 
 
 def test_concatenate_inputs_differ_only_on_the_axis():
@@ -375,6 +392,17 @@ RULE_BOUNDS = [
     ("max_pool2d", [(1, 1, 4, 4)], [8], {"pool_size": (3, 3), "padding": (0, 0)},
      {"pool_size": (3, 3), "padding": (0, -1)}, r"'padding' in \[0, 4096\], got -1"),
     ("where", [(3,), (3, 4), (3, 4)], [2, 8, 8], {}, {}, None),
+    ("non_max_suppression", [(1, 4, 6), (1,)], [8, 8], {"coord_start": 2}, {"coord_start": 3},
+     "expected 'coord_start' == 2, got 3"),
+    ("non_max_suppression", [(1, 4, 6), (1,)], [8, 8], {"score_index": 1}, {"score_index": 0},
+     "expected 'score_index' == 1, got 0"),
+    ("non_max_suppression", [(1, 4, 6), (1,)], [8, 8], {"id_index": 0}, {"id_index": 1},
+     "expected 'id_index' == 0, got 1"),
+    ("squeeze", [(2, 1, 3)], [8], {"axis": (1,)}, {"axis": (2,)}, "expected dim 2 of size 1 to squeeze, got 3"),
+    ("squeeze", [(2, 1, 3)], [8], {"axis": (-2,)}, {"axis": (1, 0)}, "expected dim 0 of size 1 to squeeze, got 2"),
+    ("slice_like", [(4, 3), (4, 3)], [8, 8], {"axis": (0, 1)}, {"axis": (0,)}, None),
+    ("slice_like", [(4, 3, 2), (4, 3)], [8, 8], {"axis": (1,)}, {"axis": (2,)}, "axis 2 is beyond shape_like's rank 2"),
+    ("slice_like", [(4, 3), (4, 3)], [8, 8], {"axis": (1,)}, {"axis": (1,)}, None),
     ("upsampling", [(1, 1, 2, 2)], [8], {"scale": A}, {"scale": A + 1}, r"'scale' in \[1, 4096\], got 4097"),
     ("upsampling", [(1, 1, 2, 2)], [8], {"scale": 1}, {"scale": 0}, r"'scale' in \[1, 4096\], got 0"),
     ("get_valid_counts", [(1, 4, 2)], [8], {}, {}, None),
@@ -439,6 +467,10 @@ def test_reshape_code_bounds():
         with pytest.raises(CVMLogicError, match=message):
             rules.reshape_shape((6,), codes)
     assert rules.reshape_shape((6,), (-1, 3)) == (2, 3)
+    assert rules.reshape_shape((6,), (-4, 1, -1)) == (1, 6) and rules.reshape_shape((6,), (-4, -1, 1)) == (6, 1)
+    assert rules.reshape_shape((2, 3), (0, 0)) == (2, 3)
+    with pytest.raises(CVMLogicError, match="reshape code 0 at position 1 has no input dim to copy"):
+        rules.reshape_shape((6,), (0, 0))
     with pytest.raises(CVMLogicError, match="expected at most one -1 in 'shape'"):
         rules.reshape_shape((6,), (-1, -1))
     with pytest.raises(CVMLogicError, match=r"cannot infer -1 in 'shape' \[-1, 4\] from \[6\]"):
@@ -453,6 +485,10 @@ def test_strided_slice_clamps_to_the_dims():
     assert _infer("strided_slice", [(4,)], [8], begin=(10,), end=(-5,), stride=(-1,)).shapes == ((4,),)
     assert _infer("strided_slice", [(4,)], [8], begin=(-10,), end=(10,), stride=(1,)).shapes == ((4,),)
     assert rules.strided_slice_bounds((4, 3), (10, 0), (-5, 3), (-2, 1)) == [(3, -2, 2), (0, 1, 3)]
+    # defaults past the given values: begin 0 or dim - 1, end dim or (below) 0, by the stride's sign
+    assert _infer("strided_slice", [(4, 3)], [8], begin=(3, 2), end=(0,), stride=(-1, -1)).shapes == ((3, 3),)
+    assert _infer("strided_slice", [(4, 3)], [8], begin=(1,), end=(4,), stride=(1, 1)).shapes == ((3, 3),)
+    assert _infer("strided_slice", [(4,)], [8], begin=(0,), end=(-1,)).shapes == ((3,),)  # end -1 is dim - 1
 
 
 def test_graph_memory_limit():
