@@ -72,6 +72,9 @@ MODULES = [
            ("tests/runtime/test_reference_ops.py", "tests/runtime/test_api_corpus.py",
             f"{BOUNDARIES}::test_nms_iou_overflow_branch_on_every_path",
             f"{BOUNDARIES}::test_nms_iou_at_the_threshold_and_its_union",
+            f"{BOUNDARIES}::test_nms_iou_at_the_bound_of_the_int64_branch",
+            f"{BOUNDARIES}::test_nms_top_k_and_max_output_size_bounds",
+            f"{BOUNDARIES}::test_reference_conv_sums_past_2_to_53_are_exact",
             f"{BOUNDARIES}::test_precision_limits_1_and_32_run")),
     Module("cinn_reference", "runtime/cinn_reference.py",
            ("tests/runtime/test_cinn_reference.py", "tests/runtime/test_cinn_builder.py",
@@ -84,6 +87,8 @@ MODULES = [
     Module("nms", "passes/cvm_loops_ops.py",
            ("tests/runtime/test_boundaries.py::test_nms_iou_overflow_branch_on_every_path",
             "tests/runtime/test_boundaries.py::test_nms_iou_at_the_threshold_and_its_union",
+            "tests/runtime/test_boundaries.py::test_nms_iou_at_the_bound_of_the_int64_branch",
+            "tests/runtime/test_boundaries.py::test_nms_top_k_and_max_output_size_bounds",
             "tests/passes/test_convert_cvm_to_loops.py::test_detection_ops",
             "tests/runtime/test_cpu_corpus.py", "-k", "nms or detection or non_max or get_valid"),
            only=("_iou", "non_max_suppression", "get_valid_counts")),
@@ -269,7 +274,7 @@ def diff_lines(diff: str) -> tuple[str, str]:
 # The list of equivalent mutants
 # ----------------------------------------------------------------------------------------------------------------
 
-ENTRY = re.compile(r"^- `(?P<op>[^`]+)`: `(?P<old>.*)` -> `(?P<new>.*)`: (?P<why>.+)$")
+ENTRY = re.compile(r"^- `(?P<op>[^`]+)`: `(?P<old>.*?)` -> `(?P<new>.*?)`: (?P<why>.+)$")
 
 
 def listed_equivalents() -> dict[str, set[tuple[str, str, str]]]:

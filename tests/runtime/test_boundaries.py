@@ -576,3 +576,43 @@ def test_nms_iou_at_the_threshold_and_its_union(capfd):
     assert at50 == [rows[0], [-1] * 6, [-1] * 6]
     assert at51 == [rows[0], rows[1], [-1] * 6]  # the half box stays; the equal box of class 1 goes (iou 100)
     assert at100 == [rows[0], rows[1], [-1] * 6]
+
+
+@pytest.mark.compiled
+def test_nms_iou_at_the_bound_of_the_int64_branch(capfd):
+    """overlap = 303014943 x 304386706 = (2^63 - 1) // 100 exactly: 100 x overlap still fits int64, so the exact
+    formula applies: union = 2 x overlap + 1 gives iou 49 (the other branch would give 50)."""
+    a, c = [0, 0, 303014943, 319002233], [0, 0, 591480226, 304386706]
+    x = np.array([[[0, 9, *a], [0, 8, *c], [0, 7, 5, 5, 5, 5]]], np.int32)
+    b, outs = _nms_model([49, 50])
+    at49, at50 = three_ways(b, outs, [x], capfd)[0]
+    assert at49[0].tolist() == [x[0, 0].tolist(), x[0, 2].tolist(), [-1] * 6]
+    assert at50[0].tolist() == x[0].tolist()
+
+
+@pytest.mark.compiled
+def test_nms_top_k_and_max_output_size_bounds(capfd):
+    """top_k and max_output_size: -1 is no limit, 0 keeps nothing, 1 keeps the best box only."""
+    x = np.array([[[0, 9, 0, 0, 4, 4], [1, 8, 10, 10, 14, 14], [0, 7, 20, 20, 24, 24]]], np.int32)
+    b = CvmBuilder()
+    data = b.create_input([1, 3, 6], 8)
+    count, boxes = b.get_valid_counts(data, score_threshold=0)
+    outs = [b.non_max_suppression(boxes, count, top_k=k, max_output_size=m)
+            for k, m in ((-1, -1), (0, -1), (1, -1), (-1, 0), (-1, 1), (2, 3))]  # fmt: skip
+    got = [o[0].tolist() for o in three_ways(b, outs, [x], capfd)[0]]
+    rows, none = x[0].tolist(), [-1] * 6
+    assert got == [rows, [none] * 3, [rows[0], none, none], [none] * 3, [rows[0], none, none],
+                   [rows[0], rows[1], none]]  # fmt: skip
+
+
+def test_reference_conv_sums_past_2_to_53_are_exact():
+    """Wide values (31 bits, as `where` lets through) over 2^17 taps: partial sums pass 2^53, where float64 is no
+    longer exact, so the reference must accumulate in int64 (wrapping to int32 at the end)."""
+    from cvmc.runtime.reference import run_op
+
+    rng = np.random.default_rng(53)
+    x = rng.integers(1 << 29, 1 << 30, (1, 2048, 8, 8)).astype(np.int32)  # all positive: the sum grows to ~2^53.6
+    w = rng.integers(64, 128, (1, 2048, 8, 8)).astype(np.int32)
+    (y,) = run_op("conv2d", rules.default_attrs("conv2d", channels=1, kernel_size=(8, 8), use_bias=False), [x, w])
+    exact = int(np.dot(x.reshape(-1).astype(object), w.reshape(-1).astype(object)))
+    assert y.reshape(-1).tolist() == [(exact + (1 << 31)) % (1 << 32) - (1 << 31)]
