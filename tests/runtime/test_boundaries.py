@@ -616,3 +616,16 @@ def test_reference_conv_sums_past_2_to_53_are_exact():
     (y,) = run_op("conv2d", rules.default_attrs("conv2d", channels=1, kernel_size=(8, 8), use_bias=False), [x, w])
     exact = int(np.dot(x.reshape(-1).astype(object), w.reshape(-1).astype(object)))
     assert y.reshape(-1).tolist() == [(exact + (1 << 31)) % (1 << 32) - (1 << 31)]
+
+
+def test_reference_division_by_zero_gives_0_without_dividing_by_zero():
+    import warnings
+
+    from cvmc.runtime.reference import run_op
+
+    x = np.array([7, -7, INT32_MIN, INT32_MIN, 5], np.int32)
+    y = np.array([0, 0, -1, 0, 2], np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns on an integer division by zero
+        (q,) = run_op("broadcast_div", {}, [x, y])
+    assert q.tolist() == [0, 0, INT32_MIN, 0, 2]
