@@ -249,6 +249,7 @@ CONV_CASES = [
     ((1, 2, 9, 9), (2, 2, 3, 3), (1, 1), (0, 2), (2, 3), 1, "EXPLICIT"),
     ((1, 2, 7, 8), (3, 2, 3, 4), (2, 2), (0, 0), (1, 1), 1, "SAME"),
     ((1, 2, 7, 8), (3, 2, 3, 4), (1, 1), (5, 5), (1, 1), 1, "VALID"),
+    ((1, 1, 5, 5), (1, 1, 3, 3), (1, 1), (1, 1), (3, 3), 1, "EXPLICIT"),  # the last tap reads the bottom padding
 ]
 
 
@@ -312,3 +313,43 @@ def test_run_function_walks_ops_in_order():
 def test_every_op_has_reference_semantics():
     covered = set(ref.UNARY) | set(ref.BINARY)
     assert covered == set(cinn.UNARY_OPS) | set(cinn.BINARY_OPS)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_division_family_never_divides_by_zero_or_overflows(dtype):
+    """x / 0, x % 0 and INT_MIN / -1 are answered without numpy dividing by zero or overflowing (numpy warns)."""
+    import warnings
+
+    info = np.iinfo(dtype)
+    x = a([7, info.min, info.min, 0, info.max], dtype)
+    y = a([0, -1 if info.min < 0 else 1, 0, 0, 1], dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [f(x, y).tolist() for f in (ref.div, ref.mod, ref.floor_div, ref.floor_mod)]
+    assert got[0] == got[2] == [0, info.min, 0, 0, info.max]
+    assert got[1] == got[3] == [0, 0, 0, 0, 0]
+
+
+def test_float_floor_mod_takes_the_divisors_sign():
+    x = a([4.0, 0.7, 0.5, -0.5, 3.0], np.float64)
+    y = a([-2.0, -0.5, 2.0, 2.0, 2.0], np.float64)
+    np.testing.assert_allclose(ref.floor_mod(x, y), [0.0, -0.3, 0.5, 1.5, 1.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_integer_power_with_wide_exponents(dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    exps = [e for e in (2 ** (bits - 2) + 1, 2 ** (bits - 2) + 3, (1 << (bits - 1)) - 1, 1000) if e < 1 << (bits - 1)]
+    x, y = a([3] * len(exps), dtype), a(exps, dtype)
+    want = [pow(3, e, 1 << bits) for e in exps]
+    want = [w - (1 << bits) if w >= 1 << (bits - 1) else w for w in want]
+    assert ref.power(x, y).tolist() == want
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_right_shift_out_of_range_fills_with_the_sign(dtype):
+    info, bits = np.iinfo(dtype), np.dtype(dtype).itemsize * 8
+    x = a([info.max, info.min, info.max, -1], dtype)
+    y = a([bits, bits, -1, bits + 5], dtype)
+    assert ref.right_shift(x, y).tolist() == [0, -1, 0, -1]
+    assert ref.left_shift(x, y).tolist() == [0, 0, 0, 0]
