@@ -90,6 +90,7 @@ MODULES = [
             "tests/runtime/test_boundaries.py::test_nms_iou_at_the_threshold_and_its_union",
             "tests/runtime/test_boundaries.py::test_nms_iou_at_the_bound_of_the_int64_branch",
             "tests/runtime/test_boundaries.py::test_nms_top_k_and_max_output_size_bounds",
+            "tests/runtime/test_boundaries.py::test_nms_iou_of_boxes_whose_union_is_below_100",
             "tests/passes/test_convert_cvm_to_loops.py::test_detection_ops",
             "tests/runtime/test_cpu_corpus.py", "-k", "nms or detection or non_max or get_valid"),
            only=("_iou", "non_max_suppression", "get_valid_counts")),

@@ -629,3 +629,14 @@ def test_reference_division_by_zero_gives_0_without_dividing_by_zero():
         warnings.simplefilter("error")  # numpy warns on an integer division by zero
         (q,) = run_op("broadcast_div", {}, [x, y])
     assert q.tolist() == [0, 0, INT32_MIN, 0, 2]
+
+
+@pytest.mark.compiled
+def test_nms_iou_of_boxes_whose_union_is_below_100(capfd):
+    """Boxes 3 x 3 and 3 x 2: iou = 100 x 6 / 9 = 66 (the overflow branch's 6 / max(9 / 100, 1) would be 6)."""
+    x = np.array([[[0, 9, 0, 0, 3, 3], [0, 8, 0, 0, 3, 2], [0, 7, 5, 5, 5, 5]]], np.int32)
+    b, outs = _nms_model([66, 67])
+    at66, at67 = (o[0].tolist() for o in three_ways(b, outs, [x], capfd)[0])
+    rows = x[0].tolist()
+    assert at66 == [rows[0], rows[2], [-1] * 6]
+    assert at67 == rows
