@@ -385,7 +385,7 @@ RULE_BOUNDS = [
     ("max_pool2d", [(1, 1, 4, 5)], [8], {"pool_size": (1, 1), "strides": (A, 1)},
      {"pool_size": (1, 1), "strides": (A + 1, 1)}, r"'strides' in \[1, 4096\], got 4097"),
     ("max_pool2d", [(1, 1, 5, 5)], [8], {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True, "padding": (0,)},
-     {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True, "padding": (1,)},
+     {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True, "padding": (1, 0)},
      "in ceil mode the last pooling window starts inside the padding"),
     ("max_pool2d", [(1, 1, 4, 4)], [8], {"pool_size": (3, 3), "padding": (2, 2)},
      {"pool_size": (3, 3), "padding": (2, 3)}, r"expected 'padding' \[2, 3\] smaller than 'pool_size' \[3, 3\]"),
