@@ -323,7 +323,11 @@ def main(argv: list[str] | None = None) -> int:
             if baseline.returncode != 0:  # every mutant would count as killed
                 print(f"{module.name}: the tests fail without a mutant:\n{baseline.stdout[-3000:]}")
                 return 2
-            if a.retry:
+            if a.retry:  # the module's test command as it is now, too
+                for w in workers:
+                    toml = w / f"{module.name}.toml"
+                    toml.write_text(re.sub(r'(?m)^test-command = ".*"$', f'test-command = "{test_command(module)}"',
+                                           toml.read_text()))
                 selected = sum(forget_survivors(w / f"{module.name}.sqlite") for w in workers)
             else:
                 selected = prepare_sessions(module, workers)
