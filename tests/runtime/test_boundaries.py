@@ -640,3 +640,16 @@ def test_nms_iou_of_boxes_whose_union_is_below_100(capfd):
     rows = x[0].tolist()
     assert at66 == [rows[0], rows[2], [-1] * 6]
     assert at67 == rows
+
+
+def test_reference_nms_of_two_unit_boxes_and_pooling_below_minus_2_to_30():
+    """Equal 1 x 1 boxes: union 1, iou 100. Max pooling pads with INT32_MIN, below every value."""
+    from cvmc.runtime.reference import run_op
+
+    x = np.array([[[0, 9, 3, 3, 4, 4], [0, 8, 3, 3, 4, 4]]], np.int32)
+    (y,) = run_op("non_max_suppression", rules.default_attrs("non_max_suppression", iou_threshold=100),
+                  [x, np.array([2], np.int32)])  # fmt: skip
+    assert y.tolist() == [[x[0, 0].tolist(), [-1] * 6]]
+    low = np.full((1, 1, 2, 2), INT32_MIN + 1, np.int32)
+    (p,) = run_op("max_pool2d", rules.default_attrs("max_pool2d", pool_size=(2, 2), padding=(1, 1)), [low])
+    assert p.tolist() == [[[[INT32_MIN + 1] * 3] * 3]]
