@@ -331,9 +331,9 @@ def test_integer_division_family_never_divides_by_zero_or_overflows(dtype):
 
 
 def test_float_floor_mod_takes_the_divisors_sign():
-    x = a([4.0, 0.7, 0.5, -0.5, 3.0], np.float64)
-    y = a([-2.0, -0.5, 2.0, 2.0, 2.0], np.float64)
-    np.testing.assert_allclose(ref.floor_mod(x, y), [0.0, -0.3, 0.5, 1.5, 1.0], atol=1e-12)
+    x = a([4.0, 0.7, 0.5, -0.5, 3.0, 0.7], np.float64)
+    y = a([-2.0, -0.5, 2.0, 2.0, 2.0, 0.5], np.float64)
+    np.testing.assert_allclose(ref.floor_mod(x, y), [0.0, -0.3, 0.5, 1.5, 1.0, 0.2], atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", SIGNED)
@@ -353,3 +353,6 @@ def test_right_shift_out_of_range_fills_with_the_sign(dtype):
     y = a([bits, bits, -1, bits + 5], dtype)
     assert ref.right_shift(x, y).tolist() == [0, -1, 0, -1]
     assert ref.left_shift(x, y).tolist() == [0, 0, 0, 0]
+    top = bits - 1  # the widest shift in range
+    assert ref.right_shift(a([info.min, info.max], dtype), a([top, top - 1], dtype)).tolist() == [-1, 1]
+    assert ref.left_shift(a([1, 1], dtype), a([top, top - 1], dtype)).tolist() == [info.min, 1 << (top - 1)]
