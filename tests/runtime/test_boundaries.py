@@ -591,6 +591,21 @@ def test_nms_iou_at_the_bound_of_the_int64_branch(capfd):
 
 
 @pytest.mark.compiled
+def test_nms_iou_just_past_the_bound_of_the_int64_branch(capfd):
+    """overlap = 303016943 x 304386706, just above (2^63 - 1) // 100: the runtime's branch overlap // (union // 100)
+    gives 50 where the exact ratio for union = 2 x overlap + 1 is 49."""
+    a, c = [0, 0, 303016943, 489562065], [0, 0, 421691830, 304386706]
+    x = np.array([[[0, 9, *a], [0, 8, *c]]], np.int32)
+    b = CvmBuilder()
+    data = b.create_input([1, 2, 6], 31)
+    count, boxes = b.get_valid_counts(data, score_threshold=0)
+    outs = [b.non_max_suppression(boxes, count, iou_threshold=t) for t in (50, 51)]
+    at50, at51 = three_ways(b, outs, [x], capfd)[0]
+    assert at50[0].tolist() == [x[0, 0].tolist(), [-1] * 6]
+    assert at51[0].tolist() == x[0].tolist()
+
+
+@pytest.mark.compiled
 def test_nms_top_k_and_max_output_size_bounds(capfd):
     """top_k and max_output_size: -1 is no limit, 0 keeps nothing, 1 keeps the best box only."""
     x = np.array([[[0, 9, 0, 0, 4, 4], [1, 8, 10, 10, 14, 14], [0, 7, 20, 20, 24, 24]]], np.int32)
