@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint bench venv clean fuzz-long
+.PHONY: demo test lint bench venv clean fuzz-long mutate
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,3 +39,8 @@ clean:
 # The long differential run of issue 3: random valid graphs, reference against cpu.
 fuzz-long: $(STAMP)
 	$(BIN)/python -m cvmc.tools.fuzz_cvm --count 2000
+
+# Mutation testing of issue 16 (not part of `make test`): cosmic-ray over the rules, the references, the int16
+# path choice and NMS, on 2 worker copies; fails on a survivor not listed in tests/mutation/equivalent.md.
+mutate: $(STAMP)
+	$(BIN)/python tests/mutation/run.py

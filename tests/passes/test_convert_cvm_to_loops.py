@@ -44,7 +44,7 @@ def _check_bit_exact(builder, outputs, x):
     want = run_graph(graph, x)
     got = compile_graph(graph, cache=False)(x)  # what this lowering makes now, never an earlier program
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert g.dtype == np.int32 and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
 
