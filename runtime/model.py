@@ -17,7 +17,9 @@ Running out of memory anyway (a ulimit, a full machine) is a CVMRuntimeError nam
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Callable
 from math import prod
 from typing import TYPE_CHECKING
@@ -30,6 +32,8 @@ from cvmc.runtime.graph import Graph, load_graph
 
 if TYPE_CHECKING:
     from cvmc.runtime.cpu import HostProgram
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DEVICE = "cpu"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -233,8 +237,14 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
 
     A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError."""
     max_memory = _check_memory_limit(max_memory)
+    t0 = time.perf_counter()
     try:
         graph = load_graph(graph_json, params)
     except MemoryError:
         raise CVMRuntimeError("out of memory reading the model files") from None
-    return Model(graph, device, max_memory)
+    t1 = time.perf_counter()
+    log.info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
+             (t1 - t0) * 1e3)
+    model = Model(graph, device, max_memory)
+    log.info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
+    return model

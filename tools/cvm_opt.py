@@ -48,7 +48,15 @@ def _print_cuda(module: ModuleOp, out: IO[str]) -> None:
     out.write(emit_cuda(_kernels(module)))
 
 
+def _version_format() -> str:
+    import cvmc
+
+    return f"cvm-opt (cvmc) {cvmc.__version__}, built on xdsl {{xdsl_version}}"
+
+
 class CvmOptMain(xDSLOptMain):
+    version_format = _version_format()
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
         arg_parser.prog = "cvm-opt"

@@ -37,6 +37,7 @@ def memory_size(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = cli.ArgumentParser(prog="cvm-run", description="Run a CVM model on one input.")
+    cli.add_common_arguments(p)
     p.add_argument("graph", help="the graph JSON")
     p.add_argument("params", help="the params binary")
     p.add_argument("input", nargs="?", help="the input bytes (the API's layout; int32 with --raw)")
@@ -111,6 +112,7 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     a = parser.parse_args(argv)
+    cli.setup_logging(a)
     return cli.run_tool("cvm-run", lambda: _run(a, parser), name_class=True)
 
 
