@@ -56,7 +56,7 @@ def installed(tmp_path_factory) -> tuple[pathlib.Path, dict[str, str]]:
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("CVMC_CACHE_DIR", str(tmp / "cache"))
+    env["CVMC_CACHE_DIR"] = str(tmp / "cache")  # the README clears the cache: never the caller's
     return work, env
 
 
