@@ -31,7 +31,6 @@ __all__ = [
     "CvmBuilder",
     "Model",
     "__version__",
-    "examples",
     "load_model",
 ]
 

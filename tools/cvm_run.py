@@ -63,6 +63,8 @@ def _emit_source(a: argparse.Namespace) -> int:
 
         paths = emit_sources(graph, a.emit_source)
     elif device == "cpu":
+        from xdsl.dialects import func
+
         from cvmc.codegen.llvm import emit_llvm
         from cvmc.passes.pipelines import run_pipeline
         from cvmc.runtime.cpu import read_host
@@ -74,8 +76,8 @@ def _emit_source(a: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         paths = [out / "kernels.ll", out / "host.mlir"]
         paths[0].write_text(str(emit_llvm(kernels)))
-        paths[1].write_text("".join(str(op) + "\n" for op in module.ops if getattr(op, "sym_name", None) is not None
-                                    and op.sym_name.data == "main"))
+        paths[1].write_text("".join(str(op) + "\n" for op in module.ops
+                                    if isinstance(op, func.FuncOp) and op.sym_name.data == "main"))
     else:
         raise cli.UsageError("the reference device compiles nothing: --emit-source takes --device cpu or cuda")
     for path in paths:
