@@ -5,18 +5,19 @@ import pytest
 
 import cvmc.examples
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'cvmc[ray]')")
-pytest.importorskip("ray.data", reason="ray[data] is not installed (pip install 'cvmc[ray]')")
-
 
 @pytest.fixture(scope="module")
-def cluster():
+def ray():
+    """A local 2-CPU cluster. Ray is imported here, not at collection: importing it grows the test process by
+    hundreds of MB, which the subprocesses of other tests (forked from it) would count as their peak RSS."""
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'cvmc[ray]')")
+    pytest.importorskip("ray.data", reason="ray[data] is not installed (pip install 'cvmc[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
+    yield ray
     ray.shutdown()
 
 
-def test_ray_data_equals_a_loop_of_run(cluster):
+def test_ray_data_equals_a_loop_of_run(ray):
     from cvmc.runtime.ray_batch import predict
 
     d = cvmc.examples.digits()
