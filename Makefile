@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,ray]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,7 +25,7 @@ test: $(STAMP)
 # pyright cannot follow setuptools' package-dir mapping (cvmc.dialects -> dialects/): give it a tree of links.
 lint: $(STAMP)
 	mkdir -p build/typing/cvmc
-	ln -sfn ../../../cvmc/__init__.py ../../../cvmc/errors.py build/typing/cvmc/
+	ln -sfn ../../../cvmc/__init__.py ../../../cvmc/errors.py ../../../cvmc/examples build/typing/cvmc/
 	for d in dialects passes codegen runtime tools; do ln -sfn ../../../$$d build/typing/cvmc/$$d; done
 	$(BIN)/pyright
 

@@ -151,8 +151,10 @@ def main() -> int:
     (tmp / "dense.params").write_bytes(pb)
     work.append(("dense 64x1024 * 1024x1024", tmp / "dense.json", tmp / "dense.params"))
     work.append(("bench model (ResNet-like)", HERE / "resnet" / "model.json", HERE / "resnet" / "params.bin"))
-    digits = ROOT / "examples" / "digits"
-    work.append(("digits MLP", digits / "model.json", digits / "params.bin"))
+    from cvmc.examples import digits as bundled_digits
+
+    digits = bundled_digits()
+    work.append(("digits MLP", digits.graph, digits.params))
 
     try:
         import onnxruntime  # noqa: F401

@@ -192,6 +192,7 @@ class CpuRunner:
 
     def __init__(self, program: HostProgram, engine: Any, threads: int):
         self.engine = engine
+        self.program = program  # what a replica for another thread is built from (Model.run_batch)
         self.threads = threads
         self.arena = _aligned_bytes(program.arena_bytes)
         self.input = np.zeros(program.input_shape, np.int32) if program.input_shape is not None else None
