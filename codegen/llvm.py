@@ -76,6 +76,7 @@ _Value = Any
 
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
+_I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
 _VOID = ir.VoidType()
@@ -220,6 +221,12 @@ def _suffix(ty: ir.Type) -> str:
     if isinstance(ty, ir.IntType):
         return f"i{ty.width}"
     return "f32" if isinstance(ty, ir.FloatType) else "f64"
+
+
+def _int_attr(op: Operation, name: str) -> int:
+    """The value of an integer attribute of `op` (-1 when it has none)."""
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else -1
 
 
 def _const(ty: ir.Type, value: int | float | bool) -> ir.Constant:
@@ -981,6 +988,32 @@ class _KernelEmitter:
         name = f"llvm.{_INT_INTRINSICS[_op_name(op)]}.{_suffix(x.type)}"
         fn = self.mod.function(name, x.type, [x.type, _I1])
         self._set(op, self.b.call(fn, [x, _const(_I1, 0)]))
+
+    @_handles("cvmc.dot_u8s8")
+    def _dot_u8s8(self, op: Operation) -> None:
+        """sum over i < depth of u8 a[..., i] * s8 b[..., i] in int32 (wrapping), `depth` a multiple of 64: a loop
+        of `vpdpbusd` (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation),
+        then the 16 lanes summed. The caller checked that the host has AVX512-VNNI."""
+        depth, split = (_int_attr(op, name) for name in ("depth", "split"))
+        if depth <= 0 or depth % 64 or not 1 <= split < len(op.operands):
+            raise CVMRuntimeError(f"expected {_op_name(op)} with a depth that is a positive multiple of 64 and "
+                                  f"split in [1, {len(op.operands) - 1}], got depth {depth}, split {split}")
+        a, b = op.operands[0], op.operands[split]
+        pa, _ = self._access(a, op.operands[1:split])
+        pb, _ = self._access(b, op.operands[split + 1:])
+        lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
+        vnni = self.mod.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs],
+                                 ("nounwind", "readnone"))
+
+        def step(i: _Value, acc: list[_Value]) -> list[_Value]:
+            x = self.b.load(self.b.gep(pa, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
+            y = self.b.load(self.b.gep(pb, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
+            return [self.b.call(vnni, [acc[0], x, y])]
+
+        zero = ir.Constant(lanes, None)
+        (acc,) = self._loop(_const(_I64, 0), _const(_I64, depth), _const(_I64, 64), [zero], step, "dot")
+        total = self.mod.function("llvm.vector.reduce.add.v16i32", _I32, [lanes], ("nounwind", "readnone"))
+        self._set(op, self.b.call(total, [acc]))
 
     @_handles("math.ctpop")
     def _ctpop(self, op: Operation) -> None:

@@ -39,7 +39,7 @@ SPLIT_WORK = 1 << 18
 # The name of the module of kernels (its LLVM ModuleID).
 KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
-_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
+_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"), "u8": np.dtype("u1")}
 MAX_THREADS = 256
 
 # LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
