@@ -991,29 +991,42 @@ class _KernelEmitter:
 
     @_handles("cvmc.dot_u8s8")
     def _dot_u8s8(self, op: Operation) -> None:
-        """sum over i < depth of u8 a[..., i] * s8 b[..., i] in int32 (wrapping), `depth` a multiple of 64: a loop
-        of `vpdpbusd` (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation),
-        then the 16 lanes summed. The caller checked that the host has AVX512-VNNI."""
-        depth, split = (_int_attr(op, name) for name in ("depth", "split"))
-        if depth <= 0 or depth % 64 or not 1 <= split < len(op.operands):
-            raise CVMRuntimeError(f"expected {_op_name(op)} with a depth that is a positive multiple of 64 and "
-                                  f"split in [1, {len(op.operands) - 1}], got depth {depth}, split {split}")
-        a, b = op.operands[0], op.operands[split]
+        """For r < rows: sum over i < depth of u8 a[..., j + r, i] * s8 b[..., i] in int32 (wrapping), `depth` a
+        multiple of 64, the rows of `a` consecutive along its second-to-last dimension: a loop of `vpdpbusd`
+        (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation), one
+        accumulator per row sharing each load of `b`, then each row's 16 lanes summed. The caller checked that
+        the host has AVX512-VNNI."""
+        depth, split, rows = (_int_attr(op, name) for name in ("depth", "split", "rows"))
+        rows = max(rows, 1)
+        a = op.operands[0]
+        b = op.operands[split] if 1 <= split < len(op.operands) else None
+        if depth <= 0 or depth % 64 or b is None or len(op.results) != rows:
+            raise CVMRuntimeError(f"expected {_op_name(op)} with a depth that is a positive multiple of 64, split "
+                                  f"in [1, {len(op.operands) - 1}] and {rows} results, got depth {depth}, split "
+                                  f"{split}, {len(op.results)} results")
         pa, _ = self._access(a, op.operands[1:split])
         pb, _ = self._access(b, op.operands[split + 1:])
+        assert isinstance(a.type, MemRefType)
+        row_stride = _layout(a.type)[1][-2] if rows > 1 else 0
+        bases = [pa] + [self.b.gep(pa, [_const(_I64, r * row_stride)], inbounds=True, source_etype=_I8)
+                        for r in range(1, rows)]
         lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
         vnni = self.mod.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs],
                                  ("nounwind", "readnone"))
 
         def step(i: _Value, acc: list[_Value]) -> list[_Value]:
-            x = self.b.load(self.b.gep(pa, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
             y = self.b.load(self.b.gep(pb, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
-            return [self.b.call(vnni, [acc[0], x, y])]
+            out = []
+            for base, partial in zip(bases, acc):
+                x = self.b.load(self.b.gep(base, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
+                out.append(self.b.call(vnni, [partial, x, y]))
+            return out
 
         zero = ir.Constant(lanes, None)
-        (acc,) = self._loop(_const(_I64, 0), _const(_I64, depth), _const(_I64, 64), [zero], step, "dot")
+        accs = self._loop(_const(_I64, 0), _const(_I64, depth), _const(_I64, 64), [zero] * rows, step, "dot")
         total = self.mod.function("llvm.vector.reduce.add.v16i32", _I32, [lanes], ("nounwind", "readnone"))
-        self._set(op, self.b.call(total, [acc]))
+        for res, acc in zip(op.results, accs):
+            self.values[res] = self.b.call(total, [acc])
 
     @_handles("math.ctpop")
     def _ctpop(self, op: Operation) -> None:

@@ -494,6 +494,7 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 # - "i32" otherwise.
 
 ZERO_POINT = 128  # what the "u8" packing adds to an int8 value
+DOT_ROWS = 8  # im2col rows (output pixels) one u8 x s8 dot product op computes, sharing each weight load
 DOT_U8S8 = "cvmc.dot_u8s8"
 _DotU8S8 = UnregisteredOp.with_name(DOT_U8S8)
 
@@ -616,13 +617,18 @@ def _dot(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
     return k.for_(depth, step, inits=[k.const(0)])[0]
 
 
-def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int) -> Value:
-    """sum over i < depth (a multiple of 64) of u8 a[a_idx..., i] * s8 b[b_idx..., i] in int32 (wrapping): the
-    loop-level op `cvmc.dot_u8s8` (operands: a, its indices, b, its indices; `split`: where b starts)."""
+def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int,
+              rows: int = 1) -> list[Value]:
+    """For r < rows: sum over i < depth (a multiple of 64) of u8 a[a_idx..., i] * s8 b[b_idx..., i] in int32
+    (wrapping), where row r of `a` is a_idx with its last index + r: the loop-level op `cvmc.dot_u8s8`
+    (operands: a, its indices, b, its indices; `split`: where b starts; `rows`: how many rows share each load
+    of b, one result each)."""
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx)]
-    op = _DotU8S8.create(operands=operands, result_types=[i32],
-                         attributes={"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)})
-    return k.insert(op).results[0]
+    attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
+    if rows > 1:
+        attributes["rows"] = IntegerAttr(rows, i64)
+    op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
+    return list(k.insert(op).results)
 
 
 def _compensation(k: KernelBuilder, w: Value, w_idx: list[Value], width: int) -> Value:
@@ -648,7 +654,7 @@ def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> Non
             bias = ins[2].load(k, [u]) if len(ins) > 2 else None
 
             def row(m: Value) -> None:
-                v = k.subi(_dot_u8s8(k, x.mem, [m], w.mem, [u], depth), comp)
+                v = k.subi(_dot_u8s8(k, x.mem, [m], w.mem, [u], depth)[0], comp)
                 if bias is not None:
                     v = k.addi(v, bias)
                 k.store(epilogue(v, [m, u]), out.mem, [m, u])
@@ -734,17 +740,25 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
                 bias = ins[2].load(k, [oc]) if len(ins) > 2 else None
                 comp = _compensation(k, w.mem, [oc], width) if byte else None
 
-                def pixel(j: Value) -> None:
+                def finish(j: Value, v: Value) -> None:
                     if comp is not None:
-                        v = k.subi(_dot_u8s8(k, cols, [g, j], w.mem, [oc], width), comp)
-                    else:
-                        v = _dot(k, cols, [g, j], w.mem, [oc], width)
+                        v = k.subi(v, comp)
                     if bias is not None:
                         v = k.addi(v, bias)
                     dst = [n, oc, oh, k.addi(ow0, j)]
                     k.store(epilogue(v, dst), out.mem, dst)
 
-                k.for_(count, pixel)
+                if comp is None:
+                    k.for_(count, lambda j: finish(j, _dot(k, cols, [g, j], w.mem, [oc], width)))
+                    return
+
+                def block(j: Value) -> None:  # DOT_ROWS pixels share each load of the weight row
+                    for r, v in enumerate(_dot_u8s8(k, cols, [g, j], w.mem, [oc], width, DOT_ROWS)):
+                        finish(k.addi(j, r) if r else j, v)
+
+                blocked = k.subi(count, k.remsi(count, DOT_ROWS))
+                k.for_(blocked, block, step=DOT_ROWS)
+                k.for_(count, lambda j: finish(j, _dot_u8s8(k, cols, [g, j], w.mem, [oc], width)[0]), lb=blocked)
 
             k.for_(oc_total, channel)
 

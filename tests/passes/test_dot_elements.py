@@ -37,7 +37,7 @@ def _data(b, shape, bits):
 
 def _conv(bits):
     b = CvmBuilder()
-    data, _ = _data(b, (1, 5, 7, 7), bits)
+    data, _ = _data(b, (1, 5, 7, 13), bits)  # rows of 13 pixels: one block of 8 (`DOT_ROWS`), then 5 alone
     w = b.create_param(_extremes((6, 5, 3, 3), 127), 8)
     y = b.conv2d(data, w, b.create_param(_extremes((6,), 127), 8), channels=6, kernel_size=(3, 3),
                  padding=(1, 1), use_bias=True)

@@ -3,7 +3,8 @@
 
 // Both operands of the conv provably fit int8 (precision 8: |x| <= 127) and VNNI is on: the input is packed as
 // x + 128 in bytes (padding 128 too), the weight as signed bytes in rows padded to 64, and each output is one
-// `cvmc.dot_u8s8` (vpdpbusd) minus 128 * sum(w) of its weight row. Without VNNI the same conv is int16.
+// `cvmc.dot_u8s8` (vpdpbusd) minus 128 * sum(w) of its weight row: blocks of 8 output pixels share each weight
+// load (`rows = 8`, 8 results), the rest of a tile one pixel at a time. Without VNNI the same conv is int16.
 
 func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2x4x4xi32, #cvm.prec<8>> {
   %w = cvm.param "w" dense<-127> : tensor<2x2x3x3xi32, #cvm.prec<8>>
@@ -24,6 +25,8 @@ func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2x4x4xi32,
 // CHECK:           %[[SUM:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (i32) {
 // CHECK:             arith.extsi %{{.*}} : i8 to i32
 // CHECK:           %[[COMP:.*]] = arith.muli %[[SUM]], %{{.*}} : i32
+// CHECK:             %[[D0:[^,]*]], %{{.*}} = "cvmc.dot_u8s8"(%{{.*}}, %{{.*}}, %{{.*}}, %2, %{{.*}}) {depth = 64 : i64, split = 3 : i64, rows = 8 : i64} : (memref<1x4x64xi8>, index, index, memref<2x64xi8>, index) -> (i32, i32, i32, i32, i32, i32, i32, i32)
+// CHECK-NEXT:        arith.subi %[[D0]], %[[COMP]] : i32
 // CHECK:             %[[DOT:.*]] = "cvmc.dot_u8s8"(%{{.*}}, %{{.*}}, %{{.*}}, %2, %{{.*}}) {depth = 64 : i64, split = 3 : i64} : (memref<1x4x64xi8>, index, index, memref<2x64xi8>, index) -> i32
 // CHECK-NEXT:        arith.subi %[[DOT]], %[[COMP]] : i32
 
