@@ -17,7 +17,9 @@ clips (take, cvm_lut), windows read INT32_MIN (max_pool2d) or 0 (conv2d) outside
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from math import prod
@@ -510,9 +512,26 @@ def _host_vnni() -> bool:
     return bool(features.get("avx512vnni")) and bool(features.get("avx512bw"))
 
 
+_NO_VNNI: ContextVar[bool] = ContextVar("cvmc_no_vnni", default=False)
+
+
+@contextmanager
+def without_vnni() -> Iterator[None]:
+    """Lower without the u8 x s8 path in this context: for a target other than the host CPU (the CUDA printer
+    has no `cvmc.dot_u8s8`)."""
+    token = _NO_VNNI.set(True)
+    try:
+        yield
+    finally:
+        _NO_VNNI.reset(token)
+
+
 def vnni_available() -> bool:
-    """Whether conv2d and dense may take the u8 x s8 path: `$CVMC_VNNI` ("0" never, "1" always: for tests of
-    the IR on any host), else whether the host CPU has AVX512-VNNI (the JIT compiles for the host)."""
+    """Whether conv2d and dense may take the u8 x s8 path: never inside `without_vnni`; else `$CVMC_VNNI` ("0"
+    never, "1" always: for tests of the IR on any host), else whether the host CPU has AVX512-VNNI (the JIT
+    compiles for the host)."""
+    if _NO_VNNI.get():
+        return False
     env = os.environ.get("CVMC_VNNI")
     if env in ("0", "1"):
         return env == "1"
