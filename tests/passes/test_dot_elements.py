@@ -79,3 +79,18 @@ def test_bit_exact_at_the_int8_bound_and_one_past(monkeypatch, make, bits, vnni)
         want = run_graph(graph, x)
         got = compile_graph(graph, cache=False)(x)
         np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_forcing_vnni_on_a_cpu_without_it_is_refused(monkeypatch):
+    """`CVMC_VNNI=1` makes u8 x s8 IR on any host (for IR tests); compiling it for a CPU without AVX512-VNNI
+    is a logic error, not an illegal instruction at run time."""
+    from cvmc.errors import CVMLogicError
+
+    monkeypatch.setenv("CVMC_VNNI", "1")
+    monkeypatch.setattr(cvm_loops_ops, "_host_vnni", lambda: False)
+    b, y = _dense(8)
+    with pytest.raises(CVMLogicError, match="CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got '1'"):
+        compile_graph(b.graph([y]), cache=False)
+    monkeypatch.setenv("CVMC_VNNI", "0")
+    b, y = _dense(8)
+    compile_graph(b.graph([y]), cache=False)  # int16
