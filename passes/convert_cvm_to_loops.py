@@ -69,6 +69,7 @@ from cvmc.passes.cvm_loops_views import Layout
 from cvmc.passes.cvm_plan_buffers import read_hints
 
 _SYMBOL = re.compile(r"[^A-Za-z0-9_]")
+_NUMPY_ELEMENTS = {"i16": "<i2", "i8": "i1", "u8": "u1"}  # a packed param's bytes
 
 
 @functools.lru_cache(maxsize=4096)
@@ -187,7 +188,7 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
                 data = pack_values(tensor.pack, params[tensor.packed_from], tensor.element)
             else:
                 data = params[b.tensor]
-            data = np.ascontiguousarray(data, dtype="<i2" if tensor.element == "i16" else "<i4")
+            data = np.ascontiguousarray(data, dtype=_NUMPY_ELEMENTS.get(tensor.element, "<i4"))
             dense = DenseIntOrFPElementsAttr(TensorType(element, tensor.shape), BytesAttr(data.tobytes()))
             globals_.append(memref.GlobalOp.get(StringAttr(symbol), t, dense, constant=UnitAttr()))
             host.roots[bid] = host.add(memref.GetGlobalOp(symbol, t))

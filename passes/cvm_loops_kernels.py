@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, i16, i32
+from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
 from cvmc.passes.cvm_loops_plan import Group, Plan, group_inputs, operand_layouts
 from cvmc.passes.cvm_loops_views import Layout, collapse
 
-ELEMENT_TYPES = {"i32": i32, "i16": i16}
+ELEMENT_TYPES = {"i32": i32, "i16": i16, "u8": i8, "i8": i8}  # u8: an int8 value + 128, in a byte
 
 
 @dataclass(frozen=True)

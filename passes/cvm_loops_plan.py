@@ -7,8 +7,9 @@
   consumer joins the group of its input when it is that tensor's only consumer and the tensor is not a head);
   each group is one kernel call and writes one fresh buffer per output;
 - packed operands of conv2d and dense: the input as zero-padded NHWC (conv2d) or rows (dense) and the weight as
-  rows of the reduction, both int16 when every value provably fits 16 bits (`value_bits`), so the inner loop is
-  a contiguous int16 dot product (LLVM makes it `vpmaddwd`); a param weight is packed once, at compile time;
+  rows of the reduction, as u8 (x + 128) x s8 when every value provably fits 8 bits (`value_bits`) and the host
+  has AVX512-VNNI (`vpdpbusd`), else both int16 when they fit 16 bits (LLVM makes the contiguous dot product
+  `vpmaddwd` / `vpdpwssd`), else int32 (`_dot_elements`); a param weight is packed once, at compile time;
 - buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
   arena by first fit, largest buffer first, 64-byte aligned (`cvm_loops_arena`: O(log n) per buffer). The
   model's own storage_id is never used.
@@ -43,7 +44,7 @@ MAX_GROUP_OPS = 64
 # writing its slice of the one output buffer (`Group.part`), and takes no epilogue. O3 on one kernel of 1,000 copy
 # loops takes seconds, parts of equal shapes share one kernel, and kernels stay far from ctypes' 1,024 arguments.
 MAX_CONCAT_INPUTS = 64
-ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
+ELEMENT_BYTES = {"i32": 4, "i16": 2, "u8": 1, "i8": 1}  # every CVM tensor is int32; packed operands may be narrower
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -425,23 +426,23 @@ class _Planner:
         node = self.net.nodes[i]
         net, kind, inputs = self.net, _kind(node), list(node.inputs)
         if kind in ("conv2d", "dense"):
-            wide = self.bits[inputs[0]] > 16 or self.bits[inputs[1]] > 16
-            element = "i32" if wide else "i16"
+            element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]])
             x, w = (net.tensors[t].shape for t in inputs[:2])
+            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}
             if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             elif kind == "conv2d":
-                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]))
+                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]), element)
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos,
+                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
                                          (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), element,
+                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), weight,
                                          pos, (i, "pack", 1))
             else:
-                width = ops.padded(x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width}, (x[0], width), element, pos,
-                                         (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), element, pos,
+                width = ops.padded(x[1], element)
+                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width, **shift}, (x[0], width), element,
+                                         pos, (i, "pack", 0))
+                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), weight, pos,
                                          (i, "pack", 1))
         group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i])
         for k, t in enumerate(node.outputs):
@@ -486,6 +487,16 @@ class _Planner:
         self.refs[tid] = self._new_buffer(shape, owner, element)
         self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
         return tid
+
+
+def _dot_elements(data_bits: int, weight_bits: int) -> tuple[str, str]:
+    """The packed element types of a conv2d's or dense's (data, weight) from their value bounds (precisions):
+    u8 (x + 128) x s8 when both fit int8 and the host has AVX512-VNNI (`vpdpbusd`), else int16 when both fit
+    int16 (`vpdpwssd` / `vpmaddwd`), else int32."""
+    if data_bits <= 8 and weight_bits <= 8 and ops.vnni_available():
+        return "u8", "i8"
+    element = "i32" if data_bits > 16 or weight_bits > 16 else "i16"
+    return element, element
 
 
 def plan(net: Net, hints: Hints | None = None, place: bool = True) -> Plan:

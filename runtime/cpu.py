@@ -39,7 +39,7 @@ SPLIT_WORK = 1 << 18
 # The name of the module of kernels (its LLVM ModuleID).
 KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
-_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
+_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"), "u8": np.dtype("u1")}
 MAX_THREADS = 256
 
 # LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
@@ -257,6 +257,7 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
     the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
+    from cvmc.passes import cvm_loops_ops
     from cvmc.passes.pipelines import gc_paused, run_pipeline
     from cvmc.runtime.cvm_ir import graph_to_module
     from cvmc.runtime.jit import JitEngine
@@ -269,6 +270,9 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
         lower_ms = 1000 * (time.perf_counter() - start)
         ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
         del module, kernels
+        if "llvm.x86.avx512.vpdpbusd" in ir_text and not cvm_loops_ops._host_vnni():
+            raise CVMLogicError("expected $CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got "
+                                f"{os.environ.get('CVMC_VNNI')!r}: the u8 x s8 kernels would not run here")
         if check_plan is not None:
             check_plan(program)
         engine = JitEngine(ir_text, specs, cache=cache)

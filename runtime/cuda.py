@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
+from cvmc.passes.cvm_loops_ops import without_vnni
 from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.cache import open_cache
 from cvmc.runtime.cpu import HostProgram, View, read_host
@@ -326,7 +327,8 @@ def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]
 def lower_graph(graph: Graph) -> tuple[HostProgram, ModuleOp, func.FuncOp]:
     """The cpu device's pipeline: (host program, module of loop-level kernels, the host function `@main`)."""
     module = graph_to_module(graph)
-    run_pipeline(module, "cvm-to-loops")
+    with without_vnni():  # the u8 x s8 dot products are x86 (AVX512-VNNI) only
+        run_pipeline(module, "cvm-to-loops")
     program, kernels = read_host(module)
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
     return program, kernels, main

@@ -1,5 +1,5 @@
-// RUN: cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s
-// RUN: cvm-opt %s -p cvm-to-loops --split-input-file | filecheck %s
+// RUN: env CVMC_VNNI=0 cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s
+// RUN: env CVMC_VNNI=0 cvm-opt %s -p cvm-to-loops --split-input-file | filecheck %s
 
 // An elementwise chain (add -> shift -> relu) is one kernel over the collapsed index space: one loop, no
 // temporary buffer; the shift's rounding and clip and the relu run on the sum before the only store.
