@@ -370,10 +370,15 @@ def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) ->
     write("00-import.mlir", str(module))
     if device == "reference":
         return written
+    import contextlib
+
+    from cvmc.passes.cvm_loops_ops import without_vnni
+
     ctx = Context()
-    for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
-        p.apply(ctx, module)
-        write(f"{i:02d}-{p.name}.mlir", str(module))
+    with without_vnni() if device == "cuda" else contextlib.nullcontext():  # as runtime.cuda.lower_graph
+        for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
+            p.apply(ctx, module)
+            write(f"{i:02d}-{p.name}.mlir", str(module))
     from cvmc.runtime.cpu import read_host
 
     _, kernels = read_host(module)

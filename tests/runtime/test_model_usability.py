@@ -114,7 +114,7 @@ def test_cvm_run_batch(tmp_path, test_set, capsys):
 
 
 @pytest.mark.parametrize(("device", "files"), [("cpu", ["kernels.ll", "host.mlir"]),
-                                               ("cuda", ["kernels.cu", "host.mlir"])])
+                                               ("cuda", ["kernels.cu", "host.mlir", "launches.json"])])
 def test_cvm_run_emit_source_writes_what_the_device_compiles(device, files, tmp_path, capsys):
     argv = [str(DIGITS.graph), str(DIGITS.params), "--device", device, "--emit-source", str(tmp_path)]
     assert cvm_run.main(argv) == 0
