@@ -202,7 +202,24 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-class _JsonReader:
+class _Reader:
+    """What both readers share: a list read item by item."""
+
+    def begin_array(self) -> None:
+        raise NotImplementedError
+
+    def next_array_item(self) -> bool:
+        raise NotImplementedError
+
+    def read_list(self, read_one: Any) -> list[Any]:
+        self.begin_array()
+        out = []
+        while self.next_array_item():
+            out.append(read_one())
+        return out
+
+
+class _JsonReader(_Reader):
     """utils::JSONReader over bytes: the same accepted texts, and CHECK failures (runtime errors) where it has them.
 
     Its quirks are kept: end of input closes any open object or array (json.h:747, 780); only the escapes
@@ -330,13 +347,6 @@ class _JsonReader:
     def next_array_item(self) -> bool:
         return self._next_item(_CLOSE_ARRAY)
 
-    def read_list(self, read_one: Any) -> list[Any]:
-        self.begin_array()
-        out = []
-        while self.next_array_item():
-            out.append(read_one())
-        return out
-
     def read_str_map(self) -> dict[str, str]:
         out: dict[str, str] = {}
         self.begin_object()
@@ -370,7 +380,7 @@ def _parse_plain_json(data: bytes) -> Any:
         return None
 
 
-class _TreeReader:
+class _TreeReader(_Reader):
     """The interface of `_JsonReader` over a parsed document (see `_read_graph`); it only has to fail where the
     streaming reader fails, since the streaming reader then gives the error."""
 
@@ -417,13 +427,6 @@ class _TreeReader:
         if value is None:
             raise CVMRuntimeError("graph JSON: a number out of range")
         return value
-
-    def read_list(self, read_one: Any) -> list[Any]:
-        self.begin_array()
-        out = []
-        while self.next_array_item():
-            out.append(read_one())
-        return out
 
     def read_int_list(self, kind: str) -> list[int]:
         return self.read_list(lambda: self.read_int(kind))
