@@ -60,7 +60,6 @@ POSTPROCESS = (None, "argmax", "detection")
 MAX_STORAGE = 1 << 32  # graph_runtime.cc:567, the planned storage at load
 MAX_STORAGE_ID = 1 << 24  # a deviation: see the module docstring
 ALLOC_FAILS = 1 << 34  # a deviation: an allocation above this size is taken to fail
-UNDEFINED = "undefined in cvm-runtime"
 
 # Operators registered under another name (src/top/*: add_alias): parsed and inferred as their operator, then
 # refused when the executor looks for a kernel of the alias's name (graph_runtime.cc:664, a logic error).
@@ -137,22 +136,7 @@ def _fail(cls: type[CVMError], msg: str) -> NoReturn:
     raise cls(msg)
 
 
-def _verify(cond: bool, msg: str) -> None:
-    """cvm-runtime's VERIFY: a logic error."""
-    if not cond:
-        raise CVMLogicError(msg)
-
-
-def _check(cond: bool, msg: str) -> None:
-    """cvm-runtime's CHECK and LOG(FATAL): a runtime error."""
-    if not cond:
-        raise CVMRuntimeError(msg)
-
-
-def _undefined(cond: bool, msg: str) -> None:
-    """A model on which the runtime's behaviour is undefined: refused as a logic error (a documented deviation)."""
-    if not cond:
-        raise CVMLogicError(f"{UNDEFINED}: {msg}")
+_verify, _check, _undefined = rules.verify, rules.check, rules.undefined  # VERIFY, CHECK, a deviation
 
 
 # ---------------------------------------------------------------------------------------------------------
