@@ -1,14 +1,15 @@
-"""`make bench`: cvmc's CPU JIT against onnxruntime's integer kernels and the numpy reference, side by side.
+"""`make bench`: cvmc's CPU JIT against the numpy reference, then against the int8 engines users deploy.
 
 Workloads: the ResNet-like bench model (`bench/resnet`), conv2d int (1,64,56,56) x (64,64,3,3) pad 1, dense
 (64,1024) x (1024,1024), and the digits MLP. For each: the median run time of cvmc on `cpu` and `reference`,
-onnxruntime's ConvInteger / MatMulInteger on the same ops (for the bench model: the sum over its conv2d and dense
-layers, each run alone — a lower bound of what onnxruntime would need for the model), the multiply-add rate,
-and cold and cached compile times (the cached one in a fresh process, as a user sees it).
+the multiply-add rate, and cold and cached compile times (the cached one in a fresh process, as a user sees it).
+Then cvmc against ONNX Runtime int8 / float32, OpenVINO int8 and cvm-runtime on the bench model's ONNX twins,
+interleaved in one run (`bench/int8_peers.py`).
 
     python bench/run.py [--repeat N] [--quick]
 
-Both cvmc and onnxruntime run with 1 thread and with 2 threads; ratios compare equal thread counts.
+cvmc runs with 1 thread and with 2 threads. Then the compile time against model size (`bench/compile_scaling.py`:
+1k to 20k nodes, wide graphs and chains, the growth exponent, a plot in bench/compile_scaling.png).
 """
 
 from __future__ import annotations
@@ -67,30 +68,6 @@ def _single_op_model(op: str, attrs: dict[str, str], data_shape, weight: np.ndar
     return json.dumps(doc).encode(), write_params({"w": weight})
 
 
-def _ort_session(kind: str, x_shape, w: np.ndarray, pads=(0, 0), strides=(1, 1), group=1, threads=1):
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-
-    if kind == "conv":
-        node = helper.make_node("ConvInteger", ["x", "w"], ["y"], pads=[pads[0], pads[1], pads[0], pads[1]],
-                                strides=list(strides), group=group)
-    else:
-        node = helper.make_node("MatMulInteger", ["x", "w"], ["y"])
-        w = np.ascontiguousarray(w.T)
-    graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, list(x_shape))],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
-        initializer=[helper.make_tensor("w", TensorProto.INT8, list(w.shape), w.astype(np.int8).ravel().tolist())],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(0).integers(-127, 128, size=x_shape, dtype=np.int8)
-    return lambda: sess.run(None, {"x": x})
-
-
 def _macs(graph) -> int:
     total = 0
     for n in graph.nodes:
@@ -99,21 +76,6 @@ def _macs(graph) -> int:
             total += int(np.prod(n.shapes[0])) * int(np.prod(w[1:]))
         elif n.op == "dense":
             total += int(np.prod(n.shapes[0])) * graph.nodes[n.inputs[0][0]].shapes[0][1]
-    return total
-
-
-def _ort_time_of_layers(graph, repeat: int, threads: int) -> float:
-    total = 0.0
-    for n in graph.nodes:
-        if n.op not in ("conv2d", "dense"):
-            continue
-        x_shape = graph.nodes[n.inputs[0][0]].shapes[0]
-        w = graph.params[graph.nodes[n.inputs[1][0]].name]
-        if n.op == "conv2d":
-            fn = _ort_session("conv", x_shape, w, n.attrs["padding"], n.attrs["strides"], n.attrs["groups"], threads)
-        else:
-            fn = _ort_session("matmul", x_shape, w, threads=threads)
-        total += _timeit(fn, repeat)
     return total
 
 
@@ -149,16 +111,10 @@ def main() -> int:
     (tmp / "dense.params").write_bytes(pb)
     work.append(("dense 64x1024 * 1024x1024", tmp / "dense.json", tmp / "dense.params"))
     work.append(("bench model (ResNet-like)", HERE / "resnet" / "model.json", HERE / "resnet" / "params.bin"))
-    digits = ROOT / "examples" / "digits"
-    work.append(("digits MLP", digits / "model.json", digits / "params.bin"))
+    from cvmc.examples import digits as bundled_digits
 
-    try:
-        import onnxruntime  # noqa: F401
-
-        have_ort = True
-    except ImportError:
-        have_ort = False
-        print("onnxruntime is not installed: its column is left empty (make bench installs it)")
+    digits = bundled_digits()
+    work.append(("digits MLP", digits.graph, digits.params))
 
     rows = []
     for name, jpath, ppath in work:
@@ -180,8 +136,6 @@ def main() -> int:
             row[f"cpu{threads}"] = _timeit(lambda: cpu.run(x), repeat)
             row["exact"] &= all(np.array_equal(p, q) for p, q in zip(cpu.run(x), want))
             row["stats"] = cpu.stats
-            if have_ort and name != "digits MLP":
-                row[f"ort{threads}"] = _ort_time_of_layers(graph, repeat, threads)
         rows.append(row)
     os.environ.pop("CVMC_THREADS", None)
 
@@ -191,19 +145,24 @@ def main() -> int:
     def ratio(a_: float | None, b_: float | None) -> str:
         return f"{a_ / b_:7.2f}x" if a_ and b_ else f"{'-':>8}"
 
-    print(f"\n{'workload':30} {'cvmc 1T':>10} {'cvmc 2T':>10} {'ort 1T':>10} {'ort 2T':>10} {'ort/cvmc':>8} "
-          f"{'(2T)':>8} {'reference':>10} {'ref/cvmc':>8} {'GMAC/s 1T':>9} {'cold':>6} {'cached':>7} exact")
+    print(f"\n{'workload':30} {'cvmc 1T':>10} {'cvmc 2T':>10} "
+          f"{'reference':>10} {'ref/cvmc':>8} {'GMAC/s 1T':>9} {'cold':>6} {'cached':>7} exact")
     for r in rows:
-        print(f"{r['name']:30} {ms(r['cpu1'])} {ms(r['cpu2'])} {ms(r.get('ort1'))} {ms(r.get('ort2'))} "
-              f"{ratio(r.get('ort1'), r['cpu1'])} {ratio(r.get('ort2'), r['cpu2'])} {ms(r['ref'])} "
+        print(f"{r['name']:30} {ms(r['cpu1'])} {ms(r['cpu2'])} {ms(r['ref'])} "
               f"{ratio(r['ref'], r['cpu1'])} {r['macs'] / r['cpu1'] / 1e9:9.1f} {r['cold']:5.2f}s {r['cached']:6.3f}s "
               f"{'yes' if r['exact'] else 'NO'}")
     for r in rows:
         print(f"{r['name']}: " + ", ".join(f"{k} {v}" for k, v in r["stats"].items()))
-    import aot  # bench/aot.py: the C API row (cvm-aot), against infer and cvm-runtime's libcvm.so
+    import aot  # bench/, beside this file; aot: the C API row
+    import cinn_programs
+    import compile_scaling
+    import int8_peers
 
+    compile_scaling.run(quick=a.quick)
+    peers = int8_peers.main(["--rounds", "5" if a.quick else "20"])
+    cinn_status = cinn_programs.main(repeat)
     aot.run(max(20, 10 * repeat))
-    return 0 if all(r["exact"] for r in rows) else 1
+    return 0 if all(r["exact"] for r in rows) and peers == 0 and cinn_status == 0 else 1
 
 
 if __name__ == "__main__":

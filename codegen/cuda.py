@@ -103,6 +103,8 @@ class CudaKernelSpec:
     args: tuple[KernelArg, ...]
     work: int  # units of the grid-stride loop (1 when the kernel runs on one thread)
     parallel: bool  # the top-level scf.parallel is spread over the grid (else one thread runs everything)
+    macs: int = 0  # integer multiply-adds one launch performs (`kernel_macs`)
+    macs_exact: bool = True  # False where a loop around a multiply-add has a trip count known only at run time
 
     def threads(self) -> int:
         """The most threads that can have work: `work` when parallel, else 1."""
@@ -118,7 +120,9 @@ def kernel_specs(module: ModuleOp) -> dict[str, CudaKernelSpec]:
         name = op.sym_name.data
         grid = _grid_loop(op)
         work = 1 if grid is None else grid.work
-        specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, work, grid is not None)
+        macs, exact = kernel_macs(op)
+        specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, work, grid is not None, macs,
+                                     exact)
     return specs
 
 
@@ -158,6 +162,131 @@ def _grid_loop(op: func.FuncOp) -> _GridLoop | None:
             break
         bounds.append((lb, step, max(0, -(-(ub - lb) // step))))
     return _GridLoop(loop, tuple(bounds)) if bounds else None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Multiply-adds: what a launch computes, for launch descriptions and estimates
+# --------------------------------------------------------------------------------------------------------------
+
+
+class _NotStatic(Exception):
+    """A loop bound depends on a value the counter cannot evaluate (a load, a float, an unknown op)."""
+
+
+class _NeedsIv(Exception):
+    """A loop bound depends on the induction variable of an enclosing loop not yet enumerated."""
+
+
+_EVAL = {
+    "arith.addi": lambda a, b: a + b,
+    "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b,
+    "arith.minsi": min,
+    "arith.maxsi": max,
+    "arith.minui": min,
+    "arith.maxui": max,
+    "arith.floordivsi": lambda a, b: 0 if b == 0 else a // b,
+    "arith.divsi": lambda a, b: 0 if b == 0 else int(a / b),
+    "arith.divui": lambda a, b: 0 if b == 0 else a // b,
+    "arith.ceildivsi": lambda a, b: 0 if b == 0 else -(-a // b),
+    "arith.ceildivui": lambda a, b: 0 if b == 0 else -(-a // b),
+}
+_CMP = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
+        4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
+        8: lambda a, b: a > b, 9: lambda a, b: a >= b}  # fmt: skip
+
+
+def _evaluate(value: SSAValue, env: dict[SSAValue, int]) -> int:
+    """The integer value of an index expression, given the values of enclosing induction variables."""
+    if value in env:
+        return env[value]
+    owner = value.owner
+    if not isinstance(owner, Operation):  # a block argument: an induction variable of an enclosing loop
+        raise _NeedsIv
+    name = _name(owner)
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    if name in _EVAL:
+        return _EVAL[name](_evaluate(owner.operands[0], env), _evaluate(owner.operands[1], env))
+    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+        return _evaluate(owner.operands[0], env)
+    if name == "arith.select":
+        c, a, b = owner.operands
+        return _evaluate(a, env) if _evaluate(c, env) else _evaluate(b, env)
+    if name == "arith.cmpi":
+        predicate = owner.properties["predicate"]
+        assert isinstance(predicate, IntegerAttr)
+        return int(_CMP[predicate.value.data](_evaluate(owner.operands[0], env), _evaluate(owner.operands[1], env)))
+    raise _NotStatic
+
+
+def _is_mac(op: Operation) -> bool:
+    """An integer multiply (not an index computation) whose product is added: one multiply-add."""
+    if _name(op) != "arith.muli" or not isinstance(op.results[0].type, IntegerType):
+        return False
+    return any(_name(use.operation) == "arith.addi" for use in op.results[0].uses)
+
+
+def _has_mac(op: Operation) -> bool:
+    return any(_is_mac(inner) for inner in op.walk())
+
+
+# At most this many iterations are enumerated to count a loop whose inner bounds depend on its variable.
+_ENUMERATION_LIMIT = 1 << 20
+
+
+def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+    total = 0
+    for op in block.ops:
+        if _is_mac(op):
+            total += 1
+        elif isinstance(op, scf.ForOp | scf.ParallelOp):
+            if _has_mac(op):
+                try:
+                    total += _count_loop(op, env, inexact)
+                except _NotStatic:  # a trip count known only at run time: not counted
+                    inexact.append(op)
+        elif op.regions and _has_mac(op):  # scf.if and the like: the most any branch performs (an upper bound)
+            total += max(_count_block(b, env, inexact) for r in op.regions for b in r.blocks)
+    return total
+
+
+def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+    if isinstance(op, scf.ForOp):
+        dims = [(op.lb, op.ub, op.step)]
+    else:
+        dims = list(zip(op.lowerBound, op.upperBound, op.step))
+    ivs = list(op.body.block.args[: len(dims)])
+    ranges = [range(_evaluate(lb, env), _evaluate(ub, env), max(1, _evaluate(step, env))) for lb, ub, step in dims]
+    trips = 1
+    for r in ranges:
+        trips *= len(r)
+    if trips == 0:
+        return 0
+    try:
+        return trips * _count_block(op.body.block, env, inexact)
+    except _NeedsIv:  # an inner bound depends on these variables: enumerate them
+        if trips > _ENUMERATION_LIMIT:
+            raise _NotStatic from None
+        total = 0
+        for point in np.ndindex(*(len(r) for r in ranges)):
+            inner = dict(env)
+            inner.update({iv: r[i] for iv, r, i in zip(ivs, ranges, point)})
+            total += _count_block(op.body.block, inner, inexact)
+        return total
+
+
+def kernel_macs(op: func.FuncOp) -> tuple[int, bool]:
+    """(multiply-adds, exact): the integer multiply-adds one call of the kernel performs: every non-index
+    `arith.muli` whose product feeds an `arith.addi` (the inner step of conv2d, dense and the like, zero padding
+    of the reduction included), times the trips of the loops around it (loops whose bounds depend on enclosing
+    variables are enumerated; of an `scf.if`, the branch with more). A loop whose trip count depends on memory
+    (NMS) is not counted, and `exact` is then False."""
+    inexact: list[Operation] = []
+    try:
+        return _count_block(op.body.block, {}, inexact), not inexact
+    except _NeedsIv:  # a bound depending on a variable that is not an enclosing loop's: not countable
+        return 0, False
 
 
 _WRITING_OPS = ("memref.store", "memref.copy", "memref.alloc", "memref.dealloc")

@@ -76,6 +76,7 @@ _Value = Any
 
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
+_I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
 _VOID = ir.VoidType()
@@ -220,6 +221,12 @@ def _suffix(ty: ir.Type) -> str:
     if isinstance(ty, ir.IntType):
         return f"i{ty.width}"
     return "f32" if isinstance(ty, ir.FloatType) else "f64"
+
+
+def _int_attr(op: Operation, name: str) -> int:
+    """The value of an integer attribute of `op` (-1 when it has none)."""
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else -1
 
 
 def _const(ty: ir.Type, value: int | float | bool) -> ir.Constant:
@@ -981,6 +988,74 @@ class _KernelEmitter:
         name = f"llvm.{_INT_INTRINSICS[_op_name(op)]}.{_suffix(x.type)}"
         fn = self.mod.function(name, x.type, [x.type, _I1])
         self._set(op, self.b.call(fn, [x, _const(_I1, 0)]))
+
+    @_handles("cvmc.dot_u8s8")
+    def _dot_u8s8(self, op: Operation) -> None:
+        """For r < rows: sum over i < depth of u8 a[..., j + r, i] * s8 b[..., i] in int32 (wrapping), `depth` a
+        multiple of 64, the rows of `a` consecutive along its second-to-last dimension: a loop of `vpdpbusd`
+        (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation), one
+        accumulator per row sharing each load of `b`, then each row's 16 lanes summed. The caller checked that
+        the host has AVX512-VNNI."""
+        depth, split, rows = (_int_attr(op, name) for name in ("depth", "split", "rows"))
+        rows = max(rows, 1)
+        a = op.operands[0]
+        b = op.operands[split] if 1 <= split < len(op.operands) else None
+        if depth <= 0 or depth % 64 or b is None or len(op.results) != rows:
+            raise CVMRuntimeError(f"expected {_op_name(op)} with a depth that is a positive multiple of 64, split "
+                                  f"in [1, {len(op.operands) - 1}] and {rows} results, got depth {depth}, split "
+                                  f"{split}, {len(op.results)} results")
+        pa, _ = self._access(a, op.operands[1:split])
+        pb, _ = self._access(b, op.operands[split + 1:])
+        assert isinstance(a.type, MemRefType)
+        row_stride = _layout(a.type)[1][-2] if rows > 1 else 0
+        bases = [pa] + [self.b.gep(pa, [_const(_I64, r * row_stride)], inbounds=True, source_etype=_I8)
+                        for r in range(1, rows)]
+        lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
+        vnni = self.mod.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs],
+                                 ("nounwind", "readnone"))
+
+        def step(i: _Value, acc: list[_Value]) -> list[_Value]:
+            y = self.b.load(self.b.gep(pb, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
+            out = []
+            for base, partial in zip(bases, acc):
+                x = self.b.load(self.b.gep(base, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
+                out.append(self.b.call(vnni, [partial, x, y]))
+            return out
+
+        zero = ir.Constant(lanes, None)
+        accs = self._loop(_const(_I64, 0), _const(_I64, depth), _const(_I64, 64), [zero] * rows, step, "dot")
+        for res, value in zip(op.results, self._row_sums(accs)):
+            self.values[res] = value
+
+    def _row_sums(self, accs: list[_Value]) -> list[_Value]:
+        """The sum of the 16 lanes of each accumulator. For a power-of-two count, a tree that halves every
+        vector's segments pairwise (two shuffles and one add per pair and level: 16 shuffles for 8 rows instead
+        of 32 in 8 separate reductions), then one lane per row; else one reduction per accumulator."""
+        n = len(accs)
+        if n == 1 or n & (n - 1) or n > 16:
+            total = self.mod.function("llvm.vector.reduce.add.v16i32", _I32, [accs[0].type],
+                                      ("nounwind", "readnone"))
+            return [self.b.call(total, [acc]) for acc in accs]
+        vals, seg = list(accs), 16  # each vector: 16 // seg rows, row i in lanes [i * seg, (i + 1) * seg)
+        while len(vals) > 1:
+            half = seg // 2
+            lo = [i * seg + j for i in range(16 // seg) for j in range(half)]
+            lo = lo + [16 + x for x in lo]
+            hi = [x + half for x in lo]
+            vals = [self.b.add(self.b.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 16), lo)),
+                               self.b.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 16), hi)))
+                    for a, b in zip(vals[::2], vals[1::2])]
+            seg = half
+        (v,) = vals  # n rows of seg lanes each
+        while seg > 1:
+            half = seg // 2
+            lo = [i * seg + j for i in range(n) for j in range(half)]
+            hi = [x + half for x in lo]
+            width = ir.VectorType(_I32, len(lo))
+            v = self.b.add(self.b.shuffle_vector(v, v, ir.Constant(width, lo)),
+                           self.b.shuffle_vector(v, v, ir.Constant(width, hi)))
+            seg = half
+        return [self.b.extract_element(v, _const(_I64, r)) for r in range(n)]
 
     @_handles("math.ctpop")
     def _ctpop(self, op: Operation) -> None:

@@ -8,9 +8,15 @@
 Names are imported lazily so that `import cvmc` (and the command-line tools) start fast.
 """
 
+from importlib import metadata as _metadata
 from typing import TYPE_CHECKING
 
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+try:
+    __version__: str = _metadata.version("cvmc")
+except _metadata.PackageNotFoundError:  # run from a checkout that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use
     from cvmc.runtime.builder import CvmBuilder
@@ -24,6 +30,7 @@ __all__ = [
     "CinnBuilder",
     "CvmBuilder",
     "Model",
+    "__version__",
     "load_model",
 ]
 
@@ -36,6 +43,10 @@ _LAZY = {
 
 
 def __getattr__(name: str):
+    if name == "examples":
+        import importlib
+
+        return importlib.import_module("cvmc.examples")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'cvmc' has no attribute {name!r}")

@@ -15,6 +15,14 @@ results. `infer` raises `VerifyException` for every rule that ties fields togeth
 Dialect choices the spec leaves open: Slice rejects an empty range; Transpose takes a full permutation;
 BnMeanVariance and BnGradBiasScale take rank-4 NCHW inputs; Conv and the Bn ops are float only; Conv's filter is
 OIHW in both data formats; the `paddings` of Conv are ignored unless `padding_algorithm` is EXPLICIT.
+
+Where the seed is silent and CINN (Dec 2021) accepts more than a strict reading, cvmc decides (README, "CINN
+primitives"): a negative `axis` of Concat and Reverse and a negative `dim` of Reduce count from the end (value +
+rank, as CINN); a 0 in Reshape's `shape` copies the input's dim at that index (as CINN and paddle); FloorDiv and
+FloorMod on floats are one pair, Python's and numpy's divmod (an exact remainder with the sign of y, and the
+quotient (x - r) / y rounded to an integer), so y * floor_div(x, y) + floor_mod(x, y) == x up to the rounding of
+that last sum; Conv SAME with dilation > 1 pads for the dilated filter, so the output is ceil(input / stride)
+as SAME promises (paddle drops the dilation there, which would shrink the output).
 """
 
 from __future__ import annotations
@@ -132,12 +140,28 @@ def _axis(field: str, value: int, rank: int) -> int:
     return value
 
 
+def normalize_axis(field: str, value: int, rank: int) -> int:
+    """An axis in [-rank, rank), a negative one counting from the end (value + rank), as CINN normalises."""
+    if not -rank <= value < rank:
+        raise VerifyException(f"expected '{field}' in [-{rank}, {rank}), got {value}")
+    return value + rank if value < 0 else value
+
+
 def _unique_axes(field: str, values: Sequence[int], rank: int) -> tuple[int, ...]:
     for v in values:
         _axis(field, v, rank)
     if len(set(values)) != len(values):
         raise VerifyException(f"expected '{field}' without repeated axes, got {list(values)}")
     return tuple(values)
+
+
+def normalize_axes(field: str, values: Sequence[int], rank: int) -> tuple[int, ...]:
+    """Axes in [-rank, rank), each normalised by `normalize_axis`; no axis twice after normalisation."""
+    axes = tuple(normalize_axis(field, v, rank) for v in values)
+    if len(set(axes)) != len(axes):
+        normalised = f" -> {list(axes)}" if tuple(values) != axes else ""
+        raise VerifyException(f"expected '{field}' without repeated axes, got {list(values)}{normalised}")
+    return axes
 
 
 def _check_results(op: IRDLOperation, expected: Sequence[TensorType]) -> None:
@@ -204,8 +228,9 @@ def check_broadcast_to(shape: Shape, out_shape: Shape, axes: Sequence[int]) -> N
 
 
 def concat_shape(shapes: Sequence[Shape], axis: int) -> Shape:
+    """The concatenation's shape; `axis` may be negative (normalised by `normalize_axis`)."""
     first = shapes[0]
-    _axis("axis", axis, len(first))
+    axis = normalize_axis("axis", axis, len(first))
     for i, s in enumerate(shapes[1:], 1):
         if len(s) != len(first) or any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != axis):
             raise VerifyException(
@@ -216,10 +241,10 @@ def concat_shape(shapes: Sequence[Shape], axis: int) -> Shape:
 
 
 def reduce_axes(shape: Shape, dim: Sequence[int]) -> tuple[int, ...]:
-    """The reduced axes, sorted; an empty `dim` reduces every axis."""
+    """The reduced axes, normalised (a negative one + rank) and sorted; an empty `dim` reduces every axis."""
     if not dim:
         return tuple(range(len(shape)))
-    return tuple(sorted(_unique_axes("dim", dim, len(shape))))
+    return tuple(sorted(normalize_axes("dim", dim, len(shape))))
 
 
 def reduce_shape(shape: Shape, dim: Sequence[int], keep_dim: bool) -> Shape:
@@ -230,19 +255,28 @@ def reduce_shape(shape: Shape, dim: Sequence[int], keep_dim: bool) -> Shape:
 
 
 def reshape_shape(shape: Shape, new_shape: Sequence[int]) -> Shape:
-    """The target shape with its (at most one) -1 resolved; the element count is kept."""
+    """The target shape: a 0 copies the input's dim at the same index (as CINN and paddle), then the (at most
+    one) -1 is resolved; the element count is kept."""
     if sum(1 for d in new_shape if d == -1) > 1:
         raise VerifyException(f"expected at most one -1 in 'shape', got {list(new_shape)}")
-    if any(d == 0 or d < -1 for d in new_shape):
-        raise VerifyException(f"expected 'shape' dims >= 1 or -1, got {list(new_shape)}")
+    if any(d < -1 for d in new_shape):
+        raise VerifyException(f"expected 'shape' dims >= 0 or -1, got {list(new_shape)}")
+    for i, d in enumerate(new_shape):
+        if d == 0 and i >= len(shape):
+            raise VerifyException(
+                f"expected a 0 in 'shape' only at an index below the input's rank {len(shape)}, got index {i}"
+            )
+    given = list(new_shape)
+    new_shape = [shape[i] if d == 0 else d for i, d in enumerate(new_shape)]
+    copied = f" -> {new_shape}" if 0 in given else ""
     count = math.prod(shape)
     known = math.prod(d for d in new_shape if d != -1)
     if -1 in new_shape:
         if count % known:
-            raise VerifyException(f"expected 'shape' {list(new_shape)} to divide {count} elements")
+            raise VerifyException(f"expected 'shape' {given}{copied} to divide {count} elements")
         return tuple(count // known if d == -1 else d for d in new_shape)
     if known != count:
-        raise VerifyException(f"expected 'shape' with {count} elements, got {list(new_shape)} ({known})")
+        raise VerifyException(f"expected 'shape' with {count} elements, got {given}{copied} ({known})")
     return tuple(new_shape)
 
 
@@ -472,7 +506,8 @@ class DataFormatAttr(EnumAttribute[DataFormat], SpacedOpaqueSyntaxAttribute):
 
 @irdl_attr_definition
 class PaddingAlgorithmAttr(EnumAttribute[PaddingAlgorithm], SpacedOpaqueSyntaxAttribute):
-    """How `cinn.conv` pads: EXPLICIT (its `paddings`), SAME (output = ceil(input / stride)) or VALID (none)."""
+    """How `cinn.conv` pads: EXPLICIT (its `paddings`), SAME (output = ceil(input / stride), the dilated filter
+    counted) or VALID (none)."""
 
     name = "cinn.padding_algorithm"
 
@@ -1002,7 +1037,9 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class FloorDivOp(BinaryOp):
-    """Floor division: floor(x / y); on integers x / 0 = 0 and INT_MIN / -1 = INT_MIN.
+    """Floor division: floor(x / y); on integers x / 0 = 0 and INT_MIN / -1 = INT_MIN. On floats the quotient of
+    Python's divmod (numpy's floor_divide): (x - floor_mod(x, y)) / y snapped to the nearest integer, x / y for
+    y = 0; so that y * floor_div(x, y) + floor_mod(x, y) == x (1 // 0.1 is 9, not floor(1 / 0.1) = 10).
 
     %z = cinn.floor_div %x, %y : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
     """
@@ -1013,7 +1050,9 @@ class FloorDivOp(BinaryOp):
 
 @irdl_op_definition
 class FloorModOp(BinaryOp):
-    """Floor modulo: x - y * floor(x / y), the sign of y (Python's %); on integers x % 0 = 0.
+    """Floor modulo: x - y * floor_div(x, y), the sign of y (Python's %); on integers x % 0 = 0. On floats the
+    exact remainder fmod(x, y), plus y where it is non-zero and of the other sign than y; a zero remainder takes
+    the sign of y; NaN for y = 0 (numpy's remainder).
 
     %z = cinn.floor_mod %x, %y : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
     """
@@ -1324,7 +1363,8 @@ class CompareOp(BinaryOp):
 
 @irdl_op_definition
 class ConcatOp(IRDLOperation):
-    """Concatenation along an existing axis: inputs of one rank and element type, equal off that axis.
+    """Concatenation along an existing axis: inputs of one rank and element type, equal off that axis; `axis`
+    in [-rank, rank), a negative one counting from the end (axis + rank, as CINN).
 
     %z = cinn.concat %x, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
     """
@@ -1358,13 +1398,20 @@ class ConcatOp(IRDLOperation):
     def verify_(self) -> None:
         _check_results(self, [self.infer([v.type for v in self.inputs], self.axis.value.data)])
 
+    def normalized_axis(self) -> int:
+        """The concatenation axis in [0, rank) (a negative `axis` + rank); the op must verify."""
+        return normalize_axis("axis", self.axis.value.data, len(_tensor("input 0", self.inputs[0].type).get_shape()))
+
 
 @irdl_op_definition
 class ConvOp(IRDLOperation):
     """2-D convolution or one of its two adjoints (see ConvGeometry for the index map):
     forward(x, w) -> y; backward_data(w, dy) -> dx with <conv(x, w), dy> = <x, dx>;
     backward_filter(x, dy) -> dw with <conv(x, w), dy> = <w, dw>. The backward forms need `output_shape`
-    (the shape of dx, resp. dw); strides and dilations may not both differ from 1.
+    (the shape of dx, resp. dw); strides and dilations may not both differ from 1. SAME pads (total, split with
+    the odd one at the bottom / right) so that the output is ceil(input / stride), counting the dilated filter
+    extent (k - 1) * dilation + 1: with dilation > 1 the output keeps the input's size (paddle ignores the
+    dilation there and gives a smaller output; cvmc keeps SAME's promise, as ONNX's SAME_UPPER and TensorFlow).
 
     %y = cinn.conv forward NCHW EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>,
         dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>}
@@ -1465,7 +1512,8 @@ class ConvOp(IRDLOperation):
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
     """Reduction (sum, prod, max or min) over the axes `dim` (all axes when empty), kept as 1 when `keep_dim`
-    (wrapping on integers; max and min propagate NaN).
+    (wrapping on integers; max and min propagate NaN); each dim in [-rank, rank), a negative one counting from the
+    end (dim + rank, as CINN), none twice.
 
     %y = cinn.reduce sum %x {dim = array<i64: 1>, keep_dim = false} : (tensor<4x8xf32>) -> tensor<4xf32>
     """
@@ -1505,7 +1553,8 @@ class ReduceOp(IRDLOperation):
 
 @irdl_op_definition
 class ReshapeOp(IRDLOperation):
-    """Reshape, keeping the row-major element order; at most one dim of `shape` is -1 (inferred).
+    """Reshape, keeping the row-major element order; a 0 in `shape` copies the input's dim at the same index
+    (as CINN and paddle), and at most one dim is -1 (inferred from the element count).
 
     %y = cinn.reshape %x {shape = array<i64: -1, 4>} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
     """
@@ -1537,7 +1586,8 @@ class ReshapeOp(IRDLOperation):
 
 @irdl_op_definition
 class ReverseOp(IRDLOperation):
-    """Reverse along the axes `axis`: y[..., i_k, ...] = x[..., d_k - 1 - i_k, ...] for k in axis.
+    """Reverse along the axes `axis`: y[..., i_k, ...] = x[..., d_k - 1 - i_k, ...] for k in axis; each axis
+    in [-rank, rank), a negative one counting from the end (axis + rank, as CINN), none twice.
 
     %y = cinn.reverse %x {axis = array<i64: 0>} : (tensor<4x3xf32>) -> tensor<4x3xf32>
     """
@@ -1559,8 +1609,12 @@ class ReverseOp(IRDLOperation):
     @staticmethod
     def infer(x: Attribute, axis: Sequence[int]) -> TensorType:
         t = _tensor("x", x)
-        _unique_axes("axis", axis, t.get_num_dims())
+        normalize_axes("axis", axis, t.get_num_dims())
         return t
+
+    def axes(self) -> tuple[int, ...]:
+        """The reversed axes, normalised (a negative one + rank); the op must verify."""
+        return normalize_axes("axis", _ints(self.axis), len(_tensor("x", self.x.type).get_shape()))
 
     def verify_(self) -> None:
         _check_results(self, [self.infer(self.x.type, _ints(self.axis))])

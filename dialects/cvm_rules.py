@@ -388,22 +388,28 @@ DEVIATIONS: tuple[tuple[str, str, str], ...] = (
 # cvmc takes that observable behaviour (output shape = data shape).
 
 
-def _check(cond: bool, msg: str) -> None:
-    """A VERIFY: a logic error."""
+UNDEFINED = "undefined in cvm-runtime"
+
+
+def verify(cond: bool, msg: str) -> None:
+    """cvm-runtime's VERIFY: a logic error. (The loader, runtime/graph.py, uses these three as well.)"""
     if not cond:
         raise CVMLogicError(msg)
 
 
-def _fatal(cond: bool, msg: str) -> None:
-    """A CHECK / LOG(FATAL): a runtime error."""
+def check(cond: bool, msg: str) -> None:
+    """cvm-runtime's CHECK and LOG(FATAL): a runtime error."""
     if not cond:
         raise CVMRuntimeError(msg)
 
 
-def _deviation(cond: bool, msg: str) -> None:
-    """A case of DEVIATIONS: a logic error where the runtime has undefined behaviour."""
+def undefined(cond: bool, msg: str) -> None:
+    """A documented deviation: a logic error where the runtime's behaviour is undefined (DEVIATIONS; the README)."""
     if not cond:
-        raise CVMLogicError(f"undefined in cvm-runtime: {msg}")
+        raise CVMLogicError(f"{UNDEFINED}: {msg}")
+
+
+_check, _fatal, _deviation = verify, check, undefined
 
 
 def _range(name: str, value: int, lo: int = 0, hi: int = 4096) -> None:

@@ -15,6 +15,8 @@ _PASSES: dict[str, tuple[str, str]] = {
     "cvm-plan-buffers": ("cvm_plan_buffers", "CvmPlanBuffersPass"),
     "convert-cvm-to-loops": ("convert_cvm_to_loops", "ConvertCvmToLoopsPass"),
     "cvm-to-loops": ("pipelines", "CvmToLoopsPass"),
+    "cinn-mark-views": ("cinn_mark_views", "CinnMarkViewsPass"),
+    "cinn-fuse": ("cinn_fuse", "CinnFusePass"),
     "convert-cinn-to-loops": ("convert_cinn_to_loops", "ConvertCinnToLoopsPass"),
     "taskgraph-stats": ("taskgraph_stats", "TaskGraphStatsPass"),
     "convert-taskgraph-to-loops": ("convert_taskgraph_to_loops", "ConvertTaskGraphToLoopsPass"),

@@ -1,10 +1,16 @@
-"""`convert-cinn-to-loops`: every cinn primitive becomes one loop-level kernel.
+"""`convert-cinn-to-loops`: every kernel group of cinn primitives becomes one loop-level kernel.
 
-A `func.func @net` of cinn ops is replaced by one kernel per op, `@net_<i>_<mnemonic>(operands..., results...)`,
-every argument a memref of the tensor's shape (ui8 becomes i8: the kernel's ops carry the unsignedness), where i
-is the op's position in @net. The kernels follow the loop level (scf, memref, arith, math); element-wise work and
-every output element of a reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with
-`iter_args`. Running the kernels in op order on buffers of the SSA values computes @net (see
+A `func.func @net` of cinn ops is replaced by one kernel per group, `@net_<i>_<mnemonic>(inputs..., results...)`,
+named after the group's last op (the one stored), at position i in @net; every argument is a memref of the
+tensor's shape (ui8 becomes i8: the kernel's ops carry the unsignedness). Groups and views are the decisions of
+`cinn-fuse` (`cinn.group = N`) and `cinn-mark-views` (`cinn.view`), followed and checked here (`plan_kernels`):
+an op without either is a group of its own, whose kernel takes its operands then its results; a fused op or a
+view is computed inside the kernel that reads it, at the index read, and its value never reaches memory.
+
+The kernels follow the loop level (scf, memref, arith, math); element-wise work and every output element of a
+reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with `iter_args`; a 2-D dot
+parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output.
+Running the kernels in op order on buffers of the SSA values computes @net (see
 `cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
 The arithmetic is that of `cvmc.runtime.cinn_reference`, written with the loop level's ops.
 
@@ -32,6 +38,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -43,6 +50,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
 from cvmc.passes.cvm_loops_builder import KernelBuilder
@@ -152,8 +160,39 @@ class Scalar:
             return self.generic("arith.remf", [a, b], self.type)
         return self.emit(arith.RemUIOp(a, b) if self.unsigned else arith.RemSIOp(a, b))
 
+    def float_divmod(self, a: Value, b: Value) -> tuple[Value, Value]:
+        """Python's divmod on floats, numpy's floor_divide and remainder step by step: r = fmod(a, b), q = (a -
+        r) / b, moved by one where r and b differ in sign (r += b), r = +-0 with b's sign where zero, q snapped
+        to the nearest integer (+-0 with the sign of a / b where zero); q = a / b and r = fmod(a, b) for b = 0."""
+        zero, one, half = self.const(0), self.const(1), self.const(0.5)
+        neg_zero = self.const(-0.0)
+        mod = self.rem(a, b)
+        quotient = self.emit(arith.DivfOp(a, b))
+        div = self.emit(arith.DivfOp(self.emit(arith.SubfOp(a, mod)), b))
+        b_neg = self.cmp("lt", b, zero)
+        other_sign = self.emit(arith.XOrIOp(b_neg, self.cmp("lt", mod, zero)))
+        adjust = self.emit(arith.AndIOp(self.cmp("ne", mod, zero), other_sign))
+        div = self.emit(arith.SelectOp(adjust, self.emit(arith.SubfOp(div, one)), div))
+        signed_zero = self.emit(arith.SelectOp(b_neg, neg_zero, zero))
+        mod_adjusted = self.emit(arith.SelectOp(adjust, self.add(mod, b), mod))
+        mod = self.emit(arith.SelectOp(self.cmp("eq", mod, zero), signed_zero, mod_adjusted))
+        floor = self.emit(math.FloorOp(div))
+        up = self.cmp("gt", self.emit(arith.SubfOp(div, floor)), half)
+        snapped = self.emit(arith.SelectOp(up, self.add(floor, one), floor))
+        q_zero = self.emit(math.CopySignOp(zero, quotient))
+        q = self.emit(arith.SelectOp(self.cmp("eq", div, zero), q_zero, snapped))
+        b_zero = self.cmp("eq", b, zero)
+        return self.emit(arith.SelectOp(b_zero, quotient, q)), self.emit(arith.SelectOp(b_zero, self.rem(a, b), mod))
+
+    def floor_div(self, a: Value, b: Value) -> Value:
+        if self.is_float:
+            return self.float_divmod(a, b)[0]
+        return self.pick(arith.DivfOp, arith.FloorDivSIOp, arith.DivUIOp, a, b)
+
     def floor_mod(self, a: Value, b: Value) -> Value:
-        """a - b * floor(a / b): the C remainder, plus b where it is non-zero and of the other sign than b."""
+        """a - b * floor_div(a, b): the C remainder, plus b where it is non-zero and of the other sign than b."""
+        if self.is_float:
+            return self.float_divmod(a, b)[1]
         r = self.rem(a, b)
         if self.unsigned:
             return r
@@ -239,10 +278,7 @@ BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
     cinn.MulOp: Scalar.mul,
     cinn.DivOp: lambda s, a, b: s.pick(arith.DivfOp, arith.DivSIOp, arith.DivUIOp, a, b),
     cinn.ModOp: Scalar.rem,
-    cinn.FloorDivOp: lambda s, a, b: (
-        s.emit(math.FloorOp(s.emit(arith.DivfOp(a, b)))) if s.is_float
-        else s.pick(arith.DivfOp, arith.FloorDivSIOp, arith.DivUIOp, a, b)
-    ),  # fmt: skip
+    cinn.FloorDivOp: Scalar.floor_div,
     cinn.FloorModOp: Scalar.floor_mod,
     cinn.MaxOp: Scalar.max,
     cinn.MinOp: Scalar.min,
@@ -265,7 +301,7 @@ BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
 
 def _shape(v: Value) -> tuple[int, ...]:
     t = v.type
-    assert isinstance(t, MemRefType)
+    assert isinstance(t, MemRefType | TensorType)
     return t.get_shape()
 
 
@@ -273,13 +309,6 @@ def _broadcast_index(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int
     """The index into an operand of `shape` that numpy-broadcasts to the iteration space of `ivs`."""
     offset = len(ivs) - len(shape)
     return [k.idx(0) if d == 1 else ivs[offset + i] for i, d in enumerate(shape)]
-
-
-def _elementwise(k: KernelBuilder, ins: Sequence[Value], out: Value, f: Callable[..., Value]) -> None:
-    def body(ivs: list[Value]) -> None:
-        k.store(f(*[k.load(m, _broadcast_index(k, ivs, _shape(m))) for m in ins]), out, ivs)
-
-    k.loops(_shape(out), body, parallel=True)
 
 
 def _for_nest(
@@ -317,21 +346,266 @@ def _accumulate_if(s: Scalar, cond: Value, acc: Value, product: Callable[[], Val
     return result
 
 
-def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, out: Value) -> None:
-    g = op.geometry()
-    cg, og = g.c // g.groups, g.o // g.groups
-    nchw = g.data_format == cinn.DataFormat.NCHW
+def _unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
+    index: list[Value] = []
+    for d in reversed(shape):
+        index.insert(0, k.remsi(flat, k.idx(d)) if d > 1 else k.idx(0))
+        flat = k.divsi(flat, k.idx(d)) if d > 1 else flat
+    return index
 
-    def at(n: Value, c: Value, h: Value, w: Value) -> list[Value]:
-        return [n, c, h, w] if nchw else [n, h, w, c]
 
-    def split(ivs: list[Value]) -> tuple[Value, Value, Value, Value]:
-        return (ivs[0], ivs[1], ivs[2], ivs[3]) if nchw else (ivs[0], ivs[3], ivs[1], ivs[2])
+def _ravel(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int]) -> Value:
+    flat: Value = k.idx(0)
+    for iv, d in zip(ivs, shape):
+        flat = k.addi(k.muli(flat, k.idx(d)), iv) if d > 1 else flat
+    return flat
 
-    kind = op.conv_type.data
-    if kind == cinn.ConvType.FORWARD:  # y[n, o, i, j] = sum_{c, p, q} x[n, c0 + c, r, t] * w[o, c, p, q]
 
-        def forward(ivs: list[Value]) -> None:
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels: which ops one kernel computes (the decisions of cinn-mark-views and cinn-fuse)
+# ---------------------------------------------------------------------------------------------------------------
+
+GROUP = "cinn.group"
+VIEW = "cinn.view"
+# Ops that only move elements: as a view, a consumer reads the op's input through the op's index map.
+VIEW_OPS = (cinn.BroadcastToOp, cinn.IdentityOp, cinn.ReshapeOp, cinn.ReverseOp, cinn.SliceOp, cinn.TransposeOp)
+
+
+def is_elementwise(op: Operation) -> bool:
+    """One result element from the operand elements at the same (broadcast) index."""
+    return isinstance(op, cinn.UnaryOp | cinn.BinaryOp | cinn.SelectOp) and not isinstance(op, cinn.IdentityOp)
+
+
+@dataclass
+class KernelPlan:
+    """One kernel: `root` computes its results into memory, `inlined` ops are computed inside it where read
+    (fused producers and views), `inputs` are the values it reads from memory (function arguments or results
+    of earlier kernels)."""
+
+    name: str
+    root: Operation
+    inlined: list[Operation]
+    inputs: list[Value]
+
+    @property
+    def outputs(self) -> list[Value]:
+        return list(self.root.results)
+
+
+def _fail(op: Operation, index: int, why: str) -> PassFailedException:
+    return PassFailedException(f"op {index} ('{op.name}'): {why}")
+
+
+def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
+    """The kernels of a function of cinn ops in execution order, following its `cinn.view` and `cinn.group`
+    attributes (an op with neither is a kernel of its own); a recorded decision that breaks a rule fails."""
+    ops = cinn_ops(function)
+    position = {op: i for i, op in enumerate(ops)}
+    ret = function.body.block.last_op
+    returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
+    last_of_group: dict[int, Operation] = {}
+    for op in ops:
+        group = op.attributes.get(GROUP)
+        if group is not None:
+            if not isinstance(group, IntegerAttr):
+                raise _fail(op, position[op], f"expected '{GROUP}' to be an integer, got {group}")
+            last_of_group[group.value.data] = op
+    inlined: set[Operation] = set()
+    for op in ops:
+        i = position[op]
+        if VIEW in op.attributes:
+            if not isinstance(op, VIEW_OPS):
+                raise _fail(op, i, f"expected '{VIEW}' only on {', '.join(c.name for c in VIEW_OPS)}")
+            if op.results[0] in returned:
+                raise _fail(op, i, f"expected no '{VIEW}' on a returned value (it must be stored)")
+            inlined.add(op)
+            continue
+        group = op.attributes.get(GROUP)
+        if not isinstance(group, IntegerAttr) or last_of_group[group.value.data] is op:
+            continue
+        users = [use.operation for use in op.results[0].uses]
+        if len(op.results) != 1 or op.results[0] in returned or len(users) != 1:
+            raise _fail(op, i, f"expected a fused op ('{GROUP}' not last in its group) to have one result read by "
+                               f"one op and not returned, got {len(users)} readers")
+        if users[0].attributes.get(GROUP) != group:
+            raise _fail(op, i, f"expected its reader to be in its group {group.value.data}")
+        if isinstance(op, cinn.ConcatOp | cinn.BnMeanVarianceOp | cinn.BnGradBiasScaleOp | cinn.DotOp):
+            raise _fail(op, i, "expected a fused op other than concat, dot and the bn ops (they are no expression "
+                               "of one index)")
+        inlined.add(op)
+    plans: list[KernelPlan] = []
+    for op in ops:
+        if op in inlined:
+            continue
+        members: list[Operation] = []
+        inputs: list[Value] = []
+
+        def visit(v: Value) -> None:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in inlined:
+                if owner not in members:
+                    members.append(owner)
+                for operand in owner.operands:
+                    visit(operand)
+            elif v not in inputs:
+                inputs.append(v)
+
+        for operand in op.operands:
+            visit(operand)
+        if not members:
+            inputs = list(op.operands)  # a kernel of one op takes its operands as they are, repeats included
+        plans.append(KernelPlan(kernel_name(function.sym_name.data, position[op], op), op, members, inputs))
+    return plans
+
+
+MATMUL_UNROLL = 8
+REDUCE_LANES = 8
+
+
+class KernelEmitter:
+    """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
+    argument or computed by the inlined op that makes v."""
+
+    def __init__(self, plan: KernelPlan):
+        values = [*plan.inputs, *plan.outputs]
+        self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
+        self.plan = plan
+        self.memory: dict[Value, Value] = {}
+        for arg, v in zip(self.k.args, values):
+            if v.name_hint:
+                arg.name_hint = v.name_hint
+        for arg, v in zip(self.k.args, plan.inputs):
+            self.memory.setdefault(v, arg)
+        self.inputs = list(self.k.args[: len(plan.inputs)])
+        self.outputs = list(self.k.args[len(plan.inputs) :])
+
+    @staticmethod
+    def scalar_type(op: Operation) -> Attribute:
+        """The element type the op computes in: its first operand's (its result's for ConstScalar)."""
+        source = op.operands[1] if isinstance(op, cinn.SelectOp) else (op.operands or op.results)[0]
+        assert isinstance(source.type, TensorType)
+        return source.type.element_type
+
+    def value(self, v: Value, ivs: Sequence[Value]) -> Value:
+        return self.values(v, [list(ivs)])[0]
+
+    def values(self, v: Value, points: Sequence[Sequence[Value]]) -> list[Value]:
+        """The elements of v at several indices, one per lane: lanes share the loops of a reduction (each lane
+        keeps its own accumulator and order, so each element is what `value` alone would give)."""
+        k = self.k
+        if v in self.memory:
+            return [k.load(self.memory[v], list(p)) for p in points]
+        op = v.owner
+        assert isinstance(op, Operation)
+        s = Scalar(k, self.scalar_type(op))
+
+        def operand(i: int, index: Callable[[Sequence[Value]], list[Value]]) -> list[Value]:
+            return self.values(op.operands[i], [index(p) for p in points])
+
+        def broadcast(i: int) -> list[Value]:
+            return operand(i, lambda p: _broadcast_index(k, p, _shape(op.operands[i])))
+
+        if isinstance(op, cinn.UnaryOp):
+            return [unary(s, op, x) for x in broadcast(0)]
+        if type(op) in BINARY:
+            return [BINARY[type(op)](s, a, b) for a, b in zip(broadcast(0), broadcast(1))]
+        match op:
+            case cinn.ConstScalarOp():
+                return [s.const(op.value.value.data)] * len(points)
+            case cinn.CompareOp():
+                return [s.cmp(op.kind.data.value, a, b) for a, b in zip(broadcast(0), broadcast(1))]
+            case cinn.SelectOp():
+                return [s.emit(arith.SelectOp(c, a, b)) for c, a, b in zip(broadcast(0), broadcast(1), broadcast(2))]
+            case cinn.BroadcastToOp():
+                axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(op.operands[0])
+                return operand(0, lambda p: [k.idx(0) if d == 1 else p[a] for a, d in zip(axes, shape)])
+            case cinn.ReshapeOp():
+                source, target = _shape(op.operands[0]), _shape(op.results[0])
+                return operand(0, lambda p: _unravel(k, _ravel(k, p, target), source))
+            case cinn.ReverseOp():
+                axes, shape = set(op.axes()), _shape(op.results[0])
+                flip = lambda d, v: k.subi(k.idx(shape[d] - 1), v) if d in axes else v  # noqa: E731
+                return operand(0, lambda p: [flip(d, v) for d, v in enumerate(p)])
+            case cinn.SliceOp():
+                starts = [lo for lo, _ in op.bounds()]
+                return operand(0, lambda p: [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(p, starts)])
+            case cinn.TransposeOp():
+                perm = [int(v) for v in op.axis.iter_values()]
+                return operand(0, lambda p: [p[perm.index(d)] for d in range(len(perm))])
+            case cinn.ReduceOp():
+                return self._reduce(op, s, points)
+            case cinn.DotOp():
+                return [self._dot(op, s, p) for p in points]
+            case cinn.ConvOp():
+                return [self._conv(op, s, p) for p in points]
+            case _:
+                raise NotImplementedError(op.name)
+
+    # -- reductions of one output element --------------------------------------------------------------------
+
+    def _reduce(self, op: cinn.ReduceOp, s: Scalar, points: Sequence[Sequence[Value]]) -> list[Value]:
+        k, x = self.k, op.operands[0]
+        shape = _shape(x)
+        axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
+        kept = [d for d in range(len(shape)) if d not in axes]
+        keep_dim = bool(op.keep_dim.value.data)
+        kind = op.kind.data
+        init = {
+            cinn.ReduceKind.SUM: lambda: s.const(0),
+            cinn.ReduceKind.PROD: lambda: s.const(1),
+            cinn.ReduceKind.MAX: s.lowest,
+            cinn.ReduceKind.MIN: s.highest,
+        }[kind]
+        combine = {
+            cinn.ReduceKind.SUM: s.add,
+            cinn.ReduceKind.PROD: s.mul,
+            cinn.ReduceKind.MAX: s.max,
+            cinn.ReduceKind.MIN: s.min,
+        }[kind]
+        outers = [[p[d] for d in kept] if keep_dim else list(p) for p in points]
+
+        def step(inner: list[Value], *accs: Value) -> list[Value]:
+            indices = []
+            for outer in outers:
+                index: list[Value] = [k.idx(0)] * len(shape)
+                for d, v in zip(kept, outer):
+                    index[d] = v
+                for d, v in zip(axes, inner):
+                    index[d] = v
+                indices.append(index)
+            return [combine(acc, e) for acc, e in zip(accs, self.values(x, indices))]
+
+        first = init()
+        return _for_nest(k, [shape[d] for d in axes], [first] * len(points), step)
+
+    def _dot(self, op: cinn.DotOp, s: Scalar, ivs: Sequence[Value]) -> Value:
+        lhs, rhs = op.operands
+        lhs_rank, depth = len(_shape(lhs)), _shape(lhs)[-1]
+
+        def step(kk: list[Value], acc: Value) -> list[Value]:
+            a = self.value(lhs, [*ivs[: lhs_rank - 1], kk[0]])
+            b = self.value(rhs, [kk[0], *ivs[lhs_rank - 1 :]])
+            return [s.add(acc, s.mul(a, b))]
+
+        (acc,) = _for_nest(self.k, [depth], [s.const(0)], step)
+        return acc
+
+    def _conv(self, op: cinn.ConvOp, s: Scalar, ivs: Sequence[Value]) -> Value:
+        k = self.k
+        lhs, rhs = op.operands
+        g = op.geometry()
+        cg, og = g.c // g.groups, g.o // g.groups
+        nchw = g.data_format == cinn.DataFormat.NCHW
+        load = self.value
+
+        def at(n: Value, c: Value, h: Value, w: Value) -> list[Value]:
+            return [n, c, h, w] if nchw else [n, h, w, c]
+
+        def split(ivs: Sequence[Value]) -> tuple[Value, Value, Value, Value]:
+            return (ivs[0], ivs[1], ivs[2], ivs[3]) if nchw else (ivs[0], ivs[3], ivs[1], ivs[2])
+
+        kind = op.conv_type.data
+        if kind == cinn.ConvType.FORWARD:  # y[n, o, i, j] = sum_{c, p, q} x[n, c0 + c, r, t] * w[o, c, p, q]
             n, o, i, j = split(ivs)
             c0 = k.muli(k.divsi(o, k.idx(og)), k.idx(cg))
 
@@ -340,16 +614,11 @@ def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, 
                 r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
                 t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
                 inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
-                x = lambda: k.load(lhs, at(n, k.addi(c0, c), r, t))  # noqa: E731
-                return [_accumulate_if(s, inside, acc, lambda: s.mul(x(), k.load(rhs, [o, c, p, q])))]
+                x = lambda: load(lhs, at(n, k.addi(c0, c), r, t))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(x(), load(rhs, [o, c, p, q])))]
 
-            (acc,) = _for_nest(k, [cg, g.kh, g.kw], [s.const(0)], tap)
-            k.store(acc, out, ivs)
-
-        k.loops(_shape(out), forward, parallel=True)
-    elif kind == cinn.ConvType.BACKWARD_DATA:  # dx[n, c, h, w] = sum over (o, p, q) meeting (h, w) of dy * w
-
-        def backward_data(ivs: list[Value]) -> None:
+            return _for_nest(k, [cg, g.kh, g.kw], [s.const(0)], tap)[0]
+        if kind == cinn.ConvType.BACKWARD_DATA:  # dx[n, c, h, w] = sum over (o, p, q) meeting (h, w) of dy * w
             n, c, h, w = split(ivs)
             group = k.divsi(c, k.idx(cg))
             o0, cc = k.muli(group, k.idx(og)), k.remsi(c, k.idx(cg))
@@ -365,195 +634,295 @@ def _conv(k: KernelBuilder, op: cinn.ConvOp, s: Scalar, lhs: Value, rhs: Value, 
                     if stride > 1:
                         inside = k.andi(inside, k.cmpi("eq", k.remsi(v, k.idx(stride)), k.idx(0)))
                 oo = k.addi(o0, o)
-                dy = lambda: k.load(rhs, at(n, oo, i, j))  # noqa: E731
-                return [_accumulate_if(s, inside, acc, lambda: s.mul(dy(), k.load(lhs, [oo, cc, p, q])))]
+                dy = lambda: load(rhs, at(n, oo, i, j))  # noqa: E731
+                return [_accumulate_if(s, inside, acc, lambda: s.mul(dy(), load(lhs, [oo, cc, p, q])))]
 
-            (acc,) = _for_nest(k, [og, g.kh, g.kw], [s.const(0)], tap)
-            k.store(acc, out, ivs)
+            return _for_nest(k, [og, g.kh, g.kw], [s.const(0)], tap)[0]
+        # dw[o, c, p, q] = sum_{n, i, j} dy[n, o, i, j] * x[n, c0 + c, r, t]
+        o, c, p, q = ivs
+        channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
 
-        k.loops(_shape(out), backward_data, parallel=True)
-    else:  # dw[o, c, p, q] = sum_{n, i, j} dy[n, o, i, j] * x[n, c0 + c, r, t]
+        def position(pos: list[Value], acc: Value) -> list[Value]:
+            n, i, j = pos
+            r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
+            t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
+            inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
+            x = lambda: load(lhs, at(n, channel, r, t))  # noqa: E731
+            return [_accumulate_if(s, inside, acc, lambda: s.mul(load(rhs, at(n, o, i, j)), x()))]
 
-        def backward_filter(ivs: list[Value]) -> None:
-            o, c, p, q = ivs
+        return _for_nest(k, [g.n, g.oh, g.ow], [s.const(0)], position)[0]
+
+    # -- whole kernels ----------------------------------------------------------------------------------------
+
+    def _bn(self, op: Operation) -> None:
+        """Per channel c: (sum x, sum x^2), or with grad and mean (sum dy, sum dy * (x - mean))."""
+        k = self.k
+        s = Scalar(k, self.scalar_type(op))
+        x = op.operands[0]
+        grad, mean = (op.operands[1], op.operands[2]) if len(op.operands) == 3 else (None, None)
+        n, _, h, w = _shape(x)
+
+        def channel(ivs: list[Value]) -> None:
+            (c,) = ivs
+            m = self.value(mean, [c]) if mean is not None else None
+
+            def step(pos: list[Value], a: Value, b: Value) -> list[Value]:
+                index = [pos[0], c, pos[1], pos[2]]
+                v = self.value(x, index)
+                if grad is None or m is None:
+                    return [s.add(a, v), s.add(b, s.mul(v, v))]
+                dy = self.value(grad, index)
+                return [s.add(a, dy), s.add(b, s.mul(dy, s.emit(arith.SubfOp(v, m))))]
+
+            totals = _for_nest(k, [n, h, w], [s.const(0), s.const(0)], step)
+            for total, result in zip(totals, self.outputs):
+                k.store(total, result, [c])
+
+        k.loops(_shape(self.outputs[0]), channel, parallel=True)
+
+    def _matmul(self, op: cinn.DotOp) -> None:
+        """2-D . 2-D by blocks of rows: out[i, :] = 0, then out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending,
+        MATMUL_UNROLL values of kk per pass over the rows, and ROWS rows (the largest of 4, 2, 1 dividing the row
+        count) per pass sharing each load of rhs. Each element still sums in the order of the element-wise form,
+        so the result is the same; the inner loop runs along rows of rhs and out, which the vectorizer turns into
+        vector multiply-adds."""
+        k, out = self.k, self.outputs[0]
+        lhs, rhs = op.operands
+        s = Scalar(k, self.scalar_type(op))
+        depth, cols = _shape(rhs)
+        count = _shape(out)[0]
+        # Narrow integers stay one row and one k per pass: LLVM's vectorizer (maximize-bandwidth) takes seconds
+        # on the unrolled form of i8 and i16 code.
+        wide = s.is_float or cinn.bit_width(s.element) >= 32
+        rows = next(r for r in (4, 2, 1) if count % r == 0) if wide else 1
+        unroll = MATMUL_UNROLL if wide else 1
+        full = depth - depth % unroll
+
+        def block_of_rows(ivs: list[Value]) -> None:
+            first = k.muli(ivs[0], k.idx(rows))
+            block = [k.addi(first, r) if r else first for r in range(rows)]
+            zero = s.const(0)
+
+            def clear(j: Value) -> None:
+                for i in block:
+                    k.store(zero, out, [i, j])
+
+            k.for_(cols, clear)
+
+            def step(kks: list[Value]) -> None:
+                a = [[self.value(lhs, [i, kk]) for kk in kks] for i in block]
+
+                def column(j: Value) -> None:
+                    b = [self.value(rhs, [kk, j]) for kk in kks]
+                    for i, ai in zip(block, a):
+                        acc = k.load(out, [i, j])
+                        for av, bv in zip(ai, b):
+                            acc = s.add(acc, s.mul(av, bv))
+                        k.store(acc, out, [i, j])
+
+                k.for_(cols, column)
+
+            if full:
+                k.for_(full, lambda k0: step([k.addi(k0, u) for u in range(unroll)]), step=unroll)
+            if depth > full:
+                k.for_(depth, lambda kk: step([kk]), lb=full)
+
+        k.parallel([count // rows], block_of_rows)
+
+    def _conv_filter_rows(self, op: cinn.ConvOp) -> None:
+        """NCHW backward_filter by (o, c) planes: for each filter row p, the kw outputs dw[o, c, p, :] accumulate
+        together over (n, i) ascending (the row r guarded once) and, per q, over the columns j where the tap lands
+        inside x (static bounds): kw independent chains, no test per element, and each output sums the same
+        products in the order of the element-wise form."""
+        g = op.geometry()
+        k, out = self.k, self.outputs[0]
+        x, dy = op.operands
+        s = Scalar(k, self.scalar_type(op))
+        cg, og = g.c // g.groups, g.o // g.groups
+
+        def plane(ivs: list[Value]) -> None:
+            (u,) = ivs
+            o, c = k.divsi(u, k.idx(cg)), k.remsi(u, k.idx(cg))
             channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
+            for p in range(g.kh):
 
-            def tap(pos: list[Value], acc: Value) -> list[Value]:
-                n, i, j = pos
-                r = _index(k, -g.pad_top, (i, g.stride_h), (p, g.dilation_h))
-                t = _index(k, -g.pad_left, (j, g.stride_w), (q, g.dilation_w))
-                inside = k.andi(_inside(k, r, g.h), _inside(k, t, g.w))
-                x = lambda: k.load(lhs, at(n, channel, r, t))  # noqa: E731
-                return [_accumulate_if(s, inside, acc, lambda: s.mul(k.load(rhs, at(n, o, i, j)), x()))]
+                def position(pos: list[Value], *accs: Value, p: int = p) -> list[Value]:
+                    n, i = pos
+                    r = _index(k, -g.pad_top + p * g.dilation_h, (i, g.stride_h))
 
-            (acc,) = _for_nest(k, [g.n, g.oh, g.ow], [s.const(0)], tap)
-            k.store(acc, out, ivs)
+                    def taps() -> list[Value]:
+                        results = []
+                        for q, acc in enumerate(accs):
+                            offset = q * g.dilation_w - g.pad_left
+                            first = max(0, -(offset // g.stride_w))
+                            last = min(g.ow, (g.w - 1 - offset) // g.stride_w + 1) if g.w - 1 - offset >= 0 else 0
+                            if first >= last:
+                                results.append(acc)
+                                continue
 
-        k.loops(_shape(out), backward_filter, parallel=True)
+                            def column(j: Value, a: Value, offset: int = offset) -> list[Value]:
+                                xv = self.value(x, [n, channel, r, _index(k, offset, (j, g.stride_w))])
+                                return [s.add(a, s.mul(self.value(dy, [n, o, i, j]), xv))]
 
+                            results.extend(k.for_(last, column, lb=first, inits=[acc]))
+                        return results
 
-def _reduce(k: KernelBuilder, op: cinn.ReduceOp, s: Scalar, x: Value, out: Value) -> None:
-    shape = _shape(x)
-    axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
-    kept = [d for d in range(len(shape)) if d not in axes]
-    keep_dim = bool(op.keep_dim.value.data)
-    kind = op.kind.data
-    init = {
-        cinn.ReduceKind.SUM: lambda: s.const(0),
-        cinn.ReduceKind.PROD: lambda: s.const(1),
-        cinn.ReduceKind.MAX: s.lowest,
-        cinn.ReduceKind.MIN: s.highest,
-    }[kind]
-    combine = {
-        cinn.ReduceKind.SUM: s.add,
-        cinn.ReduceKind.PROD: s.mul,
-        cinn.ReduceKind.MAX: s.max,
-        cinn.ReduceKind.MIN: s.min,
-    }[kind]
+                    return k.if_(_inside(k, r, g.h), taps, lambda: list(accs), types=[s.type] * g.kw)
 
-    def body(ivs: list[Value]) -> None:
-        outer = [ivs[d] for d in kept] if keep_dim else ivs
+                totals = _for_nest(k, [g.n, g.oh], [s.const(0)] * g.kw, position)
+                for q, total in enumerate(totals):
+                    k.store(total, out, [o, c, k.idx(p), k.idx(q)])
 
-        def step(inner: list[Value], acc: Value) -> list[Value]:
-            index: list[Value] = [k.idx(0)] * len(shape)
-            for d, v in zip(kept, outer):
-                index[d] = v
-            for d, v in zip(axes, inner):
-                index[d] = v
-            return [combine(acc, k.load(x, index))]
+        k.parallel([g.o * cg], plane)
 
-        (acc,) = _for_nest(k, [shape[d] for d in axes], [init()], step)
-        k.store(acc, out, ivs)
+    def _conv_rows(self, op: cinn.ConvOp) -> bool:
+        """NCHW forward (and backward_data at stride 1) by output rows: out[n, o, i, :] += w * x[n, c, r, ...]
+        (backward_filter: `_conv_filter_rows`)
+        for the taps (c, p, q) in the element-wise form's order, each tap over the columns where it lands inside
+        the input (static bounds per q), so the inner loop is a vectorizable multiply-add along a row and each
+        element sums the same products in the same order. False (nothing emitted) for the other forms."""
+        g = op.geometry()
+        kind = op.conv_type.data
+        if g.data_format != cinn.DataFormat.NCHW:
+            return False
+        if kind == cinn.ConvType.BACKWARD_FILTER:
+            self._conv_filter_rows(op)
+            return True
+        if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
+            return False
+        k, out = self.k, self.outputs[0]
+        lhs, rhs = op.operands
+        s = Scalar(k, self.scalar_type(op))
+        cg, og = g.c // g.groups, g.o // g.groups
+        forward = kind == cinn.ConvType.FORWARD
+        # forward: out = y [n, o, oh, ow] from x (lhs) and w (rhs); backward_data: out = dx [n, c, h, w] from
+        # dy (rhs) and w (lhs), a forward correlation with the taps mirrored
+        channels, rows_out, cols_out = (g.o, g.oh, g.ow) if forward else (g.c, g.h, g.w)
+        source, filt = (lhs, rhs) if forward else (rhs, lhs)
+        src_rows, src_cols = (g.h, g.w) if forward else (g.oh, g.ow)
+        inner = cg if forward else og
 
-    k.loops(_shape(out), body, parallel=True)
+        def column_range(q: int) -> tuple[int, int, int, int]:
+            """(first, last + 1, stride, offset): output columns j where src column j * stride + offset is inside."""
+            if forward:
+                stride, offset = g.stride_w, q * g.dilation_w - g.pad_left
+            else:
+                stride, offset = 1, g.pad_left - q * g.dilation_w
+            first = max(0, -(offset // stride))  # the least j with j * stride + offset >= 0
+            last = min(cols_out, (src_cols - 1 - offset) // stride + 1) if src_cols - 1 - offset >= 0 else 0
+            return first, last, stride, offset
 
+        def plane(ivs: list[Value]) -> None:
+            (u,) = ivs
+            n, ch = k.divsi(u, k.idx(channels)), k.remsi(u, k.idx(channels))
+            if forward:
+                base = k.muli(k.divsi(ch, k.idx(og)), k.idx(cg))  # the group's first input channel
+            else:
+                base, cc = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og)), k.remsi(ch, k.idx(cg))
+            zero = s.const(0)
 
-def _dot(k: KernelBuilder, s: Scalar, lhs: Value, rhs: Value, out: Value) -> None:
-    lhs_rank, depth = len(_shape(lhs)), _shape(lhs)[-1]
+            def row(i: Value) -> None:
+                k.for_(cols_out, lambda j: k.store(zero, out, [n, ch, i, j]))
 
-    def body(ivs: list[Value]) -> None:
-        def step(kk: list[Value], acc: Value) -> list[Value]:
-            a = k.load(lhs, [*ivs[: lhs_rank - 1], kk[0]])
-            b = k.load(rhs, [kk[0], *ivs[lhs_rank - 1 :]])
-            return [s.add(acc, s.mul(a, b))]
+                def channel(c: Value) -> None:
+                    src_channel = k.addi(base, c)
+                    for p in range(g.kh):
+                        if forward:
+                            r = _index(k, -g.pad_top + p * g.dilation_h, (i, g.stride_h))
+                        else:
+                            r = _index(k, g.pad_top - p * g.dilation_h, (i, 1))
 
-        (acc,) = _for_nest(k, [depth], [s.const(0)], step)
-        k.store(acc, out, ivs)
+                        def taps(r: Value = r, p: int = p) -> None:
+                            for q in range(g.kw):
+                                first, last, stride, offset = column_range(q)
+                                if first >= last:
+                                    continue
+                                weight = [ch, c, p, q] if forward else [src_channel, cc, p, q]
+                                wv = self.value(filt, [k.idx(x) if isinstance(x, int) else x for x in weight])
 
-    k.loops(_shape(out), body, parallel=True)
+                                def column(j: Value, wv: Value = wv, stride: int = stride, offset: int = offset):
+                                    xv = self.value(source, [n, src_channel, r, _index(k, offset, (j, stride))])
+                                    acc = k.load(out, [n, ch, i, j])
+                                    k.store(s.add(acc, s.mul(xv, wv)), out, [n, ch, i, j])
 
+                                k.for_(last, column, lb=first)
 
-def _bn(k: KernelBuilder, s: Scalar, x: Value, outs: Sequence[Value], grad: Value | None, mean: Value | None) -> None:
-    """Per channel c: (sum x, sum x^2), or with grad and mean (sum dy, sum dy * (x - mean))."""
-    n, _, h, w = _shape(x)
+                        k.if_(_inside(k, r, src_rows), taps)
 
-    def channel(ivs: list[Value]) -> None:
-        (c,) = ivs
-        m = k.load(mean, [c]) if mean is not None else None
+                k.for_(inner, channel)
 
-        def step(pos: list[Value], a: Value, b: Value) -> list[Value]:
-            index = [pos[0], c, pos[1], pos[2]]
-            v = k.load(x, index)
-            if grad is None or m is None:
-                return [s.add(a, v), s.add(b, s.mul(v, v))]
-            dy = k.load(grad, index)
-            return [s.add(a, dy), s.add(b, s.mul(dy, s.emit(arith.SubfOp(v, m))))]
+            k.for_(rows_out, row)
 
-        totals = _for_nest(k, [n, h, w], [s.const(0), s.const(0)], step)
-        for total, result in zip(totals, outs):
-            k.store(total, result, [c])
+        k.parallel([g.n * channels], plane)
+        return True
 
-    k.loops(_shape(outs[0]), channel, parallel=True)
+    def emit(self) -> func.FuncOp:
+        k, op = self.k, self.plan.root
+        out = self.outputs[0]
+        match op:
+            case cinn.ConstScalarOp():
+                k.store(self.value(op.results[0], []), out, [])
+            case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
+                self._bn(op)
+            case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
+                self._matmul(op)
+            case cinn.ConvOp() if self._conv_rows(op):
+                pass
+            case cinn.ConcatOp():
+                axis, offset = op.normalized_axis(), 0
+                for x in op.operands:
 
+                    def copy(ivs: list[Value], x: Value = x, offset: int = offset) -> None:
+                        at = [k.addi(v, k.idx(offset)) if d == axis and offset else v for d, v in enumerate(ivs)]
+                        k.store(self.value(x, ivs), out, at)
 
-def _unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
-    index: list[Value] = []
-    for d in reversed(shape):
-        index.insert(0, k.remsi(flat, k.idx(d)) if d > 1 else k.idx(0))
-        flat = k.divsi(flat, k.idx(d)) if d > 1 else flat
-    return index
+                    k.loops(_shape(x), copy, parallel=True)
+                    offset += _shape(x)[axis]
+            case cinn.ReshapeOp() if not self.plan.inlined:
+                count = pymath.prod(_shape(out))
 
+                def move(ivs: list[Value]) -> None:
+                    source = _unravel(k, ivs[0], _shape(op.operands[0]))
+                    k.store(self.value(op.operands[0], source), out, _unravel(k, ivs[0], _shape(out)))
 
-def _gather(k: KernelBuilder, x: Value, out: Value, index: Callable[[list[Value]], list[Value]]) -> None:
-    """out[ivs] = x[index(ivs)]."""
-    k.loops(_shape(out), lambda ivs: k.store(k.load(x, index(ivs)), out, ivs), parallel=True)
+                k.loops([count], move, parallel=True)
+            case _ if self._lanes() > 1:
+                self._store_lanes(self._lanes())
+            case _:
+                k.loops(_shape(out), lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs), parallel=True)
+        return k.finish()
 
+    def _lanes(self) -> int:
+        """How many output elements one iteration computes: REDUCE_LANES (or 4, 2) where the kernel reduces and
+        its last dim of size > 1 divides by that (independent accumulators hide the latency of each add chain)."""
+        root = self.plan.root
+        if not any(isinstance(o, cinn.ReduceOp) for o in (root, *self.plan.inlined)) or len(root.results) != 1:
+            return 1
+        t = root.results[0].type
+        assert isinstance(t, TensorType)
+        if not cinn.is_float(t.element_type) and cinn.bit_width(t.element_type) < 32:
+            return 1  # as in _matmul: the vectorizer takes seconds on lanes of narrow integers
+        dims = [d for d in _shape(root.results[0]) if d > 1]
+        return next((r for r in (REDUCE_LANES, 4, 2) if dims and dims[-1] % r == 0), 1)
 
-def _complex(k: KernelBuilder, op: Operation, s: Scalar, ins: Sequence[Value], outs: Sequence[Value]) -> None:
-    out = outs[0]
-    match op:
-        case cinn.ConstScalarOp():
-            value = op.value.value.data
-            k.store(s.const(value), out, [])
-        case cinn.CompareOp():
-            kind = op.kind.data.value
-            _elementwise(k, ins, out, lambda a, b: s.cmp(kind, a, b))
-        case cinn.SelectOp():
-            _elementwise(k, ins, out, lambda c, a, b: s.emit(arith.SelectOp(c, a, b)))
-        case cinn.DotOp():
-            _dot(k, s, ins[0], ins[1], out)
-        case cinn.ReduceOp():
-            _reduce(k, op, s, ins[0], out)
-        case cinn.ConvOp():
-            _conv(k, op, s, ins[0], ins[1], out)
-        case cinn.BnMeanVarianceOp():
-            _bn(k, s, ins[0], outs, None, None)
-        case cinn.BnGradBiasScaleOp():
-            _bn(k, s, ins[0], outs, ins[1], ins[2])
-        case cinn.BroadcastToOp():
-            axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(ins[0])
-            _gather(k, ins[0], out, lambda ivs: [k.idx(0) if d == 1 else ivs[a] for a, d in zip(axes, shape)])
-        case cinn.ConcatOp():
-            axis, offset = op.axis.value.data, 0
-            for x in ins:
+    def _store_lanes(self, lanes: int) -> None:
+        k, out, root = self.k, self.outputs[0], self.plan.root
+        shape = list(_shape(out))
+        axis = max(d for d, n in enumerate(shape) if n > 1)
+        shape[axis] //= lanes
 
-                def copy(ivs: list[Value], x: Value = x, offset: int = offset) -> None:
-                    at = [k.addi(v, k.idx(offset)) if d == axis and offset else v for d, v in enumerate(ivs)]
-                    k.store(k.load(x, ivs), out, at)
+        def body(ivs: list[Value]) -> None:
+            first = k.muli(ivs[axis], k.idx(lanes))
+            points = [[*ivs[:axis], k.addi(first, r) if r else first, *ivs[axis + 1 :]] for r in range(lanes)]
+            for point, v in zip(points, self.values(root.results[0], points)):
+                k.store(v, out, point)
 
-                k.loops(_shape(x), copy, parallel=True)
-                offset += _shape(x)[axis]
-        case cinn.ReshapeOp():
-            count = pymath.prod(_shape(out))
-
-            def move(ivs: list[Value]) -> None:
-                k.store(k.load(ins[0], _unravel(k, ivs[0], _shape(ins[0]))), out, _unravel(k, ivs[0], _shape(out)))
-
-            k.loops([count], move, parallel=True)
-        case cinn.ReverseOp():
-            axes, shape = {int(v) for v in op.axis.iter_values()}, _shape(out)
-            _gather(k, ins[0], out, lambda ivs: [
-                k.subi(k.idx(shape[d] - 1), v) if d in axes else v for d, v in enumerate(ivs)
-            ])  # fmt: skip
-        case cinn.SliceOp():
-            starts = [lo for lo, _ in op.bounds()]
-            _gather(k, ins[0], out, lambda ivs: [k.addi(v, k.idx(lo)) if lo else v for v, lo in zip(ivs, starts)])
-        case cinn.TransposeOp():
-            perm = [int(v) for v in op.axis.iter_values()]
-            _gather(k, ins[0], out, lambda ivs: [ivs[perm.index(d)] for d in range(len(perm))])
-        case _:
-            raise NotImplementedError(op.name)
+        k.loops(shape, body, parallel=True)
 
 
 def lower_op(op: Operation, name: str) -> func.FuncOp:
     """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
-    arg_types = [memref_type(v.type) for v in (*op.operands, *op.results)]
-    k = KernelBuilder(name, arg_types)
-    ins, outs = k.args[: len(op.operands)], k.args[len(op.operands) :]
-    for arg, value in zip(k.args, (*op.operands, *op.results)):
-        if value.name_hint:
-            arg.name_hint = value.name_hint
-    # The element type the op computes in: its first operand's (its result's for ConstScalar).
-    source = op.operands[1] if isinstance(op, cinn.SelectOp) else (op.operands or op.results)[0]
-    assert isinstance(source.type, TensorType)
-    s = Scalar(k, source.type.element_type)
-    if isinstance(op, cinn.UnaryOp):
-        _elementwise(k, ins, outs[0], lambda x: unary(s, op, x))
-    elif type(op) in BINARY:
-        _elementwise(k, ins, outs[0], lambda a, b: BINARY[type(op)](s, a, b))
-    else:
-        _complex(k, op, s, ins, outs)
-    return k.finish()
+    return KernelEmitter(KernelPlan(name, op, [], list(op.operands))).emit()
 
 
 @dataclass(frozen=True)
@@ -569,7 +938,7 @@ class ConvertCinnToLoopsPass(ModulePass):
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [lower_op(o, kernel_name(function.sym_name.data, i, o)) for i, o in enumerate(ops)]
+            kernels = [KernelEmitter(plan).emit() for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()
             function.erase()

@@ -35,6 +35,7 @@ kernels in order.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -43,28 +44,68 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     BytesAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     i8,
     i32,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from cvmc.passes.cvm_loops_ir import CvmFunction
-from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, build_kernel, kernel_call, kernel_name
+from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
 from cvmc.passes.cvm_loops_ops import pack_values
-from cvmc.passes.cvm_loops_plan import Plan, group_work
+from cvmc.passes.cvm_loops_plan import ELEMENT_BYTES, Buffer, Plan, group_work
 from cvmc.passes.cvm_loops_views import Layout
 from cvmc.passes.cvm_plan_buffers import read_hints
 
 _SYMBOL = re.compile(r"[^A-Za-z0-9_]")
+_NUMPY_ELEMENTS = {"i16": "<i2", "i8": "i1", "u8": "u1"}  # a packed param's bytes
+
+
+@functools.lru_cache(maxsize=4096)
+def _i64s(values: tuple[int, ...]) -> DenseArrayBase:
+    """`array<i64: ...>`, one (immutable) attribute per tuple: a host has a cast per view."""
+    return DenseArrayBase.from_list(i64, values)
+
+
+# The host has a few ops per kernel call, so a model of 20,000 nodes has 80,000: they are made by `create` from
+# their operands and properties (what each op's builder would pass it), at a third of the builders' cost.
+_CAST_SEGMENTS = DenseArrayBase.from_list(i32, [1, 0, 0, 0])  # the source; no dynamic offsets, sizes, strides
+
+
+def _cast(source: SSAValue, layout: Layout, t: MemRefType) -> Operation:
+    """`memref.reinterpret_cast %source to offset: [o], sizes: [...], strides: [...]` (static)."""
+    return memref.ReinterpretCastOp.create(operands=[source], result_types=[t], properties={
+        "static_offsets": _i64s((layout.offset,)), "static_sizes": _i64s(layout.shape),
+        "static_strides": _i64s(layout.strides), "operandSegmentSizes": _CAST_SEGMENTS})
+
+
+def _view(arena: SSAValue, offset: int, t: MemRefType) -> list[Operation]:
+    """`%shift = arith.constant offset : index` and `memref.view %arena[%shift][] : ... to t`."""
+    shift = arith.ConstantOp.create(result_types=[IndexType()], properties={"value": IntegerAttr(offset, IndexType())})
+    return [shift, memref.ViewOp.create(operands=[arena, shift.results[0]], result_types=[t])]
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_attrs(callee: str, work: int) -> tuple[SymbolRefAttr, IntegerAttr]:
+    """The callee and `cvm.work` of a call, shared by the calls of one kernel with equal work."""
+    return SymbolRefAttr(callee), IntegerAttr(work, 64)
+
+
+def _call(callee: str, args: list[SSAValue], work: int) -> Operation:
+    """`func.call @callee(args) {cvm.work = work}`."""
+    symbol, work_attr = _call_attrs(callee, work)
+    return func.CallOp.create(operands=args, properties={"callee": symbol}, attributes={"cvm.work": work_attr})
 
 
 @dataclass
@@ -73,23 +114,35 @@ class _Host:
 
     block: Block
     roots: dict[int, SSAValue]
-    views: dict[tuple[int, MemRefType], SSAValue]
+    views: dict[tuple[int, int, MemRefType], SSAValue]
+    buffers: list[Buffer]
+    arena: SSAValue
+    shifted: dict[tuple[int, int], SSAValue]
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
         return op.results[0]
 
+    def root(self, buffer: int, shift: int) -> SSAValue:
+        """The buffer's root, or a view of the arena `shift` elements into the buffer."""
+        if not shift:
+            return self.roots[buffer]
+        if (buffer, shift) not in self.shifted:
+            b = self.buffers[buffer]
+            t = Layout.contiguous((b.elements - shift,)).memref_type(ELEMENT_TYPES[b.element])
+            for op in _view(self.arena, b.offset + shift * ELEMENT_BYTES[b.element], t):
+                self.shifted[buffer, shift] = self.add(op)
+        return self.shifted[buffer, shift]
+
     def view(self, arg: KernelArg) -> SSAValue:
         t = arg.type
-        key = (arg.buffer, t)
+        key = (arg.buffer, arg.shift, t)
         if key not in self.views:
-            root = self.roots[arg.buffer]
+            root = self.root(arg.buffer, arg.shift)
             if root.type == t:
                 self.views[key] = root
             else:
-                c = arg.layout.canonical()
-                self.views[key] = self.add(memref.ReinterpretCastOp(root, [], [], [], [c.offset], c.shape, c.strides,
-                                                                    t))
+                self.views[key] = self.add(_cast(root, arg.layout.canonical(), t))
         return self.views[key]
 
 
@@ -98,10 +151,11 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
     net = p.net
     calls = [kernel_call(p, g) for g in p.groups]
     kernels: dict[tuple[object, ...], str] = {}
+    names = KernelNames()
     out: list[Operation] = []
     for call in calls:
         if call.key not in kernels:
-            name = kernel_name(call.group, set(kernels.values()))
+            name = names.new(call.group)
             kernels[call.key] = name
             out.append(build_kernel(name, call))
 
@@ -117,7 +171,7 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
         block.args[0].name_hint = "data"
     arena = block.args[-1]
     arena.name_hint = "arena"
-    host = _Host(block, {}, {})
+    host = _Host(block, {}, {}, p.buffers, arena, {})
     if input_buffer is not None:
         host.roots[input_buffer] = block.args[0]
     globals_: list[Operation] = []
@@ -134,19 +188,17 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
                 data = pack_values(tensor.pack, params[tensor.packed_from], tensor.element)
             else:
                 data = params[b.tensor]
-            data = np.ascontiguousarray(data, dtype="<i2" if tensor.element == "i16" else "<i4")
+            data = np.ascontiguousarray(data, dtype=_NUMPY_ELEMENTS.get(tensor.element, "<i4"))
             dense = DenseIntOrFPElementsAttr(TensorType(element, tensor.shape), BytesAttr(data.tobytes()))
             globals_.append(memref.GlobalOp.get(StringAttr(symbol), t, dense, constant=UnitAttr()))
             host.roots[bid] = host.add(memref.GetGlobalOp(symbol, t))
             host.roots[bid].name_hint = _SYMBOL.sub("_", name) or None
         elif b.kind == "arena":
-            shift = host.add(arith.ConstantOp(IntegerAttr(b.offset, IndexType())))
-            view_type = MemRefType(ELEMENT_TYPES[b.element], [b.elements])
-            host.roots[bid] = host.add(memref.ViewOp(arena, shift, [], view_type))
+            shift, view = _view(arena, b.offset, Layout.contiguous((b.elements,)).memref_type(ELEMENT_TYPES[b.element]))
+            host.add(shift)
+            host.roots[bid] = host.add(view)
     for call in calls:
-        op = func.CallOp(kernels[call.key], [host.view(a) for a in call.args], [])
-        op.attributes["cvm.work"] = IntegerAttr(group_work(net, call.group), 64)
-        host.block.add_op(op)
+        host.block.add_op(_call(kernels[call.key], [host.view(a) for a in call.args], group_work(net, call.group)))
     results = [host.view(KernelArg(p.refs[t].buffer, p.refs[t].layout)) for t in net.heads]
     host.block.add_op(func.ReturnOp(*results))
     main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))

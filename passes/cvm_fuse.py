@@ -3,7 +3,8 @@
 A group is an anchor op (conv2d, dense, an elementwise op, a pooling, a concatenate, ...) plus the chain of
 elementwise ops fused into its epilogue: an elementwise op (requantization: cvm_right_shift, clip, relu, ...)
 joins the group that makes one of its inputs when that input is the group's current output, has no other
-consumer, is no head and has the op's shape, so the intermediate values never reach memory. Every member gets
+consumer, is no head and has the op's shape, so the intermediate values never reach memory; a group holds at most
+`MAX_GROUP_OPS` (64) ops, as LLVM's time grows faster than a kernel's length. Every member gets
 
     cvm.group = N : i64
 
@@ -65,7 +66,7 @@ class CvmFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
-        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)))
+        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)), place=False)
         fn.clear(GROUP)
         for number, group in enumerate(g for g in p.groups if g.members):
             for i in group.members:

@@ -92,8 +92,8 @@ class CvmFunction:
             where = self.label(e.node) if e.node >= 0 else "@main"
             raise PassFailedException(f"{where}: {e}") from e
 
-    def plan(self, hints: Hints) -> Plan:
-        return self.run(plan, self.net, hints)
+    def plan(self, hints: Hints, place: bool = True) -> Plan:
+        return self.run(plan, self.net, hints, place)
 
     def clear(self, *names: str) -> None:
         """Drop the attributes `names` from every op (before an analysis records its result afresh)."""

@@ -8,18 +8,17 @@ their layouts (`collapse`), so a contiguous chain is one long loop that LLVM vec
 
 from __future__ import annotations
 
-from collections.abc import Container
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, i16, i32
+from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
 from cvmc.passes.cvm_loops_plan import Group, Plan, group_inputs, operand_layouts
 from cvmc.passes.cvm_loops_views import Layout, collapse
 
-ELEMENT_TYPES = {"i32": i32, "i16": i16}
+ELEMENT_TYPES = {"i32": i32, "i16": i16, "u8": i8, "i8": i8}  # u8: an int8 value + 128, in a byte
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,7 @@ class KernelArg:
     buffer: int
     layout: Layout
     element: str = "i32"
+    shift: int = 0  # elements into the buffer where the layout starts (a part of a concatenate's output)
 
     @property
     def type(self) -> MemRefType:
@@ -51,8 +51,16 @@ def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
 
 def kernel_call(plan: Plan, group: Group) -> KernelCall:
     """The arguments of a group's kernel and its dedup key."""
+    shift = 0
     if group.kind == "copy":
         outs = [Layout.contiguous(plan.refs[group.anchor.inputs[0]].layout.shape)]
+    elif group.part is not None:  # its slice of the output, from a pointer `shift` elements in: equal parts share
+        whole = Layout.contiguous(plan.tensors[group.outputs[0]].shape)
+        axis = group.anchor.attrs["axis"] % len(whole.shape)
+        shape = list(whole.shape)
+        shape[axis] = sum(plan.tensors[t].shape[axis] for t in group.inputs)
+        outs = [Layout(tuple(shape), whole.strides)]
+        shift = group.part * whole.strides[axis]
     else:
         outs = [Layout.contiguous(plan.tensors[t].shape) for t in group.outputs]
     layouts = [*outs, *operand_layouts(plan, group), *(Layout.contiguous((plan.buffers[s].elements,))
@@ -62,6 +70,8 @@ def kernel_call(plan: Plan, group: Group) -> KernelCall:
     buffers = [plan.refs[t].buffer for t in group.outputs] + [plan.refs[t].buffer for t in group_inputs(group)]
     buffers += group.scratch
     args = [KernelArg(b, l, plan.buffers[b].element) for b, l in zip(buffers, layouts)]
+    if shift:
+        args[0] = KernelArg(args[0].buffer, args[0].layout, args[0].element, shift)
     types = [a.type for a in args]
     nodes = tuple((n.op, _freeze(n.attrs)) for n in group.nodes)
     steps = tuple(tuple(s.sources) for s in group.epilogue)
@@ -116,15 +126,27 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
     return k.finish()
 
 
-def kernel_name(group: Group, taken: Container[str]) -> str:
-    """`conv2d`, `conv2d_cvm_right_shift_relu`, ... made unique with a counter."""
-    base = "_".join(n.op for n in group.nodes)
-    if group.kind == "copy":
-        base = f"copy_{base}"
-    if len(base) > 48:
-        base = f"{group.anchor.op}_fused{len(group.epilogue)}"
-    name, i = base, 1
-    while name in taken:
-        name = f"{base}_{i}"
-        i += 1
-    return name
+class KernelNames:
+    """Unique kernel names: `conv2d`, `conv2d_cvm_right_shift_relu`, ..., then `conv2d_1`, `conv2d_2`, ...: the
+    base name with the lowest free counter (each base remembers where its search stopped: names are never
+    freed, so the lowest free counter never goes down)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.next: dict[str, int] = {}
+
+    def new(self, group: Group) -> str:
+        base = "_".join(n.op for n in group.nodes)
+        if group.kind == "copy":
+            base = f"copy_{base}"
+        if len(base) > 48:
+            base = f"{group.anchor.op}_fused{len(group.epilogue)}"
+        name, i = base, self.next.get(base, 1)
+        if name in self.taken:
+            name = f"{base}_{i}"
+            while name in self.taken:
+                i += 1
+                name = f"{base}_{i}"
+            self.next[base] = i
+        self.taken.add(name)
+        return name

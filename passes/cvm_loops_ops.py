@@ -16,13 +16,17 @@ clips (take, cvm_lut), windows read INT32_MIN (max_pool2d) or 0 (conv2d) outside
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import cache
 from math import prod
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, UnregisteredOp, i1, i8, i32, i64
 from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
@@ -480,10 +484,69 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 # into an im2col row of (kh, kw, c) per output pixel) or as rows (dense), the weight as one row per output
 # channel in the same (kh, kw, c) order, padded with zeros to a multiple of 16. Every product of two int16
 # values fits int32 exactly and the int32 accumulation wraps like the reference's, in any order.
+#
+# Three element types, chosen by the plan from the operands' value bounds (`cvm_loops_plan.value_bits`):
+# - "u8" x "i8" when both fit int8 (|x| <= 127) and the host has AVX512-VNNI (`vnni_available`): the input is
+#   packed as x + 128 in an unsigned byte (padding too: the padding 0 becomes 128), the weight as a signed byte;
+#   the dot product is the loop-level op `cvmc.dot_u8s8` (printed as `vpdpbusd`, 64 byte pairs per step), and
+#   128 * sum(w) over the whole weight row is subtracted: sum((x + 128) * w) - 128 * sum(w) = sum(x * w). No
+#   step saturates and int32 wraps, so the result is the reference's whenever the true sum fits int32 (and
+#   wraps like it otherwise: every step is the same sum modulo 2^32). Rows are padded to a multiple of 64.
+# - "i16" when both fit int16: `vpmaddwd` / `vpdpwssd` from LLVM's vectorizer;
+# - "i32" otherwise.
+
+ZERO_POINT = 128  # what the "u8" packing adds to an int8 value
+DOT_ROWS = 8  # im2col rows (output pixels) one u8 x s8 dot product op computes, sharing each weight load
+DOT_U8S8 = "cvmc.dot_u8s8"
+_DotU8S8 = UnregisteredOp.with_name(DOT_U8S8)
 
 
-def padded(k: int) -> int:
-    """The packed length of a reduction of length k: a multiple of 16 from 16 up (zeros past k)."""
+@cache
+def _host_vnni() -> bool:
+    try:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+    except (ImportError, RuntimeError):
+        return False
+    return bool(features.get("avx512vnni")) and bool(features.get("avx512bw"))
+
+
+_NO_VNNI: ContextVar[bool] = ContextVar("cvmc_no_vnni", default=False)
+
+
+@contextmanager
+def without_vnni() -> Iterator[None]:
+    """Lower without the u8 x s8 path in this context: for a target other than the host CPU (the CUDA printer
+    has no `cvmc.dot_u8s8`)."""
+    token = _NO_VNNI.set(True)
+    try:
+        yield
+    finally:
+        _NO_VNNI.reset(token)
+
+
+def vnni_available() -> bool:
+    """Whether conv2d and dense may take the u8 x s8 path: never inside `without_vnni`; else `$CVMC_VNNI` ("0"
+    never, "1" always: for tests of the IR on any host), else whether the host CPU has AVX512-VNNI (the JIT
+    compiles for the host)."""
+    if _NO_VNNI.get():
+        return False
+    env = os.environ.get("CVMC_VNNI")
+    if env in ("0", "1"):
+        return env == "1"
+    return _host_vnni()
+
+
+def is_byte(element: str) -> bool:
+    return element in ("u8", "i8")
+
+
+def padded(k: int, element: str = "i16") -> int:
+    """The packed length of a reduction of length k: a multiple of 16 from 16 up (zeros past k); for bytes a
+    multiple of 64 (one `vpdpbusd` step) from 64 up."""
+    if is_byte(element):
+        return max(1, -(-k // 64)) * 64
     return k if k < 16 else -(-k // 16) * 16
 
 
@@ -492,8 +555,10 @@ def pack_values(pack: Attrs, array: np.ndarray, element: str) -> np.ndarray:
     a = np.asarray(array, dtype=np.int64)
     if pack["to"] == "conv_weight":
         a = a.transpose(0, 2, 3, 1).reshape(a.shape[0], -1)  # (OC, KH, KW, C/g) rows
-    out = np.zeros((a.shape[0], pack["width"]), dtype=np.int16 if element == "i16" else np.int32)
-    out[:, :a.shape[1]] = a
+    dtype = {"i16": np.int16, "i8": np.int8, "u8": np.uint8}.get(element, np.int32)
+    zero_point = pack.get("zero_point", 0)
+    out = np.full((a.shape[0], pack["width"]), zero_point, dtype=dtype)
+    out[:, :a.shape[1]] = a + zero_point
     return out
 
 
@@ -507,9 +572,15 @@ def _narrow(k: KernelBuilder, v: Value, element: Attribute) -> Value:
 
 def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
     """`out` = `src` packed (`a["to"]`): zero-padded NHWC, conv weight rows (kh, kw, c), or rows, zero-extended
-    to the packed width; narrowed to the packed element type (the values fit it)."""
+    to the packed width; narrowed to the packed element type (the values fit it). With `a["zero_point"]` (the u8
+    packing) every value, padding included, is stored plus the zero point."""
     element = out.mem.type.element_type  # type: ignore[attr-defined]
-    zero = k.const(0, element)
+    zero_point = a.get("zero_point", 0)
+    zero = k.const(zero_point, element)  # wrapped: 128 is the byte 0x80
+
+    def narrow(v: Value) -> Value:
+        return _narrow(k, k.addi(v, zero_point) if zero_point else v, element)
+
     if a["to"] == "nhwc":
         _, c, h, w = src.layout.shape
         ph, pw = a["padding"]
@@ -525,7 +596,7 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
                     iw = k.subi(wp, pw)
                     ok = k.andi(inside, _in_range(k, iw, w))
                     v = src.load(k, [n, ci, ih_c, _clamp_index(k, iw, w)])
-                    k.store(k.select(ok, _narrow(k, v, element), zero), out.mem, [n, hp, wp, ci])
+                    k.store(k.select(ok, narrow(v), zero), out.mem, [n, hp, wp, ci])
 
                 k.for_(w + 2 * pw, col)
 
@@ -539,7 +610,7 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
 
         def weight_row(ivs: list[Value]) -> None:
             (o,) = ivs
-            k.loops([kh, kw, cg], lambda t: k.store(_narrow(k, src.load(k, [o, t[2], t[0], t[1]]), element), out.mem,
+            k.loops([kh, kw, cg], lambda t: k.store(narrow(src.load(k, [o, t[2], t[0], t[1]])), out.mem,
                                                    [o, k.addi(k.muli(k.addi(k.muli(t[0], kw), t[1]), cg), t[2])]))
             k.for_(width, lambda i: k.store(zero, out.mem, [o, i]), lb=kh * kw * cg)
 
@@ -549,7 +620,7 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
 
     def plain_row(ivs: list[Value]) -> None:
         (r,) = ivs
-        k.for_(depth, lambda i: k.store(_narrow(k, src.load(k, [r, i]), element), out.mem, [r, i]))
+        k.for_(depth, lambda i: k.store(narrow(src.load(k, [r, i])), out.mem, [r, i]))
         k.for_(width, lambda i: k.store(zero, out.mem, [r, i]), lb=depth)
 
     k.loops([rows], plain_row, parallel=True)
@@ -565,10 +636,52 @@ def _dot(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
     return k.for_(depth, step, inits=[k.const(0)])[0]
 
 
+def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int,
+              rows: int = 1) -> list[Value]:
+    """For r < rows: sum over i < depth (a multiple of 64) of u8 a[a_idx..., i] * s8 b[b_idx..., i] in int32
+    (wrapping), where row r of `a` is a_idx with its last index + r: the loop-level op `cvmc.dot_u8s8`
+    (operands: a, its indices, b, its indices; `split`: where b starts; `rows`: how many rows share each load
+    of b, one result each)."""
+    operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx)]
+    attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
+    if rows > 1:
+        attributes["rows"] = IntegerAttr(rows, i64)
+    op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
+    return list(k.insert(op).results)
+
+
+def _compensation(k: KernelBuilder, w: Value, w_idx: list[Value], width: int) -> Value:
+    """ZERO_POINT * sum of the s8 weight row w[w_idx...] (padding is 0): what the u8 input's zero point adds."""
+    def step(i: Value, acc: Value) -> list[Value]:
+        return [k.addi(acc, k.extsi(k.load(w, [*w_idx, i]), i32))]
+
+    return k.muli(k.for_(width, step, inits=[k.const(0)])[0], ZERO_POINT)
+
+
+def _is_byte_memref(v: Value) -> bool:
+    return v.type.element_type == i8  # type: ignore[attr-defined]
+
+
 def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """Y[m, u] = dot(X[m], W[u]) (+ B[u]) over packed rows."""
     x, w = ins[0], ins[1]
     depth = x.layout.shape[1]
+    if _is_byte_memref(x.mem):
+        def unit(ivs: list[Value]) -> None:
+            (u,) = ivs
+            comp = _compensation(k, w.mem, [u], depth)
+            bias = ins[2].load(k, [u]) if len(ins) > 2 else None
+
+            def row(m: Value) -> None:
+                v = k.subi(_dot_u8s8(k, x.mem, [m], w.mem, [u], depth)[0], comp)
+                if bias is not None:
+                    v = k.addi(v, bias)
+                k.store(epilogue(v, [m, u]), out.mem, [m, u])
+
+            k.for_(out.layout.shape[0], row)
+
+        k.loops([out.layout.shape[1]], unit, parallel=True)
+        return
 
     def element(ivs: list[Value]) -> None:
         u, m = ivs  # a weight row stays in the L1 cache while every data row meets it
@@ -589,7 +702,8 @@ IM2COL_LIMIT = 1 << 20
 
 def conv2d_fits(a: Attrs, weight_shape: tuple[int, ...], element: str) -> bool:
     """Whether the im2col buffer of one output pixel of this convolution fits IM2COL_LIMIT."""
-    return a["groups"] * padded(prod(weight_shape[1:])) * (2 if element == "i16" else 4) <= IM2COL_LIMIT
+    item = 1 if is_byte(element) else 2 if element == "i16" else 4
+    return a["groups"] * padded(prod(weight_shape[1:]), element) * item <= IM2COL_LIMIT
 
 
 def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
@@ -608,7 +722,8 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
     (sh, sw), (dh, dw) = a["strides"], a["dilation"]
     depth = kh * kw * cg
     element = x.mem.type.element_type  # type: ignore[attr-defined]
-    item = 2 if element != i32 else 4
+    byte = element == i8
+    item = 1 if byte else 2 if element != i32 else 4
     tiles = -(-ow_ * groups * width * item // IM2COL_BYTES)
     tile = -(-ow_ // tiles)
     zero = k.const(0, element)
@@ -642,15 +757,27 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
             def channel(oc: Value) -> None:
                 g = k.divsi(oc, ocg) if groups > 1 else k.idx(0)
                 bias = ins[2].load(k, [oc]) if len(ins) > 2 else None
+                comp = _compensation(k, w.mem, [oc], width) if byte else None
 
-                def pixel(j: Value) -> None:
-                    v = _dot(k, cols, [g, j], w.mem, [oc], width)
+                def finish(j: Value, v: Value) -> None:
+                    if comp is not None:
+                        v = k.subi(v, comp)
                     if bias is not None:
                         v = k.addi(v, bias)
                     dst = [n, oc, oh, k.addi(ow0, j)]
                     k.store(epilogue(v, dst), out.mem, dst)
 
-                k.for_(count, pixel)
+                if comp is None:
+                    k.for_(count, lambda j: finish(j, _dot(k, cols, [g, j], w.mem, [oc], width)))
+                    return
+
+                def block(j: Value) -> None:  # DOT_ROWS pixels share each load of the weight row
+                    for r, v in enumerate(_dot_u8s8(k, cols, [g, j], w.mem, [oc], width, DOT_ROWS)):
+                        finish(k.addi(j, r) if r else j, v)
+
+                blocked = k.subi(count, k.remsi(count, DOT_ROWS))
+                k.for_(blocked, block, step=DOT_ROWS)
+                k.for_(count, lambda j: finish(j, _dot_u8s8(k, cols, [g, j], w.mem, [oc], width)[0]), lb=blocked)
 
             k.for_(oc_total, channel)
 

@@ -7,10 +7,12 @@
   consumer joins the group of its input when it is that tensor's only consumer and the tensor is not a head);
   each group is one kernel call and writes one fresh buffer per output;
 - packed operands of conv2d and dense: the input as zero-padded NHWC (conv2d) or rows (dense) and the weight as
-  rows of the reduction, both int16 when every value provably fits 16 bits (`value_bits`), so the inner loop is
-  a contiguous int16 dot product (LLVM makes it `vpmaddwd`); a param weight is packed once, at compile time;
+  rows of the reduction, as u8 (x + 128) x s8 when every value provably fits 8 bits (`value_bits`) and the host
+  has AVX512-VNNI (`vpdpbusd`), else both int16 when they fit 16 bits (LLVM makes the contiguous dot product
+  `vpmaddwd` / `vpdpwssd`), else int32 (`_dot_elements`); a param weight is packed once, at compile time;
 - buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
-  arena by first fit, largest buffer first, 64-byte aligned. The model's own storage_id is never used.
+  arena by first fit, largest buffer first, 64-byte aligned (`cvm_loops_arena`: O(log n) per buffer). The
+  model's own storage_id is never used.
 
 `Hints` are decisions made earlier and recorded in the IR by the analysis passes (`cvm-mark-views`, `cvm-fuse`,
 `cvm-plan-buffers`): the plan follows them, checks them (a recorded view must be the one the op means, a
@@ -28,12 +30,21 @@ from typing import Any
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes import cvm_loops_ops as ops
+from cvmc.passes.cvm_loops_arena import Occupancy, disjoint
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
 Owner = tuple[int, str, int]  # who allocates an arena buffer: (node index, "result" | "pack" | "scratch", index)
 ALIGN = 64
-ELEMENT_BYTES = {"i32": 4, "i16": 2}  # every CVM tensor is int32; packed operands may be int16
+# The most operators one fused group holds: LLVM's O3 time grows faster than linearly in a kernel's length (a
+# 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
+# kernel). Also bounds the kernel arguments an epilogue adds.
+MAX_GROUP_OPS = 64
+# The most inputs one concatenate kernel reads: a wider concatenate is cut into calls of this many inputs, each
+# writing its slice of the one output buffer (`Group.part`), and takes no epilogue. O3 on one kernel of 1,000 copy
+# loops takes seconds, parts of equal shapes share one kernel, and kernels stay far from ctypes' 1,024 arguments.
+MAX_CONCAT_INPUTS = 64
+ELEMENT_BYTES = {"i32": 4, "i16": 2, "u8": 1, "i8": 1}  # every CVM tensor is int32; packed operands may be narrower
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -164,6 +175,7 @@ class Group:
     outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
     scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
     members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
+    part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
 
     @property
     def nodes(self) -> list[Node]:
@@ -307,7 +319,7 @@ class _Planner:
         self.numbered: dict[int, int] = {}  # a recorded group number -> index in `groups`
         self.packs: dict[tuple[object, ...], int] = {}
 
-    def run(self) -> Plan:
+    def run(self, place: bool = True) -> Plan:
         live = set(self.live)
         for i in self.hints.groups:
             if i not in live:
@@ -333,7 +345,7 @@ class _Planner:
                 self.numbered[number] = len(self.groups) - 1
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
         groups = [self.groups[g] for g in order]
-        arena = _place(self.refs, self.buffers, groups, self.heads, self.hints)
+        arena = _place(self.refs, self.buffers, groups, self.heads, self.hints) if place else 0
         return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena)
 
     def _new_buffer(self, shape: tuple[int, ...], owner: Owner, element: str = "i32") -> Ref:
@@ -353,6 +365,8 @@ class _Planner:
         out_shape = net.tensors[node.outputs[0]].shape
         if t not in self.open_group:
             return "the group takes no epilogue"
+        if len(self.groups[self.open_group[t]].members) >= MAX_GROUP_OPS:
+            return f"the group has {MAX_GROUP_OPS} ops, the most one kernel takes"
         if self.consumers.get(t) != 1:
             return "the group's output has other consumers"
         if t in self.heads:
@@ -412,30 +426,49 @@ class _Planner:
         node = self.net.nodes[i]
         net, kind, inputs = self.net, _kind(node), list(node.inputs)
         if kind in ("conv2d", "dense"):
-            wide = self.bits[inputs[0]] > 16 or self.bits[inputs[1]] > 16
-            element = "i32" if wide else "i16"
+            element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]])
             x, w = (net.tensors[t].shape for t in inputs[:2])
+            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}
             if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             elif kind == "conv2d":
-                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]))
+                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]), element)
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw)}, nhwc, element, pos,
+                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
                                          (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), element,
+                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), weight,
                                          pos, (i, "pack", 1))
             else:
-                width = ops.padded(x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width}, (x[0], width), element, pos,
-                                         (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), element, pos,
+                width = ops.padded(x[1], element)
+                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width, **shift}, (x[0], width), element,
+                                         pos, (i, "pack", 0))
+                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), weight, pos,
                                          (i, "pack", 1))
         group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i])
         for k, t in enumerate(node.outputs):
             self.refs[t] = self._new_buffer(net.tensors[t].shape, (i, "result", k))
         if kind == "non_max_suppression":
             group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],), (i, "scratch", 0)).buffer)
+        if kind == "concatenate" and len(inputs) > MAX_CONCAT_INPUTS:
+            self._concatenate_in_parts(i, pos)
+            return
         self._add(group, pos)
+
+    def _concatenate_in_parts(self, i: int, pos: float) -> None:
+        """Groups of MAX_CONCAT_INPUTS inputs of the concatenate node `i`, each writing its slice of the output (the
+        last one counts as the node's group); none takes an epilogue, as the output is whole only after the last."""
+        node = self.net.nodes[i]
+        out = node.outputs[0]
+        axis = node.attrs["axis"] % len(self.net.tensors[out].shape)
+        start = 0
+        for k in range(0, len(node.inputs), MAX_CONCAT_INPUTS):
+            part = node.inputs[k:k + MAX_CONCAT_INPUTS]
+            last = k + MAX_CONCAT_INPUTS >= len(node.inputs)
+            anchor = Node(node.op, node.attrs, part, [out])
+            self.groups.append(Group(anchor, "concatenate", inputs=part, outputs=[out], members=[i] if last else [],
+                                     part=start))
+            self.position.append(pos)
+            start += sum(self.net.tensors[t].shape[axis] for t in part)
 
     def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int, owner: Owner) -> int:
         """A tensor holding `src` packed: made when compiling for a param, else by a pack kernel that runs just
@@ -456,9 +489,20 @@ class _Planner:
         return tid
 
 
-def plan(net: Net, hints: Hints | None = None) -> Plan:
-    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given."""
-    return _Planner(net, hints or Hints()).run()
+def _dot_elements(data_bits: int, weight_bits: int) -> tuple[str, str]:
+    """The packed element types of a conv2d's or dense's (data, weight) from their value bounds (precisions):
+    u8 (x + 128) x s8 when both fit int8 and the host has AVX512-VNNI (`vpdpbusd`), else int16 when both fit
+    int16 (`vpdpwssd` / `vpmaddwd`), else int32."""
+    if data_bits <= 8 and weight_bits <= 8 and ops.vnni_available():
+        return "u8", "i8"
+    element = "i32" if data_bits > 16 or weight_bits > 16 else "i16"
+    return element, element
+
+
+def plan(net: Net, hints: Hints | None = None, place: bool = True) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given;
+    `place=False` leaves the buffers unplaced (offsets 0, arena 0) for a caller that wants the groups alone."""
+    return _Planner(net, hints or Hints()).run(place)
 
 
 def group_inputs(group: Group) -> list[int]:
@@ -469,10 +513,15 @@ def group_inputs(group: Group) -> list[int]:
 def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int], hints: Hints) -> int:
     """Liveness per base buffer over the group order, then placement in one arena: the recorded offsets
     (checked), then first fit for the others. Returns the arena's bytes."""
+    written: set[int] = set()
     for step, group in enumerate(groups):
         for t in group.outputs:
             b = buffers[refs[t].buffer]
-            b.first = b.last = step
+            if refs[t].buffer in written:  # a concatenate in parts: live from its first part
+                b.last = step
+            else:
+                b.first = b.last = step
+                written.add(refs[t].buffer)
         for s in group.scratch:
             buffers[s].first = buffers[s].last = step
     for step, group in enumerate(groups):
@@ -489,21 +538,64 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
             what = {"result": f"result {owner[2]}", "pack": f"packed operand {owner[2]}", "scratch": "scratch"}
             raise PlanError(owner[0], f"expected no offset for {what.get(owner[1], owner[1])}: the op allocates no "
                                       "such buffer")
-    placed: list[Buffer] = []
+    recorded: list[Buffer] = []
     for b in slots:
-        if b.owner is None or b.owner not in hints.offsets:
-            continue
-        node, b.offset = b.owner[0], hints.offsets[b.owner]
-        if b.offset < 0 or b.offset % ALIGN:
-            raise PlanError(node, f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
-        for p in placed:
-            if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
-                    and p.offset < b.offset + b.slot_bytes:
-                raise PlanError(node, f"offset {b.offset} overlaps a buffer live at the same time (offset "
-                                      f"{p.offset}, {p.nbytes} bytes)")
+        if b.owner is not None and b.owner in hints.offsets:
+            b.offset = hints.offsets[b.owner]
+            recorded.append(b)
+    rest = sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first))
+    if all(b.slot_bytes > 0 and b.first <= b.last for b in slots):
+        arena = _fit(recorded, rest, len(groups) + 1)
+    else:
+        arena = _fit_by_scan(recorded, rest)
+    if hints.arena_bytes is not None:
+        if hints.arena_bytes < arena:
+            raise PlanError(-1, f"expected an arena of at least {arena} bytes, got {hints.arena_bytes}")
+        arena = hints.arena_bytes
+    return arena
+
+
+def _check_recorded(b: Buffer, placed: list[Buffer], free: bool | None = None) -> None:
+    """Raise for a recorded offset that is not aligned or meets a `placed` buffer live at the same time (the
+    first such); `free`: whether it meets none, when already known."""
+    node = b.owner[0] if b.owner else -1
+    if b.offset < 0 or b.offset % ALIGN:
+        raise PlanError(node, f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
+    if free:
+        return
+    for p in placed:
+        if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
+                and p.offset < b.offset + b.slot_bytes:
+            raise PlanError(node, f"offset {b.offset} overlaps a buffer live at the same time (offset {p.offset}, "
+                                  f"{p.nbytes} bytes)")
+
+
+def _fit(recorded: list[Buffer], rest: list[Buffer], steps: int) -> int:
+    """Check the `recorded` offsets, then place `rest` in order, each at the lowest offset where it meets no
+    buffer live at the same time (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
+    ok = disjoint([(b.first, b.last, b.offset, b.offset + b.slot_bytes) for b in recorded])
+    occupancy = Occupancy(steps)
+    for k, b in enumerate(recorded):
+        free = ok or occupancy.is_free(b.first, b.last, b.offset, b.slot_bytes)
+        _check_recorded(b, [] if free else recorded[:k], free)
+        if not ok or rest:
+            occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
+    arena = max((b.offset + b.slot_bytes for b in recorded), default=0)
+    for b in rest:
+        b.offset = occupancy.first_fit(b.first, b.last, b.slot_bytes)
+        occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
+        arena = max(arena, b.offset + b.slot_bytes)
+    return arena
+
+
+def _fit_by_scan(recorded: list[Buffer], rest: list[Buffer]) -> int:
+    """`_fit` by scanning every placed buffer (quadratic): for empty buffers, which `Occupancy` cannot hold."""
+    placed: list[Buffer] = []
+    for b in recorded:
+        _check_recorded(b, placed)
         placed.append(b)
     arena = max((b.offset + b.slot_bytes for b in placed), default=0)
-    for b in sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first)):
+    for b in rest:
         busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)
         offset = 0
         for lo, hi in busy:
@@ -513,10 +605,6 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
         b.offset = offset
         placed.append(b)
         arena = max(arena, offset + b.slot_bytes)
-    if hints.arena_bytes is not None:
-        if hints.arena_bytes < arena:
-            raise PlanError(-1, f"expected an arena of at least {arena} bytes, got {hints.arena_bytes}")
-        arena = hints.arena_bytes
     return arena
 
 

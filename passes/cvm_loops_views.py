@@ -9,6 +9,7 @@ elementwise loop nest has as few (and as long) loops as possible.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
@@ -60,10 +61,7 @@ class Layout:
 
     def memref_type(self, element: Attribute) -> MemRefType:
         """`memref<shape x element>`, with the identity layout when it is one, else `strided<[...], offset: o>`."""
-        c = self.canonical()
-        if c.offset == 0 and c.strides == row_major(c.shape):
-            return MemRefType(element, c.shape)
-        return MemRefType(element, c.shape, StridedLayoutAttr(c.strides, c.offset))
+        return _memref_type(self, element)
 
     # ---- views -----------------------------------------------------------------------------------------
 
@@ -123,6 +121,15 @@ class Layout:
             if n == 1:
                 new_strides[d] = rm[d]
         return Layout(shape, tuple(new_strides), self.offset)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memref_type(layout: Layout, element: Attribute) -> MemRefType:
+    """`Layout.memref_type`, one (immutable) type per layout: building and verifying a type costs ~0.1 ms."""
+    c = layout.canonical()
+    if c.offset == 0 and c.strides == row_major(c.shape):
+        return MemRefType(element, c.shape)
+    return MemRefType(element, c.shape, StridedLayoutAttr(c.strides, c.offset))
 
 
 def collapse(layouts: Sequence[Layout]) -> list[Layout]:

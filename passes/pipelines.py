@@ -13,6 +13,9 @@ and the host `@main`, following those decisions).
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -32,11 +35,27 @@ def pipeline_passes(name: str) -> list[ModulePass]:
     return [factories[p.strip()]()() for p in PIPELINES[name].split(",")]
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (as it was after): compiling allocates IR by the hundred
+    thousand and frees little, so its full collections, each a walk of every live object, cost as much as the
+    passes themselves on a large model (a 20,000-node model: 3 of 9 s). Memory freed by reference counting is
+    freed as ever; cycles wait for the block's end."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> ModuleOp:
-    """Apply a named pipeline to `module` in place; returns it."""
+    """Apply a named pipeline to `module` in place (the garbage collector paused); returns it."""
     ctx = ctx or Context()
-    for p in pipeline_passes(name):
-        p.apply(ctx, module)
+    with gc_paused():
+        for p in pipeline_passes(name):
+            p.apply(ctx, module)
     return module
 
 

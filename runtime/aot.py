@@ -24,6 +24,7 @@ operator's to name; what is in it is trusted only through the tags.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -459,7 +460,12 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     except CVMError as e:
         decision = e
     else:
-        program, ir_text, specs, _ = lower_graph(graph)
+        from cvmc.passes.cvm_loops_ops import without_vnni
+        from cvmc.runtime.jit import host_target
+
+        # The u8 x s8 kernels are chosen for the host's AVX512-VNNI; a CPU named by `cpu` gets the int16 ones.
+        with contextlib.nullcontext() if cpu is None or cpu == host_target()[1] else without_vnni():
+            program, ir_text, specs, _ = lower_graph(graph)
         needed = program_bytes(program)
         if needed > MAX_MEMORY:  # Model._check_memory, with the default limit
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "

@@ -5,7 +5,7 @@
     x = b.create_input("float32", [4, 8], "x")
     y = b.max(x, b.const_scalar(0.0, "zero"))
     z = b.reduce(y, "sum", [1], False)
-    fn = b.compile(outputs=[z], device="reference")   # "cpu": one JIT-compiled kernel per primitive; "cuda"
+    fn = b.compile(outputs=[z], device="reference")   # "cpu": JIT-compiled fused kernels; "cuda"
     (out,) = fn(x=np_x)
     print(b.build())                      # a builtin.module with one func.func of cinn ops
 
@@ -66,27 +66,37 @@ class CompiledFunction:
         return self._run(arrays)
 
 
-def _compile_cpu(function: func.FuncOp) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
-    """Lower `function` to one kernel per op (convert-cinn-to-loops), JIT them, and run them in op order on
-    numpy buffers, one per SSA value."""
-    from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, cinn_ops, kernel_name
+def _compile_cpu(function: func.FuncOp, fuse: bool = True, threads: int = 1) -> Callable[[list[np.ndarray]], list]:
+    """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
+    convert-cinn-to-loops), JIT them, and run them in order on numpy buffers, one per stored SSA value; each
+    kernel's outer parallel loop is split over `threads` threads."""
+    from cvmc.passes.cinn_fuse import CinnFusePass
+    from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
+    from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
     from cvmc.runtime.jit import compile_module
 
     module = ModuleOp([function.clone()])
-    ConvertCinnToLoopsPass().apply(Context(), module)
-    engine = compile_module(module)
-    ops = cinn_ops(function)
-    kernels = [engine[kernel_name(function.sym_name.data, i, op)] for i, op in enumerate(ops)]
-    ret = function.body.block.last_op
+    if fuse:
+        CinnMarkViewsPass().apply(Context(), module)
+        CinnFusePass().apply(Context(), module)
+    annotated = module.body.block.first_op
+    assert isinstance(annotated, func.FuncOp)
+    plans = plan_kernels(annotated)
+    kernels = []
+    if plans:  # a program of no primitive returns its inputs
+        ConvertCinnToLoopsPass().apply(Context(), module)
+        engine = compile_module(module)
+        kernels = [engine[plan.name] for plan in plans]
+    ret = annotated.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
 
     def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        env: dict[SSAValue, np.ndarray] = dict(zip(function.args, arrays))
-        for op, kernel in zip(ops, kernels):
-            results = [np.empty(r.type.get_shape(), numpy_dtype(r.type)) for r in op.results]  # pyright: ignore
-            kernel(*[env[v] for v in op.operands], *results)
-            env.update(zip(op.results, results))
-        return [env[v] for v in ret.arguments]
+        env: dict[SSAValue, np.ndarray] = dict(zip(annotated.args, arrays))
+        for plan, kernel in zip(plans, kernels):
+            results = [np.empty(r.type.get_shape(), numpy_dtype(r.type)) for r in plan.outputs]  # pyright: ignore
+            kernel(*[env[v] for v in plan.inputs], *results, threads=threads)
+            env.update(zip(plan.outputs, results))
+        return [env[v].copy() if v in annotated.args else env[v] for v in ret.arguments]
 
     return run
 
@@ -131,8 +141,14 @@ class CinnBuilder:
         module.verify()
         return module
 
-    def compile(self, outputs: Sequence[Variable], device: str = "reference") -> CompiledFunction:
-        """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`."""
+    def compile(
+        self, outputs: Sequence[Variable], device: str = "reference", *, fuse: bool = True, threads: int = 1
+    ) -> CompiledFunction:
+        """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`; on "cpu", `fuse`
+        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive) and each kernel runs on `threads`
+        threads."""
+        if threads < 1:
+            raise CVMLogicError(f"expected 'threads' >= 1, got {threads}")
         if device not in DEVICES:
             raise CVMLogicError(f"expected 'device' in {list(DEVICES)}, got {device!r}")
         function = self.build(outputs).body.block.first_op
@@ -141,7 +157,7 @@ class CinnBuilder:
         if device == "reference":
             return CompiledFunction(function, names, lambda arrays: run_function(function, arrays))
         if device == "cpu":
-            return CompiledFunction(function, names, _compile_cpu(function))
+            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads))
         from cvmc.runtime.cuda import CinnCudaRunner
 
         return CompiledFunction(function, names, CinnCudaRunner(function))

@@ -75,17 +75,19 @@ def mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def floor_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """floor(x / y); on integers x / 0 = 0 and INT_MIN / -1 = INT_MIN."""
+    """floor(x / y); on integers x / 0 = 0 and INT_MIN / -1 = INT_MIN. On floats Python's divmod quotient, numpy's
+    floor_divide: (x - floor_mod(x, y)) / y snapped to an integer, x / y for y = 0."""
     if not _is_int(x):
-        return np.floor(x / y)
+        return np.floor_divide(x, y)
     return np.where(y == 0, 0, np.floor_divide(x, _safe_divisor(x, y)))
 
 
 def floor_mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x - y * floor(x / y), with the sign of y (Python's %); on integers x % 0 = 0."""
+    """x - y * floor_div(x, y), with the sign of y (Python's %); on integers x % 0 = 0. On floats Python's divmod
+    remainder, numpy's remainder: fmod(x, y), plus y where non-zero and of the other sign than y; a zero takes
+    the sign of y."""
     if not _is_int(x):
-        r = np.fmod(x, y)
-        return np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+        return np.remainder(x, y)
     return np.where(y == 0, 0, np.remainder(x, _safe_divisor(x, y)))
 
 
@@ -323,13 +325,13 @@ def _evaluate_complex(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]
         case cinn.BnGradBiasScaleOp():
             return bn_grad_bias_scale(*args)
         case cinn.ConcatOp():
-            return [np.concatenate(args, axis=op.axis.value.data)]
+            return [np.concatenate(args, axis=op.normalized_axis())]
         case cinn.ConvOp():
             return [conv(args[0], args[1], op.geometry(), op.conv_type.data)]
         case cinn.ReshapeOp():
             return [args[0].reshape(op.result.type.get_shape())]  # pyright: ignore[reportAttributeAccessIssue]
         case cinn.ReverseOp():
-            return [np.flip(args[0], axis=tuple(_ints(op.axis)))]
+            return [np.flip(args[0], axis=op.axes())]
         case cinn.SelectOp():
             return [np.where(*args)]
         case cinn.SliceOp():

@@ -42,7 +42,7 @@ SPLIT_WORK = 1 << 18
 # The name of the module of kernels (its LLVM ModuleID).
 KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
-_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2")}
+_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"), "u8": np.dtype("u1")}
 MAX_THREADS = 256
 
 # LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
@@ -195,6 +195,7 @@ class CpuRunner:
 
     def __init__(self, program: HostProgram, engine: Any, threads: int):
         self.engine = engine
+        self.program = program  # what a replica for another thread is built from (Model.run_batch)
         self.threads = threads
         self.arena = _aligned_bytes(program.arena_bytes)
         self.input = np.zeros(program.input_shape, np.int32) if program.input_shape is not None else None
@@ -256,31 +257,41 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 
 def lower_graph(graph: Graph) -> tuple[HostProgram, str, list[KernelSpec], float]:
     """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`,
-    its host program, its kernels as LLVM IR and their specs, and the milliseconds the lowering took."""
+    its host program, its kernels as LLVM IR and their specs, and the milliseconds the lowering took. Kernels that
+    use AVX512-VNNI (`$CVMC_VNNI`) on a host without it are a CVMLogicError: they would not run here."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
-    from cvmc.passes.pipelines import run_pipeline
+    from cvmc.passes import cvm_loops_ops
+    from cvmc.passes.pipelines import gc_paused, run_pipeline
     from cvmc.runtime.cvm_ir import graph_to_module
 
     start = time.perf_counter()
-    module = graph_to_module(graph)
-    run_pipeline(module, "cvm-to-loops")
-    program, kernels = read_host(module)
-    lower_ms = 1000 * (time.perf_counter() - start)
-    return program, str(emit_llvm(kernels)), list(kernel_specs(kernels).values()), lower_ms
+    with gc_paused():  # the whole compile allocates IR and frees little (see gc_paused)
+        module = graph_to_module(graph)
+        run_pipeline(module, "cvm-to-loops")
+        program, kernels = read_host(module)
+        lower_ms = 1000 * (time.perf_counter() - start)
+        ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+        del module, kernels
+    if "llvm.x86.avx512.vpdpbusd" in ir_text and not cvm_loops_ops._host_vnni():
+        raise CVMLogicError("expected $CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got "
+                            f"{os.environ.get('CVMC_VNNI')!r}: the u8 x s8 kernels would not run here")
+    return program, ir_text, specs, lower_ms
 
 
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
                   check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
     the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
+    from cvmc.passes.pipelines import gc_paused
     from cvmc.runtime.jit import JitEngine
 
     start = time.perf_counter()
-    program, ir_text, specs, lower_ms = lower_graph(graph)
-    if check_plan is not None:
-        check_plan(program)
-    engine = JitEngine(ir_text, specs, cache=cache)
-    runner = CpuRunner(program, engine, threads or default_threads())
+    with gc_paused():
+        program, ir_text, specs, lower_ms = lower_graph(graph)
+        if check_plan is not None:
+            check_plan(program)
+        engine = JitEngine(ir_text, specs, cache=cache)
+        runner = CpuRunner(program, engine, threads or default_threads())
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
         "lower_ms": round(lower_ms, 1),

@@ -4,7 +4,8 @@ launched with the CUDA driver API (through `cuda-python`).
     run = compile_graph(graph)      # CVMRuntimeError("no CUDA device: ...") without a driver, a GPU or cuda-python
     heads = run(data)               # every head as an int32 array; `data` already saturated to its precision
     run.stats                       # compile times, kernels, launches, device, buffer bytes
-    emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles) and out/host.mlir (buffers, launches)
+    emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles), out/host.mlir (buffers, launches) and
+                                    # out/launches.json (grid, block and multiply-adds of every launch)
 
 One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline and `read_host` give the loop-level
 kernels and the host program (the arena's size, the views of it each kernel reads and writes, the calls in
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import threading
 import time
@@ -42,6 +44,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
+from cvmc.passes.cvm_loops_ops import without_vnni
 from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.cache import open_cache
 from cvmc.runtime.cpu import HostProgram, View, read_host
@@ -324,7 +327,8 @@ def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]
 def lower_graph(graph: Graph) -> tuple[HostProgram, ModuleOp, func.FuncOp]:
     """The cpu device's pipeline: (host program, module of loop-level kernels, the host function `@main`)."""
     module = graph_to_module(graph)
-    run_pipeline(module, "cvm-to-loops")
+    with without_vnni():  # the u8 x s8 dot products are x86 (AVX512-VNNI) only
+        run_pipeline(module, "cvm-to-loops")
     program, kernels = read_host(module)
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
     return program, kernels, main
@@ -476,14 +480,44 @@ class CinnCudaRunner:
             return outputs
 
 
+# The multiprocessors `emit_sources` plans its launches for when no device is at hand: an H100 SXM's 132.
+EMIT_MULTIPROCESSORS = 132
+
+
+def launch_descriptions(program: HostProgram, specs: dict[str, CudaKernelSpec],
+                        multiprocessors: int = EMIT_MULTIPROCESSORS) -> list[dict[str, Any]]:
+    """Every launch of `program`, in order, as `launches.json` records it: the kernel's C symbol, `grid` and
+    `block` (three-element lists, as `launch_config` chooses them), `shared_bytes` (static shared memory),
+    `macs` (integer multiply-adds the launch performs, `macs_exact` False where that depends on the data),
+    `work` (units of its grid-stride loop) and the bytes of its arguments' spans, read and written
+    (`read_bytes`, `written_bytes`: what a roofline bound needs)."""
+    out: list[dict[str, Any]] = []
+    for call in program.calls:
+        spec = specs[call.kernel]
+        grid, block = launch_config(spec, multiprocessors)
+        read = written = 0
+        for arg in spec.args:
+            lo, hi = arg.element_span()
+            nbytes = max(0, hi - lo) * max(1, int(arg.element[1:]) // 8)
+            if arg.written:
+                written += nbytes
+            else:
+                read += nbytes
+        out.append({"kernel": spec.symbol, "grid": [grid, 1, 1], "block": [block, 1, 1], "shared_bytes": 0,
+                    "macs": spec.macs, "macs_exact": spec.macs_exact, "work": spec.work if spec.parallel else 1,
+                    "read_bytes": read, "written_bytes": written})
+    return out
+
+
 def emit_sources(graph: Graph, directory: str | os.PathLike[str]) -> list[Path]:
-    """Write the CUDA source NVRTC compiles for `graph` (`kernels.cu`) and the host function that plans its
-    buffers and launches (`host.mlir`) into `directory`; returns the paths. Needs no GPU."""
-    _, kernels, main = lower_graph(graph)
+    """Write the CUDA source NVRTC compiles for `graph` (`kernels.cu`), the host function that plans its
+    buffers and launches (`host.mlir`) and the launches in order (`launches.json`, see `launch_descriptions`;
+    planned for `EMIT_MULTIPROCESSORS`) into `directory`; returns the paths. Needs no GPU."""
+    program, kernels, main = lower_graph(graph)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    cu, host = out / "kernels.cu", out / "host.mlir"
+    cu, host, launches = out / "kernels.cu", out / "host.mlir", out / "launches.json"
     cu.write_text(emit_cuda(kernels))
     host.write_text(str(main) + "\n")
-    return [cu, host]
-
+    launches.write_text(json.dumps(launch_descriptions(program, kernel_specs(kernels)), indent=1) + "\n")
+    return [cu, host, launches]

@@ -23,7 +23,7 @@ import re
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.dialects.cvm import (
@@ -56,6 +56,7 @@ def graph_to_module(graph: Graph) -> ModuleOp:
     if input_id is not None:
         block.args[0].name_hint = INPUT
     values: list[tuple[SSAValue, ...]] = []
+    types: dict[tuple[tuple[int, ...], int], Attribute] = {}  # one (immutable) type per shape and precision
     for node in graph.nodes:
         if node.is_variable and node.name == INPUT:
             values.append((block.args[0],))
@@ -64,8 +65,11 @@ def graph_to_module(graph: Graph) -> ModuleOp:
             op = ParamOp(node.name, graph.params[node.name], node.precisions[0])
         else:
             operands = [values[src][k] for src, k in node.inputs]
-            types = [tensor_type(s, p) for s, p in zip(node.shapes, node.precisions)]
-            op = create_operator(node.op, operands, node.attrs, types, node.name)
+            for key in zip(node.shapes, node.precisions):
+                if key not in types:
+                    types[key] = tensor_type(*key)
+            op = create_operator(node.op, operands, node.attrs, [types[k] for k in zip(node.shapes, node.precisions)],
+                                 node.name)
         block.add_op(op)
         if len(op.results) == 1:
             _name_hint(op.results[0], node.name)

@@ -45,7 +45,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -60,7 +60,6 @@ POSTPROCESS = (None, "argmax", "detection")
 MAX_STORAGE = 1 << 32  # graph_runtime.cc:567, the planned storage at load
 MAX_STORAGE_ID = 1 << 24  # a deviation: see the module docstring
 ALLOC_FAILS = 1 << 34  # a deviation: an allocation above this size is taken to fail
-UNDEFINED = "undefined in cvm-runtime"
 
 # Operators registered under another name (src/top/*: add_alias): parsed and inferred as their operator, then
 # refused when the executor looks for a kernel of the alias's name (graph_runtime.cc:664, a logic error).
@@ -133,26 +132,11 @@ def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) ->
     raise CVMRuntimeError(f"expected bytes or a path, got {type(src).__name__}")
 
 
-def _fail(cls: type[CVMError], msg: str) -> None:
+def _fail(cls: type[CVMError], msg: str) -> NoReturn:
     raise cls(msg)
 
 
-def _verify(cond: bool, msg: str) -> None:
-    """cvm-runtime's VERIFY: a logic error."""
-    if not cond:
-        raise CVMLogicError(msg)
-
-
-def _check(cond: bool, msg: str) -> None:
-    """cvm-runtime's CHECK and LOG(FATAL): a runtime error."""
-    if not cond:
-        raise CVMRuntimeError(msg)
-
-
-def _undefined(cond: bool, msg: str) -> None:
-    """A model on which the runtime's behaviour is undefined: refused as a logic error (a documented deviation)."""
-    if not cond:
-        raise CVMLogicError(f"{UNDEFINED}: {msg}")
+_verify, _check, _undefined = rules.verify, rules.check, rules.undefined  # VERIFY, CHECK, a deviation
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -167,11 +151,59 @@ _INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 
               "uint32": (0, _U32 - 1), "uint64": (0, (1 << 64) - 1)}
 
 
+_WS = rb"[ \t\n\v\f\r]*"
+_SPACE_BYTES = frozenset(b" \t\n\v\f\r")
+_QUOTE, _BACKSLASH, _COMMA, _COLON = ord('"'), ord("\\"), ord(","), ord(":")
+_OPEN_OBJECT, _CLOSE_OBJECT, _OPEN_ARRAY, _CLOSE_ARRAY = ord("{"), ord("}"), ord("["), ord("]")
+_SIMPLE_STRING = re.compile(_WS + rb'"([^"\\\r\n]*)"')
+_STRING_BODY = rb'"(?:[^"\\\r\n]|\\[rnt"\\])*"'
+_STR_ITEM = re.compile(rb'"((?:[^"\\\r\n]|\\[rnt"\\])*)"')
+_STR_LIST = re.compile(_WS + rb"\[(" + _WS + _STRING_BODY + _WS + rb"(?:," + _WS + _STRING_BODY + _WS + rb")*)?\]")
+_INT_BODY = rb"[+-]?[0-9]{1,18}"
+_INT_ITEM = re.compile(_INT_BODY)
+_INT_LIST = re.compile(_WS + rb"\[(" + _WS + _INT_BODY + _WS + rb"(?:," + _WS + _INT_BODY + _WS + rb")*)?\]")
+_UNESCAPE = re.compile(rb"\\(.)")
+
+
+def _unescape(raw: bytes) -> str:
+    return _text(_UNESCAPE.sub(lambda m: _ESCAPES[m.group(1)[0]].encode(), raw) if b"\\" in raw else raw)
+
+
+def _int_value(kind: str, sign: bytes, digits: bytes) -> int | None:
+    """What `istream >>` stores for these characters in a field of C++ type `kind`, or None (failbit)."""
+    digits = digits.lstrip(b"0") or b"0"
+    if len(digits) > 20:
+        return None
+    lo, hi = _INT_RANGE[kind]
+    value = int(digits)
+    if kind.startswith("uint"):  # libstdc++ negates an unsigned value modulo 2^bits
+        return None if value > hi else (-value) % (hi + 1) if sign == b"-" else value
+    value = -value if sign == b"-" else value
+    return value if lo <= value <= hi else None
+
+
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-class _JsonReader:
+class _Reader:
+    """What both readers share: a list read item by item."""
+
+    def begin_array(self) -> None:
+        raise NotImplementedError
+
+    def next_array_item(self) -> bool:
+        raise NotImplementedError
+
+    def read_list(self, read_one: Any) -> list[Any]:
+        self.begin_array()
+        out = []
+        while self.next_array_item():
+            out.append(read_one())
+        return out
+
+
+class _JsonReader(_Reader):
     """utils::JSONReader over bytes: the same accepted texts, and CHECK failures (runtime errors) where it has them.
 
     Its quirks are kept: end of input closes any open object or array (json.h:747, 780); only the escapes
@@ -184,28 +216,33 @@ class _JsonReader:
     def where(self) -> str:
         return f"byte {self.pos} of the graph JSON"
 
-    def _skip_space(self) -> None:
-        m = _SPACE.match(self.data, self.pos)
-        assert m is not None
-        self.pos = m.end()
-
     def next_non_space(self) -> int:
-        self._skip_space()
-        if self.pos >= len(self.data):
+        data, pos = self.data, self.pos
+        if pos < len(data) and data[pos] not in _SPACE_BYTES:
+            self.pos = pos + 1
+            return data[pos]
+        pos = _SPACE.match(data, pos).end()  # type: ignore[union-attr]
+        if pos >= len(data):
+            self.pos = pos
             return -1
-        self.pos += 1
-        return self.data[self.pos - 1]
+        self.pos = pos + 1
+        return data[pos]
 
     def peek_non_space(self) -> int:
-        self._skip_space()
+        self.pos = _SPACE.match(self.data, self.pos).end()  # type: ignore[union-attr]
         return self.data[self.pos] if self.pos < len(self.data) else -1
 
-    def _expect(self, ch: int, want: str) -> None:
-        got = "end of file" if ch < 0 else repr(chr(ch))
-        _check(ch == ord(want), f"graph JSON: expected {want!r} at {self.where()}, got {got}")
+    def _expect(self, ch: int, want: int) -> None:
+        if ch != want:
+            got = "end of file" if ch < 0 else repr(chr(ch))
+            _fail(CVMRuntimeError, f"graph JSON: expected {chr(want)!r} at {self.where()}, got {got}")
 
     def read_string(self) -> str:
-        self._expect(self.next_non_space(), '"')
+        m = _SIMPLE_STRING.match(self.data, self.pos)
+        if m is not None:  # no escape: the common case
+            self.pos = m.end()
+            return _text(m.group(1))
+        self._expect(self.next_non_space(), _QUOTE)
         parts: list[str] = []
         while True:
             m = _PLAIN.match(self.data, self.pos)
@@ -216,9 +253,9 @@ class _JsonReader:
                 _fail(CVMRuntimeError, f"graph JSON: a string is not closed at {self.where()}")
             ch = self.data[self.pos]
             self.pos += 1
-            if ch == ord('"'):
+            if ch == _QUOTE:
                 return "".join(parts)
-            if ch != ord("\\"):  # a raw end of line
+            if ch != _BACKSLASH:  # a raw end of line
                 _fail(CVMRuntimeError, f"graph JSON: a string is not closed before the end of line at {self.where()}")
             esc = self.data[self.pos] if self.pos < len(self.data) else -1
             self.pos += 1
@@ -232,34 +269,50 @@ class _JsonReader:
         m = _NUMBER.match(self.data, self.pos)
         assert m is not None
         sign, digits = m.group(1), m.group(2)
-        _check(bool(digits), f"graph JSON: expected a number at {self.where()}")
+        if not digits:
+            _fail(CVMRuntimeError, f"graph JSON: expected a number at {self.where()}")
         self.pos = m.end()
-        lo, hi = _INT_RANGE[kind]
-        value = int(digits)
-        if kind.startswith("uint"):  # libstdc++ negates an unsigned value modulo 2^bits
-            _check(value <= hi, f"graph JSON: number {sign}{digits} does not fit a {kind} at {self.where()}")
-            return (-value) % (hi + 1) if sign == b"-" else value
-        value = -value if sign == b"-" else value
-        _check(lo <= value <= hi, f"graph JSON: number {sign.decode()}{digits.decode()} does not fit a {kind} "
-               f"at {self.where()}")
-        return value
+        value = _int_value(kind, sign, digits)
+        if value is None:
+            _fail(CVMRuntimeError, f"graph JSON: number {(sign + digits).decode()} does not fit a {kind} at "
+                  f"{self.where()}")
+        return value  # type: ignore[return-value]
+
+    def read_int_list(self, kind: str) -> list[int]:
+        """A list of integers; a plain `[1, 2, 3]` in one match, anything else item by item."""
+        m = _INT_LIST.match(self.data, self.pos)
+        if m is not None:
+            values = [_int_value(kind, n[:1] if n[:1] in b"+-" else b"", n.lstrip(b"+-"))
+                      for n in _INT_ITEM.findall(m.group(1) or b"")]
+            if None not in values:
+                self.pos = m.end()
+                return values  # type: ignore[return-value]
+        return self.read_list(lambda: self.read_int(kind))
+
+    def read_str_list(self) -> list[str]:
+        """A list of strings; a plain one in one match, anything else item by item."""
+        m = _STR_LIST.match(self.data, self.pos)
+        if m is not None:
+            self.pos = m.end()
+            return [_unescape(x) for x in _STR_ITEM.findall(m.group(1) or b"")]
+        return self.read_list(self.read_string)
 
     def begin_object(self) -> None:
-        self._expect(self.next_non_space(), "{")
+        self._expect(self.next_non_space(), _OPEN_OBJECT)
         self.scope.append(0)
 
     def begin_array(self) -> None:
-        self._expect(self.next_non_space(), "[")
+        self._expect(self.next_non_space(), _OPEN_ARRAY)
         self.scope.append(0)
 
-    def _next_item(self, close: str) -> bool:
+    def _next_item(self, close: int) -> bool:
         if self.scope[-1] != 0:
             ch = self.next_non_space()
-            more = ch not in (-1, ord(close))
+            more = ch != -1 and ch != close
             if more:
-                self._expect(ch, ",")
+                self._expect(ch, _COMMA)
         else:
-            more = self.peek_non_space() != ord(close)
+            more = self.peek_non_space() != close
             if not more:
                 self.pos += 1
         if not more:
@@ -269,21 +322,14 @@ class _JsonReader:
         return True
 
     def next_object_item(self) -> str | None:
-        if not self._next_item("}"):
+        if not self._next_item(_CLOSE_OBJECT):
             return None
         key = self.read_string()
-        self._expect(self.next_non_space(), ":")
+        self._expect(self.next_non_space(), _COLON)
         return key
 
     def next_array_item(self) -> bool:
-        return self._next_item("]")
-
-    def read_list(self, read_one: Any) -> list[Any]:
-        self.begin_array()
-        out = []
-        while self.next_array_item():
-            out.append(read_one())
-        return out
+        return self._next_item(_CLOSE_ARRAY)
 
     def read_str_map(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -291,6 +337,86 @@ class _JsonReader:
         while (key := self.next_object_item()) is not None:
             out[key] = self.read_string()
         return out
+
+
+class _Obj(list):
+    """A JSON object as the list of its (key, value) pairs, in order, duplicates kept (the runtime reads each)."""
+
+
+class _Unreadable:
+    """A float or a constant (NaN, Infinity): the runtime's reader fails on it wherever it stands."""
+
+
+_UNREADABLE = _Unreadable()
+_BAD_ESCAPE = re.compile(rb'\\[^rnt"\\]')
+_END = object()
+
+
+def _parse_plain_json(data: bytes) -> Any:
+    """The document as a tree when Python's json module reads it as the runtime's reader does, else None."""
+    if _BAD_ESCAPE.search(data):  # (conservative: an escaped backslash before a letter also goes the slow way)
+        return None
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_Obj, parse_float=lambda _: _UNREADABLE,
+                          parse_constant=lambda _: _UNREADABLE)
+    except (ValueError, RecursionError):
+        return None
+
+
+class _TreeReader(_Reader):
+    """The interface of `_JsonReader` over a parsed document (see `_read_graph`); it only has to fail where the
+    streaming reader fails, since the streaming reader then gives the error."""
+
+    def __init__(self, root: Any):
+        self.pending, self.stack = root, []
+
+    def _take(self, kind: type | tuple[type, ...]) -> Any:
+        v, self.pending = self.pending, _END
+        if not isinstance(v, kind) or isinstance(v, bool):
+            raise CVMRuntimeError("graph JSON: a value of another type")
+        return v
+
+    def begin_object(self) -> None:
+        self.stack.append(iter(self._take(_Obj)))
+
+    def begin_array(self) -> None:
+        v = self._take(list)
+        if isinstance(v, _Obj):
+            raise CVMRuntimeError("graph JSON: an object where an array belongs")
+        self.stack.append(iter(v))
+
+    def next_object_item(self) -> str | None:
+        item = next(self.stack[-1], _END)
+        if item is _END:
+            self.stack.pop()
+            return None
+        key, self.pending = item  # type: ignore[misc]
+        return key
+
+    def next_array_item(self) -> bool:
+        item = next(self.stack[-1], _END)
+        if item is _END:
+            self.stack.pop()
+            return False
+        self.pending = item
+        return True
+
+    def read_string(self) -> str:
+        return self._take(str)
+
+    def read_int(self, kind: str) -> int:
+        v = self._take(int)
+        value = _int_value(kind, b"-" if v < 0 else b"", str(abs(v)).encode())
+        if value is None:
+            raise CVMRuntimeError("graph JSON: a number out of range")
+        return value
+
+    def read_int_list(self, kind: str) -> list[int]:
+        return self.read_list(lambda: self.read_int(kind))
+
+    def read_str_list(self) -> list[str]:
+        return self.read_list(self.read_string)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -317,7 +443,7 @@ class _RawGraph:
     postprocess: str = ""
 
 
-def _read_entry(r: _JsonReader) -> tuple[int, int]:
+def _read_entry(r: Any) -> tuple[int, int]:
     """NodeEntry::Load (graph_runtime.h:188): [node_id, index] or [node_id, index, version], all uint32."""
     r.begin_array()
     _verify(r.next_array_item(), "graph JSON: invalid json format: an entry needs [node, index]")  # h:191
@@ -330,7 +456,7 @@ def _read_entry(r: _JsonReader) -> tuple[int, int]:
     return node, index
 
 
-def _read_node(r: _JsonReader) -> _RawNode:
+def _read_node(r: Any) -> _RawNode:
     """Node::Load and Node::LoadAttrs (graph_runtime.h:218-261)."""
     node, bits = _RawNode(), 0
     r.begin_object()
@@ -369,7 +495,7 @@ _GRAPH_ATTR_TYPES = {"dltype": "list_str", "storage_id": "list_int", "shape": "l
                      "device_index": "list_int", "precision": "list_int", "op_attrs": "list_str"}
 
 
-def _read_graph_attrs(r: _JsonReader, attrs: dict[str, list[Any]]) -> None:
+def _read_graph_attrs(r: Any, attrs: dict[str, list[Any]]) -> None:
     """GraphAttr::Load (graph_runtime.h:328-405): each value is ["<type>", [...]]."""
     bits = 0
     r.begin_object()
@@ -382,7 +508,7 @@ def _read_graph_attrs(r: _JsonReader, attrs: dict[str, list[Any]]) -> None:
                 _check(kind in ("list_int", "list_str"), f"cannot skip graph attr {key!r} of type {kind!r}")
                 _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
                 if kind == "list_int":
-                    r.read_list(lambda: r.read_int("int32"))
+                    r.read_int_list("int32")
                 else:
                     r.read_int("uint64")
             else:
@@ -390,11 +516,11 @@ def _read_graph_attrs(r: _JsonReader, attrs: dict[str, list[Any]]) -> None:
                 _verify(kind == want, f"graph attribute {key!r}: type {kind!r}, expected {want!r}")
                 _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
                 if want == "list_str":
-                    attrs[key] = r.read_list(r.read_string)
+                    attrs[key] = r.read_str_list()
                 elif want == "list_int":
-                    attrs[key] = r.read_list(lambda: r.read_int("int32"))
+                    attrs[key] = r.read_int_list("int32")
                 else:
-                    attrs[key] = r.read_list(lambda: r.read_list(lambda: r.read_int("int64")))
+                    attrs[key] = r.read_list(lambda: r.read_int_list("int64"))
                 bits |= {"storage_id": 2, "shape": 4, "op_attrs": 8}.get(key, 0)
             _verify(not r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
         else:
@@ -403,17 +529,32 @@ def _read_graph_attrs(r: _JsonReader, attrs: dict[str, list[Any]]) -> None:
 
 
 def _read_graph(data: bytes) -> _RawGraph:
-    """CvmRuntime::Load (graph_runtime.h:408-435)."""
-    r, g, bits = _JsonReader(data), _RawGraph(), 0
+    """CvmRuntime::Load (graph_runtime.h:408-435) on the graph JSON's bytes.
+
+    The runtime's reader is a streaming one (`_JsonReader`), and it decides. A document that Python's json module
+    parses, with no escape, number or constant that the runtime reads otherwise, is first walked as a tree
+    (`_TreeReader`, the same loaders): the same values in the same order, many times faster. Any failure there is
+    decided again by the streaming reader, whose error (its class, its position) is the one raised."""
+    tree = _parse_plain_json(data)
+    if tree is not None:
+        try:
+            return _load_graph_json(_TreeReader(tree))
+        except CVMError:
+            pass
+    return _load_graph_json(_JsonReader(data))
+
+
+def _load_graph_json(r: Any) -> _RawGraph:
+    g, bits = _RawGraph(), 0
     r.begin_object()
     while (key := r.next_object_item()) is not None:
         if key == "nodes":
             g.nodes = r.read_list(lambda: _read_node(r))
             bits |= 1
         elif key == "arg_nodes":
-            g.arg_nodes = r.read_list(lambda: r.read_int("uint32"))
+            g.arg_nodes = r.read_int_list("uint32")
         elif key == "node_row_ptr":
-            g.row_ptr = r.read_list(lambda: r.read_int("uint32"))
+            g.row_ptr = r.read_int_list("uint32")
         elif key == "heads":
             g.heads = r.read_list(lambda: _read_entry(r))
             bits |= 8
@@ -443,19 +584,22 @@ def op_name(func_name: str) -> str:
     return func_name[:i] if i >= 0 and func_name[i] == "_" else func_name
 
 
-def _parse_op_attrs(where: str, op: str, text: str) -> rules.Attrs:
+def _parse_op_attrs(nid: int, name: str, op: str, text: str) -> rules.Attrs:
     """LoadOpAndAttrs (graph_runtime.h:295): the op_attrs string is read as a JSON map of strings."""
-    r = _JsonReader(text.encode("utf-8", "surrogateescape"))
-    raw = r.read_str_map()
     try:
+        raw = _EMPTY_MAP if text == "{}" else _JsonReader(text.encode("utf-8", "surrogateescape")).read_str_map()
         return rules.parse_attrs(op, raw)
     except CVMError as e:
-        raise type(e)(f"{where}: {e}") from None
+        raise type(e)(f"node {nid} ({name!r}): {e}") from None
+
+
+_EMPTY_MAP: dict[str, str] = {}
 
 
 def _entry_id(row_ptr: list[int], entry: tuple[int, int], what: str) -> int:
     node, index = entry
-    _undefined(node < len(row_ptr), f"{what} names node {node}, past node_row_ptr's {len(row_ptr)} entries")
+    if node >= len(row_ptr):
+        _undefined(False, f"{what} names node {node}, past node_row_ptr's {len(row_ptr)} entries")
     return (row_ptr[node] + index) % _U32
 
 
@@ -488,7 +632,6 @@ def _prepare(g: _RawGraph) -> _Prepared:
     n_entries = 0
     row_ptr, variables = [], []
     for nid, n in enumerate(nodes):
-        where = f"node {nid} ({n.name!r})"
         if n.op_type == "null":
             ops.append(None)
             parsed.append({})
@@ -498,13 +641,14 @@ def _prepare(g: _RawGraph) -> _Prepared:
             continue
         func = op_name(n.func_name)
         op = ALIASES.get(func, func)
-        _check(op in rules.OP_ATTRS, f"{where}: operator {func!r} is not registered")  # src/top/op.cc:55
-        a = _parse_op_attrs(where, op, op_attrs[nid])
+        if op not in rules.OP_ATTRS:  # src/top/op.cc:55
+            _fail(CVMRuntimeError, f"node {nid} ({n.name!r}): operator {func!r} is not registered")
+        a = _parse_op_attrs(nid, n.name, op, op_attrs[nid])
         want = rules.num_inputs(op, a)
         if want < 0:
             want = len(n.inputs)
-        _verify(want == len(n.inputs),  # h:314
-                f"{where}: operator {func} takes {want} inputs, got {len(n.inputs)}")
+        if want != len(n.inputs):  # h:314
+            _fail(CVMLogicError, f"node {nid} ({n.name!r}): operator {func} takes {want} inputs, got {len(n.inputs)}")
         ops.append(op)
         parsed.append(a)
         row_ptr.append(n_entries)
@@ -514,8 +658,8 @@ def _prepare(g: _RawGraph) -> _Prepared:
     storage = attrs.get("storage_id", [])
     _verify(len(storage) == n_entries,  # cc:143
             f"graph attribute 'storage_id' has {len(storage)} entries, expected {n_entries}")
-    for sid in storage:
-        _verify(sid >= 0, f"graph attribute 'storage_id': expected ids >= 0, got {sid}")  # cc:147
+    if storage and min(storage) < 0:  # cc:147
+        _fail(CVMLogicError, f"graph attribute 'storage_id': expected ids >= 0, got {min(storage)}")
     file_rows = g.row_ptr  # the storage check reads the file's node_row_ptr, before it is verified
     for nid, n in enumerate(nodes):
         op = ops[nid]
@@ -523,29 +667,35 @@ def _prepare(g: _RawGraph) -> _Prepared:
             continue
         for k in range(rules.num_outputs(op)):
             out_eid = _entry_id(file_rows, (nid, k), "the storage check")
-            _undefined(out_eid < len(storage), f"node {nid}: entry {out_eid} is past the storage ids")
+            if out_eid >= len(storage):
+                _undefined(False, f"node {nid}: entry {out_eid} is past the storage ids")
             for e in n.inputs:
-                in_eid = _entry_id(file_rows, e, f"node {nid}'s input")
-                _undefined(in_eid < len(storage), f"node {nid}: input entry {in_eid} is past the storage ids")
-                _verify(storage[out_eid] != storage[in_eid],  # cc:169
-                        f"node {nid} ({n.name!r}): operator {op} output ({nid}, {k}) uses the same storage_id "
-                        f"{storage[in_eid]} as its input ({e[0]}, {e[1]}); only {sorted(IN_PLACE_OPS)} may")
+                in_eid = _entry_id(file_rows, e, "an input")
+                if in_eid >= len(storage):
+                    _undefined(False, f"node {nid}: input entry {in_eid} is past the storage ids")
+                if storage[out_eid] == storage[in_eid]:  # cc:169
+                    _fail(CVMLogicError, f"node {nid} ({n.name!r}): operator {op} output ({nid}, {k}) uses the same "
+                          f"storage_id {storage[in_eid]} as its input ({e[0]}, {e[1]}); only "
+                          f"{sorted(IN_PLACE_OPS)} may")
 
     shapes = attrs.get("shape", [])
     _verify(len(shapes) == n_entries, f"graph attribute 'shape' has {len(shapes)} entries, expected {n_entries}")
     for k, shape in enumerate(shapes):  # cc:184
-        _verify(0 < len(shape) <= rules.MAX_NDIM,
-                f"entry {k}: shape {shape} has {len(shape)} dims, expected 1 to {rules.MAX_NDIM}")
+        if not 0 < len(shape) <= rules.MAX_NDIM:
+            _fail(CVMLogicError, f"entry {k}: shape {shape} has {len(shape)} dims, expected 1 to {rules.MAX_NDIM}")
         size = 1
         for d in shape:
             size *= d
-            _verify(0 < d <= rules.MAX_DIM, f"entry {k}: shape {shape}: dim {d}, expected in [1, {rules.MAX_DIM}]")
-            _verify(size <= rules.MAX_SIZE, f"entry {k}: shape {shape} has more than {rules.MAX_SIZE} elements")
+            if not 0 < d <= rules.MAX_DIM:
+                _fail(CVMLogicError, f"entry {k}: shape {shape}: dim {d}, expected in [1, {rules.MAX_DIM}]")
+            if size > rules.MAX_SIZE:
+                _fail(CVMLogicError, f"entry {k}: shape {shape} has more than {rules.MAX_SIZE} elements")
     precisions = attrs.get("precision", [])
     _verify(len(precisions) == n_entries,  # cc:199
             f"graph attribute 'precision' has {len(precisions)} entries, expected {n_entries}")
     for k, p in enumerate(precisions):
-        _verify(p == -1 or 0 < p <= 32, f"entry {k}: precision {p}, expected -1 or in [1, 32]")  # cc:203
+        if not (p == -1 or 0 < p <= 32):  # cc:203
+            _fail(CVMLogicError, f"entry {k}: precision {p}, expected -1 or in [1, 32]")
     _verify(not attrs.get("device_index"), "graph attribute 'device_index' must be absent or empty")  # cc:208
 
     if g.version == "cvm_1.0.0":
@@ -553,7 +703,8 @@ def _prepare(g: _RawGraph) -> _Prepared:
         _verify(len(dltype) == n_entries,  # cc:219
                 f"graph attribute 'dltype' has {len(dltype)} entries, expected {n_entries}")
         for t in dltype:
-            _verify(t == "int32", f"graph attribute 'dltype': type {t!r} is not supported in cvm_1.0.0")
+            if t != "int32":
+                _fail(CVMLogicError, f"graph attribute 'dltype': type {t!r} is not supported in cvm_1.0.0")
         _verify(file_rows == row_ptr, f"'node_row_ptr' {file_rows}, expected {row_ptr}")  # cc:226
         _verify(g.arg_nodes == variables, f"'arg_nodes' {g.arg_nodes}, expected {variables}")  # cc:236
     elif g.version != "cvm_1.1.0":
@@ -562,9 +713,10 @@ def _prepare(g: _RawGraph) -> _Prepared:
     for nid, n in enumerate(nodes):  # cc:252
         eid = row_ptr[nid]
         for e in n.inputs:
-            src = _entry_id(row_ptr, e, f"node {nid}'s input")
-            _verify(src < eid, f"node {nid} ({n.name!r}): input {list(e)} is entry {src}, not before the node's "
-                    f"entry {eid}: the graph does not follow the topological order")
+            src = _entry_id(row_ptr, e, "an input")
+            if src >= eid:
+                _fail(CVMLogicError, f"node {nid} ({n.name!r}): input {list(e)} is entry {src}, not before the "
+                      f"node's entry {eid}: the graph does not follow the topological order")
     return _Prepared(g, ops, parsed, row_ptr, [tuple(s) for s in shapes], list(precisions), list(storage),
                      variables)
 
@@ -587,23 +739,24 @@ def _setup(p: _Prepared) -> list[Node]:
             continue
         inputs = [_locate(p.row_ptr, (p.row_ptr[s] + k) % _U32) for s, k in raw.inputs]
         in_shapes = [p.shapes[p.row_ptr[s] + k] for s, k in inputs]
-        where = f"node {nid} ({raw.name!r})"
         try:
             inferred = rules.infer_shape(op, p.attrs[nid], in_shapes)
         except CVMError as e:
-            raise type(e)(f"{where} ({op}): {e}") from None
-        for k, (got, want) in enumerate(zip(outs, inferred, strict=True)):  # infer_attr.cc:205
-            _verify(got == want, f"{where} ({op}): output {k} shape {list(got)} in the file, inferred {list(want)}")
+            raise type(e)(f"node {nid} ({raw.name!r}) ({op}): {e}") from None
+        if inferred != outs:
+            for k, (got, want) in enumerate(zip(outs, inferred, strict=True)):  # infer_attr.cc:205
+                _verify(got == want, f"node {nid} ({raw.name!r}) ({op}): output {k} shape {list(got)} in the file, "
+                        f"inferred {list(want)}")
         nodes.append(Node(raw.name, op, inputs, p.attrs[nid], outs, ()))
     for nid, node in enumerate(nodes):
         if not node.is_variable:
             _in_phase(nid, node, lambda n: rules.check_type(n.op, n.attrs))
     precs = list(p.precisions)
     for nid, node in enumerate(nodes):
-        first, last = p.row_ptr[nid], p.row_ptr[nid + 1]
-        where = f"node {nid} ({node.name!r})"
+        first = p.row_ptr[nid]
         if node.is_variable:
-            _verify(precs[first] != -1, f"{where}: a variable's precision must be set, got -1")  # infer_attr.cc:44
+            if precs[first] == -1:  # infer_attr.cc:44
+                _fail(CVMLogicError, f"node {nid} ({node.name!r}): a variable's precision must be set, got -1")
             node.precisions = (precs[first],)
             continue
         in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
@@ -611,7 +764,7 @@ def _setup(p: _Prepared) -> list[Node]:
         try:
             out = rules.infer_precision(node.op, node.attrs, in_shapes, in_precs, node.shapes)
         except CVMError as e:
-            raise type(e)(f"{where} ({node.op}): {e}") from None
+            raise type(e)(f"node {nid} ({node.name!r}) ({node.op}): {e}") from None
         precs[first:first + len(out)] = out
         node.precisions = tuple(out)
     for nid, node in enumerate(nodes):
@@ -635,8 +788,9 @@ def _in_phase(nid: int, node: Node, check: Any) -> None:
 def _model_checks(p: _Prepared, nodes: list[Node]) -> tuple[list[tuple[int, int]], str | None]:
     """Setup's storage plan and the CVMModel constructor (graph_runtime.cc:505-575, model.cc:24-110)."""
     pools: dict[int, int] = {}
-    for k, sid in enumerate(p.storage):  # cc:521 PlanStorage
-        _undefined(sid < MAX_STORAGE_ID, f"storage_id {sid}: the runtime allocates a pool entry per id up to it")
+    if p.storage and max(p.storage) >= MAX_STORAGE_ID:  # cc:521 PlanStorage
+        _undefined(False, f"storage_id {max(p.storage)}: the runtime allocates a pool entry per id up to it")
+    for k, sid in enumerate(p.storage):
         pools[sid] = max(pools.get(sid, 0), 4 * prod(p.shapes[k]))
     for nid, func in enumerate(p.raw.nodes):  # cc:664 SetupOpExecs: a kernel is looked up by the func_name
         if p.ops[nid] is not None and op_name(func.func_name) in ALIASES:
@@ -723,14 +877,16 @@ def read_param_arrays(data: bytes) -> list[tuple[str, _Array]]:
     _verify(header == (LIST_MAGIC,), "invalid params file format: wrong list magic")  # param_dict.cc:22
     _verify(s.unpack("<Q") is not None, "invalid params file format: no reserved word")  # param_dict.cc:24
     count = s.unpack("<Q")
-    _verify(count is not None, "invalid params file format: no name count")  # param_dict.cc:27
+    if count is None:  # param_dict.cc:27
+        _fail(CVMLogicError, "invalid params file format: no name count")
     n_names = count[0]
     _verify(n_names <= _VEC_STRING_MAX, f"invalid params file: {n_names} names (std::length_error)")
     _alloc(32 * n_names, f"{n_names} names")
     names = []
     for i in range(n_names):
         length = s.unpack("<Q")
-        _verify(length is not None, f"invalid params file format: name {i} has no length")
+        if length is None:
+            _fail(CVMLogicError, f"invalid params file format: name {i} has no length")
         n = length[0]
         _verify(n <= _STRING_MAX, f"invalid params file: name {i} of {n} bytes (std::length_error)")
         _alloc(n + 1, f"name {i}")

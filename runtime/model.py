@@ -17,7 +17,9 @@ Running out of memory anyway (a ulimit, a full machine) is a CVMRuntimeError nam
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Callable
 from math import prod
 from typing import TYPE_CHECKING
@@ -30,6 +32,8 @@ from cvmc.runtime.graph import Graph, load_graph
 
 if TYPE_CHECKING:
     from cvmc.runtime.cpu import HostProgram
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DEVICE = "cpu"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -44,10 +48,10 @@ def _reference(graph: Graph) -> Runner:
     return lambda data: run_graph(graph, data)
 
 
-def _cpu(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
+def _cpu(graph: Graph, check_plan: PlanCheck | None = None, threads: int | None = None) -> Runner:
     from cvmc.runtime.cpu import compile_graph
 
-    return compile_graph(graph, check_plan=check_plan)
+    return compile_graph(graph, threads=threads, check_plan=check_plan)
 
 
 def _cuda(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
@@ -95,15 +99,56 @@ def _input_array(x: object, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
-class Model:
-    """A verified CVM model compiled for one device, within `max_memory` bytes of working memory."""
+def physical_cores() -> int:
+    """The physical cores this process may run on (hyper-threads of one core count once): the sibling lists of
+    /sys for the CPUs of the affinity mask; the CPU count where /sys does not say."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores = set()
+    for c in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                cores.add(f.read().strip())
+        except OSError:
+            cores.add(str(c))
+    return max(1, len(cores))
 
-    def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY):
+
+def _check_threads(threads: object) -> int | None:
+    """None (the default: $CVMC_THREADS, else the physical cores), or a thread count in [1, MAX_THREADS]."""
+    from cvmc.runtime.cpu import MAX_THREADS
+
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or not 1 <= threads <= MAX_THREADS:
+        raise CVMLogicError(f"expected 'threads' to be an integer in [1, {MAX_THREADS}], got {threads!r}")
+    return int(threads)
+
+
+def default_threads() -> int:
+    """`$CVMC_THREADS` when set, else the physical cores of this process's CPUs (at most MAX_THREADS)."""
+    from cvmc.runtime.cpu import MAX_THREADS
+    from cvmc.runtime.cpu import default_threads as from_env
+
+    return from_env() if os.environ.get("CVMC_THREADS") else min(physical_cores(), MAX_THREADS)
+
+
+class Model:
+    """A verified CVM model compiled for one device, within `max_memory` bytes of working memory.
+
+    `threads` (cpu): how many threads a run splits its large kernels over, and how many inputs `run_batch` runs
+    at once. A Model pickles: it carries the verified graph and compiles again (from the cache) where it lands."""
+
+    def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
+                 threads: int | None = None, dump: str | os.PathLike[str] | None = None):
         if not isinstance(device, str) or device not in DEVICES:
             raise CVMRuntimeError(f"unknown device {device!r}, expected one of {sorted(DEVICES)}")
         self.graph = graph
         self.device = device
         self.max_memory = _check_memory_limit(max_memory)
+        self.threads = _check_threads(threads) or default_threads()
+        self._replicas: list[Runner] = []
+        if dump is not None:
+            dump_stages(graph, dump, device)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
             from cvmc.runtime.reference import peak_live_bytes
@@ -115,7 +160,10 @@ class Model:
 
         try:
             factory, planned = DEVICES[device], PLANNED.get(device)
-            self._run = planned(graph, check) if planned is not None and planned is factory else factory(graph)
+            if device == "cpu" and planned is factory:
+                self._run = _cpu(graph, check, self.threads)
+            else:
+                self._run = planned(graph, check) if planned is not None and planned is factory else factory(graph)
         except MemoryError:
             if self.memory_bytes is None or device == "reference":
                 raise CVMRuntimeError(f"out of memory compiling the model for the {device} device") from None
@@ -127,8 +175,71 @@ class Model:
         self.input_precision: int | None = graph.nodes[nid].precisions[0] if nid is not None else None
 
     @classmethod
-    def from_graph(cls, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY) -> Model:
-        return cls(graph, device, max_memory)
+    def from_graph(cls, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
+                   threads: int | None = None) -> Model:
+        return cls(graph, device, max_memory, threads)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"graph": self.graph, "device": self.device, "max_memory": self.max_memory, "threads": self.threads}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["graph"], state["device"], state["max_memory"], state["threads"])  # type: ignore
+
+    def _runners(self, n: int) -> list[Runner]:
+        """`n` runners that may run at once: this model's and replicas with arenas of their own over the same
+        compiled code (cpu; other devices run one input at a time)."""
+        program = getattr(self._run, "program", None)
+        engine = getattr(self._run, "engine", None)
+        if self.device != "cpu" or program is None or engine is None or n <= 1:
+            return [self._run]
+        from cvmc.runtime.cpu import CpuRunner
+
+        while len(self._replicas) < n - 1:
+            self._replicas.append(CpuRunner(program, engine, 1))
+        return [self._run, *self._replicas[:n - 1]]
+
+    def run_batch(self, xs: object, progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+        """Run a stack of inputs (`xs[i]` has the input's shape, or its size): one stacked int32 array per head,
+        `out[h][i]` equal to `run(xs[i])[h]`. On cpu the inputs are spread over `threads` threads, each with an
+        arena of its own; `progress(n)` is called as each input ends (from those threads)."""
+        if self.input_shape is None:
+            raise CVMLogicError("run_batch needs a model with an input")
+        try:
+            a = np.asarray(xs)
+        except (ValueError, TypeError) as e:
+            raise CVMLogicError(f"expected a stack of inputs of shape {list(self.input_shape)}: {e}") from None
+        if a.ndim < 1:
+            raise CVMLogicError(f"expected a stack of inputs of shape {list(self.input_shape)}, got a scalar")
+        n = a.shape[0]
+        if n and prod(a.shape[1:]) != prod(self.input_shape):
+            raise CVMLogicError(f"expected a stack of inputs of shape {list(self.input_shape)}, got "
+                                f"{list(a.shape)}")
+        bound = precision_bound(self.input_precision or 32)
+        stacked = _input_array(a, (n, *self.input_shape))  # one check of dtype and int32 range for the stack
+        data = np.clip(stacked if stacked.dtype == np.int32 else stacked.astype(np.int64), -bound, bound)
+        data = data.astype(np.int32)
+        results: list[list[np.ndarray] | None] = [None] * n
+        runners = self._runners(min(self.threads, max(n, 1)))
+        if len(runners) == 1:
+            for i in range(n):
+                results[i] = self._call(data[i])
+                if progress is not None:
+                    progress(1)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            def work(k: int) -> None:
+                for i in range(k, n, len(runners)):
+                    results[i] = runners[k](data[i])
+                    if progress is not None:
+                        progress(1)
+
+            with ThreadPoolExecutor(len(runners)) as pool:
+                for f in [pool.submit(work, k) for k in range(len(runners))]:
+                    f.result()
+        heads = len(self.output_shapes)
+        return [np.stack([r[h] for r in results if r is not None]) if n else
+                np.zeros((0, *self.output_shapes[h]), np.int32) for h in range(heads)]
 
     def _check_memory(self, needed: int, what: str) -> None:
         self.memory_bytes = needed
@@ -227,14 +338,84 @@ def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
     return b"".join(o.astype(dtype).tobytes() for o in outs)
 
 
+def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[str]:
+    """Write every stage of the compilation of `graph` for `device` into `directory`: the module after import,
+    after each pass of the `cvm-to-loops` pipeline, then on cpu the LLVM IR before and after O3 and the assembly,
+    on cuda the CUDA source. The stages are computed as the device computes them (the same functions, in the same
+    order), in a lowering of their own. Returns the paths written."""
+    import pathlib
+
+    from xdsl.context import Context
+
+    from cvmc.passes.pipelines import pipeline_passes
+    from cvmc.runtime.cvm_ir import graph_to_module
+
+    out = pathlib.Path(directory)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot create the dump folder {str(out)!r}: {e.strerror or e}") from None
+    written: list[str] = []
+
+    def write(name: str, text: str) -> None:
+        path = out / name
+        try:
+            path.write_text(text if text.endswith("\n") else text + "\n")
+        except OSError as e:
+            raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+        log.info("dump: %s", path)
+        written.append(str(path))
+
+    module = graph_to_module(graph)
+    write("00-import.mlir", str(module))
+    if device == "reference":
+        return written
+    import contextlib
+
+    from cvmc.passes.cvm_loops_ops import without_vnni
+
+    ctx = Context()
+    with without_vnni() if device == "cuda" else contextlib.nullcontext():  # as runtime.cuda.lower_graph
+        for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
+            p.apply(ctx, module)
+            write(f"{i:02d}-{p.name}.mlir", str(module))
+    from cvmc.runtime.cpu import read_host
+
+    _, kernels = read_host(module)
+    k = len(written)
+    if device == "cuda":
+        from cvmc.codegen.cuda import emit_cuda
+
+        write(f"{k:02d}-kernels.cu", emit_cuda(kernels))
+        return written
+    from cvmc.codegen.llvm import emit_llvm
+    from cvmc.runtime.jit import assembly, optimized_ir
+
+    ir_text = str(emit_llvm(kernels))
+    write(f"{k:02d}-kernels.ll", ir_text)
+    write(f"{k + 1:02d}-kernels.O3.ll", optimized_ir(ir_text))
+    write(f"{k + 2:02d}-kernels.s", assembly(ir_text))
+    return written
+
+
 def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str],
-               device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY) -> Model:
+               device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY, threads: int | None = None,
+               dump: str | os.PathLike[str] | None = None) -> Model:
     """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text).
 
-    A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError."""
+    A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError.
+    `threads` (cpu): default `$CVMC_THREADS`, else the machine's physical cores. `dump=DIR` writes every stage
+    of the compilation into DIR (see `dump_stages`)."""
+    threads = _check_threads(threads)
     max_memory = _check_memory_limit(max_memory)
+    t0 = time.perf_counter()
     try:
         graph = load_graph(graph_json, params)
     except MemoryError:
         raise CVMRuntimeError("out of memory reading the model files") from None
-    return Model(graph, device, max_memory)
+    t1 = time.perf_counter()
+    log.info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
+             (t1 - t0) * 1e3)
+    model = Model(graph, device, max_memory, threads, dump)
+    log.info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
+    return model

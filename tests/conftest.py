@@ -5,6 +5,12 @@ import pathlib
 
 import numpy as np
 
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "compiled: compiles for the cpu and the emulated CUDA (slower; `make mutate` "
+                            "deselects it where a module's rules alone are under test)")
+
+
 DATA = pathlib.Path(__file__).parent / "data"
 CVM_CORPUS = DATA / "cvm"
 

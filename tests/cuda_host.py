@@ -5,7 +5,15 @@ defines what CUDA provides (`__global__`, `blockIdx`, the `__fadd_rn` / `__float
 with the device's semantics), under UndefinedBehaviorSanitizer: a kernel that reached C++ undefined behaviour
 prints `runtime error:` on stderr (tests read it with `capfd`). `HostDevice` is a stand-in for
 `cvmc.runtime.cuda.CudaDevice`: memory is host memory, a launch runs every thread of a small grid in turn.
-Kernels share nothing between threads, so running them one after another computes what the GPU does.
+Kernels that share nothing between threads run one thread after another, which computes what the GPU does.
+
+A source that calls `__syncthreads()` runs each block cooperatively: every thread of the block is a coroutine
+(`ucontext`) on a stack of its own, run until it reaches a barrier or returns; when all have, the next phase
+begins. `__shared__` variables are one per block (blocks run one after another). Within a phase the threads
+run one after another, whole: even blocks in thread order, odd blocks in reverse order, so a missing barrier
+makes a thread read what another has not yet written (or has already overwritten) and the result is wrong,
+deterministically. A phase where some threads reach a barrier and others return (a divergent barrier, which
+hangs or is undefined on the GPU) fails the launch with an AssertionError.
 """
 
 from __future__ import annotations
@@ -32,10 +40,64 @@ SHIM = r"""
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __launch_bounds__(n)
+#define __shared__ static
+#include <ucontext.h>
+#include <vector>
 struct cvmc_dim3 { unsigned x, y, z; };
 static cvmc_dim3 threadIdx, blockIdx, blockDim, gridDim;
 extern "C" void cvmc_host_set_thread(unsigned block, unsigned thread, unsigned grid, unsigned block_dim) {
   blockIdx = {block, 0, 0}; threadIdx = {thread, 0, 0}; gridDim = {grid, 1, 1}; blockDim = {block_dim, 1, 1};
+}
+// Cooperative blocks (see the module docstring): each thread a coroutine, switched out at every barrier.
+typedef void (*cvmc_kernel)(void *const *);
+static ucontext_t cvmc_scheduler;
+static std::vector<ucontext_t> cvmc_threads;
+static std::vector<int> cvmc_finished;
+static unsigned cvmc_current;
+static bool cvmc_cooperative = false;
+static cvmc_kernel cvmc_fn;
+static void *const *cvmc_args;
+static void __syncthreads() {
+  if (cvmc_cooperative) swapcontext(&cvmc_threads[cvmc_current], &cvmc_scheduler);
+}
+static void cvmc_host_thread_main() {
+  cvmc_fn(cvmc_args);
+  cvmc_finished[cvmc_current] = 1;  // returns to cvmc_scheduler (uc_link)
+}
+// Runs block `block` of a launch; 0 when done, -1 on a divergent barrier.
+extern "C" int cvmc_host_run_block(cvmc_kernel fn, void *const *args, unsigned block, unsigned grid,
+                                   unsigned block_dim) {
+  const size_t stack_bytes = 1u << 18;
+  std::vector<std::vector<char>> stacks(block_dim, std::vector<char>(stack_bytes));
+  cvmc_threads.assign(block_dim, ucontext_t());
+  cvmc_finished.assign(block_dim, 0);
+  cvmc_fn = fn; cvmc_args = args;
+  for (unsigned t = 0; t < block_dim; t++) {
+    getcontext(&cvmc_threads[t]);
+    cvmc_threads[t].uc_stack.ss_sp = stacks[t].data();
+    cvmc_threads[t].uc_stack.ss_size = stack_bytes;
+    cvmc_threads[t].uc_link = &cvmc_scheduler;
+    makecontext(&cvmc_threads[t], cvmc_host_thread_main, 0);
+  }
+  cvmc_cooperative = true;
+  int status = 0;
+  for (;;) {
+    unsigned live = 0;
+    for (unsigned i = 0; i < block_dim; i++) {
+      unsigned t = block % 2 == 0 ? i : block_dim - 1 - i;
+      if (cvmc_finished[t]) continue;
+      live++;
+      cvmc_current = t;
+      blockIdx = {block, 0, 0}; threadIdx = {t, 0, 0}; gridDim = {grid, 1, 1}; blockDim = {block_dim, 1, 1};
+      swapcontext(&cvmc_scheduler, &cvmc_threads[t]);
+    }
+    unsigned done = 0;
+    for (unsigned t = 0; t < block_dim; t++) done += cvmc_finished[t];
+    if (done == block_dim) break;
+    if (done > 0 || live == 0) { status = -1; break; }  // some returned while others wait at a barrier
+  }
+  cvmc_cooperative = false;
+  return status;
 }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
@@ -112,7 +174,16 @@ def compile_host(source: str, directory: Path | None = None) -> ctypes.CDLL:
     if done.returncode != 0:
         raise AssertionError(f"the host compiler rejected the generated CUDA:\n{done.stderr[:4000]}")
     _LIBRARIES[key] = ctypes.CDLL(str(lib))
+    if "__syncthreads" in source:
+        _COOPERATIVE.add(key)
     return _LIBRARIES[key]
+
+
+_COOPERATIVE: set[str] = set()  # the libraries whose blocks run cooperatively (their source has barriers)
+
+
+def _is_cooperative(lib: ctypes.CDLL) -> bool:
+    return any(_LIBRARIES.get(key) is lib for key in _COOPERATIVE)
 
 
 def run_grid(lib: ctypes.CDLL, symbol: str, pointers: Sequence[int], grid: int, block: int) -> None:
@@ -122,6 +193,16 @@ def run_grid(lib: ctypes.CDLL, symbol: str, pointers: Sequence[int], grid: int, 
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p]
     table = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+    if _is_cooperative(lib):
+        run_block = lib.cvmc_host_run_block
+        run_block.restype = ctypes.c_int
+        run_block.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        for b in range(grid):
+            if run_block(address, ctypes.addressof(table), b, grid, block) != 0:
+                raise AssertionError(f"{symbol}: a divergent __syncthreads() in block {b} (some threads of the "
+                                     f"block returned while others wait at the barrier)")
+        return
     for b in range(grid):
         for t in range(block):
             lib.cvmc_host_set_thread(b, t, grid, block)

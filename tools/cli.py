@@ -110,3 +110,38 @@ def run_tool(prog: str, body: Callable[[], int], name_class: bool = False) -> in
         except OSError:
             pass
         return status
+
+
+def version_line(prog: str) -> str:
+    """`PROG VERSION` with the versions of what cvmc builds on, as `--version` prints it."""
+    from importlib import metadata
+
+    import cvmc
+
+    def v(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "absent"
+
+    return f"{prog} (cvmc) {cvmc.__version__}\nxdsl {v('xdsl')}, llvmlite {v('llvmlite')}, numpy {v('numpy')}"
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--version` and `-v` (repeatable: -v info, -vv debug), shared by every tool."""
+    parser.add_argument("--version", action="version", version=version_line(parser.prog))
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log what is done on stderr (-v: each stage, -vv: debug)")
+
+
+def setup_logging(args: argparse.Namespace) -> None:
+    """Send the `cvmc` loggers to stderr at the level `-v` asks for (warnings only without it)."""
+    import logging
+
+    level = {0: logging.WARNING, 1: logging.INFO}.get(getattr(args, "verbose", 0), logging.DEBUG)
+    logger = logging.getLogger("cvmc")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)

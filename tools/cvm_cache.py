@@ -15,6 +15,7 @@ import sys
 from typing import NoReturn
 
 from cvmc.runtime.cache import Cache, default_dir, key_dir, max_bytes, trust_problem
+from cvmc.tools import cli
 
 USAGE_ERROR = 64  # EX_USAGE of sysexits.h
 
@@ -28,6 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cvm-cache", description="See and empty cvmc's cache of compiled code.")
+    cli.add_common_arguments(p)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("info", help="the folder, its entries and bytes, the size bound")
     sub.add_parser("clear", help="delete every entry")

@@ -3,6 +3,9 @@
     cvm-opt model.mlir -p cvm-infer-shapes,cvm-gas
     cvm-opt invalid.mlir --split-input-file --verify-diagnostics
     cvm-opt model.mlir -p cvm-to-loops -t cuda        # the loop level printed as CUDA C (or -t llvm-ir)
+    cvm-opt --list-passes                             # cvmc's passes, one line each
+    cvm-opt model.mlir --elide-elementsattrs-if-larger 16   # constants of more than 16 values elided
+    cvm-opt model.mlir -t dot | dot -Tsvg > model.svg # the graph, shapes and precisions on the edges
 
 The input (a file or stdin) is read up to `files.MAX_FILE_BYTES` (1 GiB). Exit status: 0, 1 for IR that does
 not verify (a logic error), 2 for input that cannot be read or parsed or an internal failure, 64 for a usage
@@ -12,6 +15,7 @@ error (`cli.EXIT_STATUSES`).
 import argparse
 import io
 import os
+import re
 import sys
 from typing import IO
 
@@ -36,24 +40,132 @@ def _kernels(module: ModuleOp) -> ModuleOp:
     return module
 
 
+_HIGH_LEVEL = ("cvm.", "cinn.", "taskgraph.")
+
+
+def _require_lowered(module: ModuleOp, target: str) -> None:
+    """A code generator prints loop-level IR: name the first op of a higher level, and the pass that lowers it."""
+    for op in module.walk():
+        if op.name.startswith(_HIGH_LEVEL):
+            lower = {"cvm.": "cvm-to-loops", "cinn.": "convert-cinn-to-loops",
+                     "taskgraph.": "convert-taskgraph-to-loops"}[op.name[:op.name.index(".") + 1]]
+            raise CVMLogicError(f"-t {target} prints loop-level IR, but the module holds '{op.name}': "
+                                f"lower it first (hint: cvm-opt IN -p {lower} -t {target})")
+
+
 def _print_llvm_ir(module: ModuleOp, out: IO[str]) -> None:
     from cvmc.codegen.llvm import emit_llvm
 
+    _require_lowered(module, "llvm-ir")
     out.write(str(emit_llvm(_kernels(module))))
 
 
 def _print_cuda(module: ModuleOp, out: IO[str]) -> None:
     from cvmc.codegen.cuda import emit_cuda
 
+    _require_lowered(module, "cuda")
     out.write(emit_cuda(_kernels(module)))
 
 
+def _dot_label(t: object) -> str:
+    """`1x64 p8` for `tensor<1x64xi32, #cvm.prec<8>>`; the type as printed for any other."""
+    from xdsl.dialects.builtin import TensorType
+
+    if isinstance(t, TensorType):
+        shape = "x".join(str(d) for d in t.get_shape()) or "scalar"
+        enc = t.encoding
+        prec = getattr(enc, "precision", None)
+        if prec is not None:
+            p = getattr(prec, "value", prec)
+            return f"{shape} p{getattr(p, 'data', p)}"
+        return f"{shape} {t.element_type}"
+    return str(t)
+
+
+def _print_dot(module: ModuleOp, out: IO[str]) -> None:
+    """The dataflow graph of each function as Graphviz: one node per op (params as boxes), one edge per use with
+    the value's shape and precision."""
+    def q(text: str) -> str:  # a label's `\n` is Graphviz's line break
+        return '"' + text.replace('"', '\\"') + '"'
+
+    out.write("digraph cvm {\n  rankdir=TB;\n  node [fontname=Helvetica, fontsize=10];\n"
+              "  edge [fontname=Helvetica, fontsize=9];\n")
+    ids: dict[object, str] = {}
+    for f in module.walk():
+        if not isinstance(f, func.FuncOp) or not f.body.blocks:
+            continue
+        block = f.body.blocks.first
+        assert block is not None
+        for arg in block.args:
+            ids[arg] = f"n{len(ids)}"
+            out.write(f"  {ids[arg]} [label={q('input ' + (arg.name_hint or ''))}, shape=ellipse];\n")
+        for op in block.ops:
+            ids[op] = f"n{len(ids)}"
+            name = op.attributes.get("name") or op.properties.get("name")
+            label = op.name + (f"\\n{getattr(name, 'data', '')}" if name is not None else "")
+            shape = "box" if op.name == "cvm.param" else "ellipse" if op.name == "func.return" else "box, style=rounded"
+            out.write(f"  {ids[op]} [label={q(label)}, shape={shape}];\n")
+            for operand in op.operands:
+                src = operand.owner if operand.owner in ids else operand
+                if src in ids:
+                    out.write(f"  {ids[src]} -> {ids[op]} [label={q(_dot_label(operand.type))}];\n")
+    out.write("}\n")
+
+
+def elide_large_constants(module: ModuleOp, limit: int) -> None:
+    """Replace every dense constant of more than `limit` values by `dense_resource<__elided__>`, as MLIR's
+    `--mlir-elide-elementsattrs-if-larger` prints it (for reading: the result cannot be parsed back whole)."""
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr
+
+    def elided(a: object) -> object:
+        if isinstance(a, DenseIntOrFPElementsAttr) and len(a) > limit:
+            return DenseResourceAttr.from_params("__elided__", a.type)
+        return a
+
+    for op in module.walk():
+        for table in (op.properties, op.attributes):
+            for k, v in list(table.items()):
+                new = elided(v)
+                if new is not v:
+                    table[k] = new  # type: ignore[assignment]
+
+
+def list_passes() -> str:
+    """cvmc's passes, one line each: the name and the first line of the pass's docstring."""
+    lines = []
+    for name, factory in sorted(get_all_passes().items()):
+        doc = (factory().__doc__ or "").strip().splitlines()
+        lines.append(f"{name:<28} {doc[0] if doc else ''}")
+    return "\n".join(lines) + "\n"
+
+
+_HEX = re.compile(r'dense<"0x[0-9A-Fa-f]{64,}">')
+
+
+def _short_diagnostic(text: str) -> str:
+    """A diagnostic's IR with long hex constants elided (the caret lines keep their columns only before them)."""
+    return _HEX.sub("dense_resource<__elided__>", text)
+
+
+def _version_format() -> str:
+    import cvmc
+
+    return f"cvm-opt (cvmc) {cvmc.__version__}, built on xdsl {{xdsl_version}}"
+
+
 class CvmOptMain(xDSLOptMain):
+    version_format = _version_format()
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
         arg_parser.prog = "cvm-opt"
         arg_parser.epilog = cli.EXIT_STATUSES
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.add_argument("--list-passes", action="store_true",
+                                help="list cvmc's passes, one line each, and exit")
+        arg_parser.add_argument("--elide-elementsattrs-if-larger", metavar="N", type=int, default=None,
+                                help="print constants of more than N values as dense_resource<__elided__>")
+        arg_parser.add_argument("--verbose", action="count", default=0, help="log each stage on stderr")
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input, read whole but at most MAX_FILE_BYTES of it (a FIFO or /dev/zero ends in an error)."""
@@ -76,6 +188,12 @@ class CvmOptMain(xDSLOptMain):
         super().register_all_targets()
         self.available_targets["llvm-ir"] = _print_llvm_ir
         self.available_targets["cuda"] = _print_cuda
+        self.available_targets["dot"] = _print_dot
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.elide_elementsattrs_if_larger is not None:
+            elide_large_constants(prog, self.args.elide_elementsattrs_if_larger)
+        return super().output_resulting_program(prog)
 
     def register_all_passes(self):
         super().register_all_passes()
@@ -89,7 +207,18 @@ def main(args: list[str] | None = None) -> int:
             tool = CvmOptMain(description="cvmc's modular optimizer driver", args=args)
         except ValueError as e:  # a pass pipeline (-p) xDSL cannot parse
             raise cli.UsageError(str(e)) from None
-        tool.run()
+        cli.setup_logging(tool.args)
+        if tool.args.list_passes:
+            sys.stdout.write(list_passes())
+            return 0
+        from xdsl.utils.exceptions import DiagnosticException
+
+        try:
+            tool.run()
+        except DiagnosticException as e:  # the IR with a caret under the op, as xdsl-opt prints it
+            for note in getattr(e, "__notes__", []):
+                print(_short_diagnostic(note), file=sys.stderr)
+            raise
         return 0
 
     try:

@@ -1,7 +1,13 @@
 """`cvm-run`: run a cvm-runtime model on one input, as `CVMAPIInference` does.
 
     cvm-run model.json params.bin input.bin [-o out.bin] [--raw] [--device D] [--gas] [--stats]
-            [--max-memory BYTES]
+            [--max-memory BYTES] [--threads N] [--dump DIR] [-v]
+    cvm-run model.json params.bin --batch inputs.npy -o outputs.npy     # a stack of inputs, a progress bar
+    cvm-run model.json params.bin --emit-source DIR [--device D]        # what the device compiles
+
+`--batch` takes a .npy array whose first axis counts the inputs (each of the input's shape or size) and writes
+`-o` as a .npy of the first head stacked (`outputs.npy`), or with several heads `outputs.npz` (head0, head1,
+...); a progress bar shows when tqdm is installed, and the throughput is printed on stderr at the end.
 
 `input.bin` holds the API's input bytes (int8 per element when the input precision is <= 8, else int32), or
 with `--raw` plain int32 values; no more than the model's input size is read from it (a FIFO or `/dev/zero`
@@ -35,8 +41,86 @@ def memory_size(text: str) -> int:
     return int(digits) * unit
 
 
+def _threads(text: str) -> int:
+    from cvmc.runtime.cpu import MAX_THREADS
+
+    if not text.isdecimal() or not 1 <= int(text) <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, {MAX_THREADS}], got {text!r}")
+    return int(text)
+
+
+def _emit_source(a: argparse.Namespace) -> int:
+    """What the chosen device compiles: the LLVM IR of the kernels (cpu) or the CUDA source (cuda)."""
+    import pathlib
+
+    from cvmc.runtime.graph import load_graph
+    from cvmc.runtime.model import DEFAULT_DEVICE
+
+    graph = load_graph(a.graph, a.params)
+    device = a.device or DEFAULT_DEVICE
+    if device == "cuda":
+        from cvmc.runtime.cuda import emit_sources
+
+        paths = emit_sources(graph, a.emit_source)
+    elif device == "cpu":
+        from xdsl.dialects import func
+
+        from cvmc.codegen.llvm import emit_llvm
+        from cvmc.passes.pipelines import run_pipeline
+        from cvmc.runtime.cpu import read_host
+        from cvmc.runtime.cvm_ir import graph_to_module
+
+        module = run_pipeline(graph_to_module(graph), "cvm-to-loops")  # as runtime.cpu.compile_graph does
+        _, kernels = read_host(module)
+        out = pathlib.Path(a.emit_source)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / "kernels.ll", out / "host.mlir"]
+        paths[0].write_text(str(emit_llvm(kernels)))
+        paths[1].write_text("".join(str(op) + "\n" for op in module.ops
+                                    if isinstance(op, func.FuncOp) and op.sym_name.data == "main"))
+    else:
+        raise cli.UsageError("the reference device compiles nothing: --emit-source takes --device cpu or cuda")
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _batch(a: argparse.Namespace, model) -> int:
+    """Every input of a .npy stack through `Model.run_batch`, with a progress bar (tqdm, when installed)."""
+    if not a.output:
+        raise cli.UsageError("--batch needs -o OUTPUTS.npy")
+    try:
+        xs = np.load(a.batch, allow_pickle=False, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        raise CVMRuntimeError(f"cannot read the inputs {a.batch!r}: {getattr(e, 'strerror', None) or e}") from None
+    n = int(xs.shape[0]) if xs.ndim else 0
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    bar = tqdm(total=n, unit="input", file=sys.stderr, disable=None) if tqdm is not None else None
+    t0 = time.perf_counter()
+    try:
+        outs = model.run_batch(xs, progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - t0
+    try:
+        if len(outs) == 1:
+            np.save(a.output, outs[0])
+        else:
+            np.savez(a.output, **{f"head{i}": o for i, o in enumerate(outs)})
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot write {a.output!r}: {e.strerror or e}") from None
+    print(f"{n} inputs in {seconds:.3f} s: {n / seconds if seconds > 0 else 0:.0f} inputs/s on {model.device} "
+          f"({model.threads} threads)", file=sys.stderr)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = cli.ArgumentParser(prog="cvm-run", description="Run a CVM model on one input.")
+    cli.add_common_arguments(p)
     p.add_argument("graph", help="the graph JSON")
     p.add_argument("params", help="the params binary")
     p.add_argument("input", nargs="?", help="the input bytes (the API's layout; int32 with --raw)")
@@ -46,7 +130,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="reference, cpu (default) or cuda")
     p.add_argument("--gas", action="store_true", help="print the model's gas and exit")
     p.add_argument("--stats", action="store_true", help="print compile and run statistics on stderr")
-    p.add_argument("--emit-source", metavar="DIR", help="write the generated CUDA sources to DIR (no GPU needed)")
+    p.add_argument("--emit-source", metavar="DIR",
+                   help="write what the device compiles to DIR: LLVM IR for cpu; CUDA C and launches.json for cuda "
+                   "(no GPU needed)")
+    p.add_argument("--dump", metavar="DIR", help="write every stage of the compilation to DIR (IR after import and "
+                   "after each pass; LLVM IR before and after O3 and the assembly, or the CUDA source)")
+    p.add_argument("--threads", type=_threads, default=None,
+                   help="cpu threads (default: $CVMC_THREADS, else the physical cores)")
+    p.add_argument("--batch", metavar="INPUTS_NPY", help="run every input of a .npy stack; -o names the .npy out")
     p.add_argument("--max-memory", metavar="BYTES", type=memory_size, default=None,
                    help="refuse a model needing more working memory on the device (default 2^40, the runtime's)")
     return p
@@ -58,15 +149,13 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from cvmc.runtime.model import DEFAULT_DEVICE, load_model
 
     if a.emit_source:
-        from cvmc.runtime.cuda import emit_sources
-        from cvmc.runtime.graph import load_graph
-
-        for path in emit_sources(load_graph(a.graph, a.params), a.emit_source):
-            print(path)
-        return 0
+        return _emit_source(a)
     t0 = time.perf_counter()
-    model = load_model(a.graph, a.params, device=a.device or DEFAULT_DEVICE, max_memory=a.max_memory or MAX_MEMORY)
+    model = load_model(a.graph, a.params, device=a.device or DEFAULT_DEVICE, max_memory=a.max_memory or MAX_MEMORY,
+                       threads=a.threads, dump=a.dump)
     t_load = time.perf_counter() - t0
+    if a.batch:
+        return _batch(a, model)
     if a.gas:
         print(model.gas)
         return 0
@@ -111,6 +200,7 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     a = parser.parse_args(argv)
+    cli.setup_logging(a)
     return cli.run_tool("cvm-run", lambda: _run(a, parser), name_class=True)
 
 

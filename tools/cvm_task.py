@@ -102,6 +102,7 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli.ArgumentParser(prog="cvm-task", description="Run a Task IR graph.")
+    cli.add_common_arguments(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("run", help="run a graph and print its OUTPUT blocks")
     p.add_argument("graph", help="a .task, .task.txt or .mlir file")
@@ -109,11 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=_positive, default=1, help="time steps to run (default 1)")
     p.add_argument(
         "--device",
-        choices=["ref", "cpu"],
-        default="ref",
-        help="ref: the reference executor (default); cpu: compiled loops on the CPU JIT",
+        choices=["reference", "ref", "cpu"],
+        default="reference",
+        help="reference (or ref): the reference executor (default); cpu: compiled loops on the CPU JIT",
     )
     args = parser.parse_args(argv)
+    cli.setup_logging(args)
     return cli.run_tool("cvm-task", lambda: _print(run(args)))
 
 

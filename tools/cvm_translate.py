@@ -97,6 +97,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = cli.ArgumentParser(prog="cvm-translate", description="Translate between model files and cvmc IR.")
+    cli.add_common_arguments(ap)
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--import-cvm", nargs=2, metavar=("MODEL_JSON", "PARAMS_BIN"),
                       help="cvm-runtime model files to cvm IR")
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--export-task", metavar="IN_MLIR", help="taskgraph IR to a Task IR file")
     ap.add_argument("-o", "--output", metavar="PATH", help="output file (a directory for --export-cvm)")
     args = ap.parse_args(argv)
+    cli.setup_logging(args)
     if (args.export_cvm or args.export_task) and not args.output:
         ap.error("an export needs -o")
     return cli.run_tool("cvm-translate", lambda: _run(args))

@@ -4,7 +4,10 @@
 
 Each graph grows from the input by random operators on random earlier tensors (attributes drawn within the
 operators' rules; a draw the rules reject is simply skipped), with a few heads, and runs on random inputs that
-include the precision's extremes. Graph `i` of seed `s` depends only on `(s, i)`, so a failure is replayed with
+include the precision's extremes. Draws lean toward the rules' bounds: precisions 1, 2, 8, 16, 17, 31 and 32,
+shift amounts at their limits, values at 2^(p-1) - 1 and exact powers of two, clip bounds at +-(2^31 - 2),
+conv2d and dense operands of exactly 16 and 17 bits (the int16 path's bound) and NMS boxes whose overlap
+overflows int64 when multiplied by 100. Graph `i` of seed `s` depends only on `(s, i)`, so a failure is replayed with
 `--seed s --start i --count 1`; `--save DIR` writes each failing model's files there. Compiled code is cached in
 a temporary folder unless `$CVMC_CACHE_DIR` is set. `--cache-attacks` also replaces each graph's cache entry (a
 flipped byte, a truncation, another graph's entry, a raw or self-hashed object, a forged tag, a link, a fifo, in
@@ -35,6 +38,7 @@ from cvmc.runtime.model import Model
 from cvmc.runtime.reference import run_graph
 
 MAX_ELEMENTS = 4096
+BOUND_PRECISIONS = (1, 2, 8, 16, 17, 31, 32)  # the rules' limits, the int16 path's bound and its neighbours
 
 
 @dataclass
@@ -58,11 +62,21 @@ class _Gen:
         """A uniform integer in [lo, hi]."""
         return int(self.rng.integers(lo, hi + 1))
 
+    def precision(self, lo: int = 1, hi: int = 32) -> int:
+        """A precision in [lo, hi], one of the bounds (BOUND_PRECISIONS, lo, hi) a third of the time."""
+        if self.rng.random() < 1 / 3:
+            bounds = sorted({p for p in BOUND_PRECISIONS if lo <= p <= hi} | {lo, hi})
+            return int(self.rng.choice(bounds))
+        return self.int(lo, hi)
+
     def values(self, shape: tuple[int, ...], precision: int) -> np.ndarray:
         bound = rules.precision_bound(precision)
         v = self.rng.integers(-bound, bound + 1, size=shape, dtype=np.int64)
-        if v.size and self.rng.random() < 0.3:  # the extremes
+        if v.size and self.rng.random() < 0.3:  # the extremes: +-(2^(p-1) - 1)
             v.flat[self.rng.integers(v.size, size=max(1, v.size // 8))] = bound * self.rng.choice([-1, 1])
+        if v.size and precision > 1 and self.rng.random() < 0.2:  # exact powers of two within the precision
+            powers = 1 << self.rng.integers(0, precision - 1, size=max(1, v.size // 8))
+            v.flat[self.rng.integers(v.size, size=powers.size)] = powers * self.rng.choice([-1, 1], size=powers.size)
         return v.astype(np.int32)
 
     def param(self, shape: tuple[int, ...], precision: int | None = None) -> Tensor:
@@ -70,7 +84,12 @@ class _Gen:
         return self.b.create_param(self.values(shape, p), p)
 
     def narrow(self, t: Tensor, precision: int = 8) -> Tensor:
-        """`t` brought down to at most `precision` bits (by a right shift or a clip) when it is wider."""
+        """`t` brought down to at most `precision` bits (by a right shift or a clip) when it is wider; sometimes,
+        instead, values of exactly 16 or 17 bits behind a `where` that declares precision 2 (the bound of the
+        int16 path of conv2d and dense, which reads the values' bits, not the declared precision)."""
+        if t.precision >= 17 and self.rng.random() < 0.2:
+            wide = self.b.cvm_clip(t, precision=int(self.rng.choice([16, 17])))
+            return self.b.where(self.param(t.shape, 2), wide, wide)
         if t.precision <= precision:
             return t
         if self.rng.random() < 0.5:
@@ -94,16 +113,22 @@ def _unary(g: _Gen) -> Tensor | None:
     op = g.rng.choice(["relu", "abs", "negative", "cvm_precision", "clip", "cvm_clip", "cvm_right_shift",
                        "cvm_left_shift"])
     if op == "clip":
+        if g.rng.random() < 0.2:  # the widest clip of precision 32, or one of width 1
+            top = (1 << 31) - 2
+            return b.clip(t, a_min=-top, a_max=top) if g.rng.random() < 0.5 else b.clip(t, a_min=-1, a_max=0)
         lo = g.int(-300, 100)
         return b.clip(t, a_min=lo, a_max=lo + g.int(1, 300))
     if op == "cvm_clip":
-        return b.cvm_clip(t, precision=g.int(1, 32))
+        return b.cvm_clip(t, precision=g.precision())
     if op == "cvm_right_shift":
-        return b.cvm_right_shift(t, precision=g.int(1, 32), shift_bit=g.int(1, 32))
+        shift = g.int(1, 32) if g.rng.random() < 0.7 else int(g.rng.choice([1, 31, 32]))
+        return b.cvm_right_shift(t, precision=g.precision(), shift_bit=shift)
     if op == "cvm_left_shift":
         if t.precision >= 32:
             return None
-        return b.cvm_left_shift(t, precision=g.int(1, 32), shift_bit=g.int(1, 32 - t.precision))
+        most = 32 - t.precision  # input precision + shift_bit <= 32
+        shift = g.int(1, most) if g.rng.random() < 0.7 else most
+        return b.cvm_left_shift(t, precision=g.precision(), shift_bit=shift)
     return getattr(b, op)(t)
 
 
@@ -175,14 +200,18 @@ def _detection(g: _Gen) -> Tensor | None:
     t = g.pick(lambda t: len(t.shape) == 3 and 2 <= t.shape[2] < 32)
     if t is None or g.rng.random() < 0.3:
         n = g.int(1, 12)
+        huge = g.rng.random() < 0.5  # sides near 2^30: 100 x overlap overflows int64 (iou's other branch)
+        p = 31 if huge else 8
         rows = g.values((g.int(1, 2), n, 6), 8)
         rows[:, :, 0] = g.rng.integers(-1, 3, size=rows.shape[:2])
         rows[:, :, 2:4] = np.abs(rows[:, :, 2:4]) // 2
         rows[:, :, 4:6] = rows[:, :, 2:4] + np.abs(rows[:, :, 4:6]) // 2
-        t = b.create_param(rows, 8)
+        if huge:
+            rows[:, :, 4:6] = rows[:, :, 2:4] + g.rng.integers(3 << 27, (1 << 30) - 200, size=(*rows.shape[:2], 2))
+        t = b.create_param(rows, p)
     count, boxes = b.get_valid_counts(t, score_threshold=g.int(-20, 40))
     g.pool.append(count)
-    if boxes.shape[2] != 6 or g.rng.random() < 0.3:
+    if boxes.shape[2] != 6 or g.rng.random() < 0.3 and t.precision != 31:
         return boxes
     return b.non_max_suppression(boxes, count, iou_threshold=g.int(1, 90), force_suppress=bool(g.rng.random() < 0.3),
                                  top_k=g.int(-1, boxes.shape[1]), max_output_size=g.int(-1, boxes.shape[1]))
@@ -295,7 +324,7 @@ def random_graph(seed: int, index: int, n_ops: int = 8) -> tuple[Graph, np.ndarr
     shape = tuple(g.int(1, 6) for _ in range(rank))
     if rank == 4 and rng.random() < 0.7:
         shape = (g.int(1, 2), g.int(1, 4), g.int(3, 9), g.int(3, 9))
-    precision = g.int(1, 8) if rng.random() < 0.8 else g.int(9, 32)
+    precision = g.precision(1, 8) if rng.random() < 0.7 else g.precision(9, 32)
     x = g.b.create_input(shape, precision)
     g.pool.append(x)
     weights = np.array([w for w, _ in _KINDS])
@@ -312,10 +341,13 @@ def random_graph(seed: int, index: int, n_ops: int = 8) -> tuple[Graph, np.ndarr
             g.pool.append(t)
             made += 1
     ops = [t for t in g.pool if t is not x] or [x]
-    heads = {id(ops[-1]): ops[-1]}
+    heads = {(ops[-1].node, ops[-1].index): ops[-1]}
     for t in ops[:-1]:
         if rng.random() < 0.25:
-            heads[id(t)] = t
+            heads[(t.node, t.index)] = t
+    for t in g.b.sinks():  # every result nothing reads is checked too (else its kernel would not even run)
+        if _small(t):
+            heads.setdefault((t.node, t.index), t)
     graph = g.b.graph(list(heads.values()))
     data = g.values(shape, precision)
     return graph, data
@@ -334,7 +366,9 @@ def check(graph: Graph, data: np.ndarray, device: str = "cpu") -> str | None:
     """None when the device agrees with the reference on every head, else what differs."""
     want = run_graph(graph, data)
     got = Model.from_graph(graph, device).run(data)
-    for i, (g, w) in enumerate(zip(got, want)):
+    if len(got) != len(want):
+        return f"{len(got)} heads, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
         if g.shape != w.shape or not np.array_equal(g, w):
             bad = np.flatnonzero(g.reshape(-1) != w.reshape(-1)) if g.shape == w.shape else []
             where = f" at {len(bad)} elements, first flat index {bad[0]}" if len(bad) else f" shape {g.shape}"

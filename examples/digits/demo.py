@@ -5,15 +5,13 @@ inference. Run it with `make demo`; `python examples/digits/demo.py --device ref
 """
 
 import argparse
-import pathlib
 import sys
 import time
 
 import numpy as np
 
 import cvmc
-
-HERE = pathlib.Path(__file__).parent
+import cvmc.examples
 
 
 def main() -> int:
@@ -23,14 +21,13 @@ def main() -> int:
     kwargs = {"device": a.device} if a.device else {}
     t0 = time.perf_counter()
     try:
-        model = cvmc.load_model(HERE / "model.json", HERE / "params.bin", **kwargs)
+        model = cvmc.examples.digits().load(**kwargs)
     except cvmc.CVMError as e:
         print(f"demo: {type(e).__name__}: {e}", file=sys.stderr)
         return e.status
     t_load = time.perf_counter() - t0
-    inputs = np.fromfile(HERE / "digits_inputs.bin", dtype=np.int8).reshape(-1, 64)
-    labels = np.fromfile(HERE / "digits_labels.bin", dtype="<i4")
-    oracle = np.fromfile(HERE / "digits_oracle_pred.bin", dtype="<i4")
+    inputs, labels = cvmc.examples.digits().test_set()
+    oracle = cvmc.examples.digits().oracle_predictions()
     preds = []
     t1 = time.perf_counter()
     for x in inputs:

@@ -165,8 +165,8 @@ def test_integer_op_is_total(int_module, op, w, capfd):
     got = [int(v) for v in out.astype(np.int64)]
     if w == 1 and op not in CMPI:
         got = [-v for v in got]  # a true i1 is -1 as a signed value
-    want = [contract(op, x, y, w) for x, y in zip(a, b)]
-    bad = [(x, y, g, e) for x, y, g, e in zip(a, b, got, want) if g != e]
+    want = [contract(op, x, y, w) for x, y in zip(a, b, strict=True)]
+    bad = [(x, y, g, e) for x, y, g, e in zip(a, b, got, want, strict=True) if g != e]
     assert not bad, f"{op} i{w}: (a, b, got, want) {bad[:6]}"
     assert "runtime error" not in capfd.readouterr().err
 
@@ -177,7 +177,7 @@ def test_index_op(int_module, op, capfd):
     a, b = operand_pairs(64)
     out = np.zeros(len(a), dtype=np.int64)
     run(int_module, f"{op}_index", out, np.array(a, np.int64), np.array(b, np.int64))
-    assert [int(v) for v in out] == [contract(op, x, y, 64) for x, y in zip(a, b)]
+    assert [int(v) for v in out] == [contract(op, x, y, 64) for x, y in zip(a, b, strict=True)]
     assert "runtime error" not in capfd.readouterr().err
 
 
@@ -405,7 +405,7 @@ def test_float_ops(float_modules, t, capfd):
         elif out.dtype.kind == "f":
             same = (out.view(f"u{out.itemsize}") == want.astype(dtype).view(f"u{out.itemsize}")) | (
                 np.isnan(out) & np.isnan(want))
-            assert same.all(), f"{name}: {list(zip(x[~same], y[~same], out[~same], want[~same]))[:5]}"
+            assert same.all(), f"{name}: {list(zip(x[~same], y[~same], out[~same], want[~same], strict=True))[:5]}"
         else:
             np.testing.assert_array_equal(out, want.astype(out.dtype), err_msg=name)
     assert "runtime error" not in capfd.readouterr().err

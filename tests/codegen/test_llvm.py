@@ -130,7 +130,7 @@ def test_integer_binary_ops_are_total(int_engine, op, bits):
     out = np.zeros_like(a)
     int_engine[f"{op}_i{bits}"](a, b, out)
     ref = INT_REFERENCE[op]
-    expected = np.array([wrap(ref(int(x), int(y), bits), bits) for x, y in zip(a, b)], a.dtype)
+    expected = np.array([wrap(ref(int(x), int(y), bits), bits) for x, y in zip(a, b, strict=True)], a.dtype)
     bad = np.nonzero(out != expected)[0]
     assert bad.size == 0, f"{op} i{bits}: {a[bad[:5]]} op {b[bad[:5]]} gave {out[bad[:5]]}, not {expected[bad[:5]]}"
 
@@ -141,7 +141,7 @@ def test_cmpi(int_engine, pred, bits):
     a, b = int_operands(bits)
     out = np.zeros(a.shape, np.bool_)
     int_engine[f"cmpi_{pred}_i{bits}"](a, b, out)
-    expected = np.array([CMPI_REFERENCE[pred](int(x), int(y), bits) for x, y in zip(a, b)])
+    expected = np.array([CMPI_REFERENCE[pred](int(x), int(y), bits) for x, y in zip(a, b, strict=True)])
     np.testing.assert_array_equal(out, expected)
 
 
@@ -286,7 +286,7 @@ def test_select_and_integer_math():
             return wrap(x**e, 32)
         return 1 if x == 1 else (-1 if e % 2 else 1) if x == -1 else 0
 
-    np.testing.assert_array_equal(out, [ipow(int(x), int(e)) for x, e in zip(a, b)])
+    np.testing.assert_array_equal(out, [ipow(int(x), int(e)) for x, e in zip(a, b, strict=True)])
 
 
 # ---------------------------------------------------------------------------------------------------------------

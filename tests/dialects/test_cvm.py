@@ -189,5 +189,5 @@ def test_docstring(cls):
     if operands:
         ftype = Parser(_ctx(), types).parse_type()
         assert isinstance(ftype, FunctionType)
-        args = ", ".join(f"{o}: {t}" for o, t in zip(operands, ftype.inputs.data))
+        args = ", ".join(f"{o}: {t}" for o, t in zip(operands, ftype.inputs.data, strict=True))
     _parse(f"func.func @f({args}) {{\n  {example}\n  func.return\n}}").verify()

@@ -1,6 +1,7 @@
 """convert-cvm-to-taskgraph: the digits CNN and small graphs per operator give the reference's values bit for bit
 through the Task IR executor (and the CPU JIT); the graph has LeNet's form; unmappable nodes are named."""
 
+import pathlib
 import re
 
 import numpy as np
@@ -66,7 +67,7 @@ def _run(step, graph: GraphOp, heads: list, x: np.ndarray) -> list[np.ndarray]:
     inputs = {b.id: to_task_layout(x) for b in graph.blocks if isinstance(b, InputOp)} if x is not None else {}
     outs = step(inputs)
     ports = sorted(b.id for b in graph.blocks if isinstance(b, OutputOp))
-    return [from_task_layout(outs[p], h.shape) for p, h in zip(ports, heads)]
+    return [from_task_layout(outs[p], h.shape) for p, h in zip(ports, heads, strict=True)]
 
 
 def check(graph: Graph, count: int = 6, jit: bool = False) -> GraphOp:
@@ -77,10 +78,10 @@ def check(graph: Graph, count: int = 6, jit: bool = False) -> GraphOp:
     compiled = TaskGraphJit(module) if jit else None
     for x in _inputs(graph, count) if graph.input_id is not None else [None]:
         expected = run_graph(graph, x)
-        for got, want in zip(_run(executor.step, task, expected, x), expected):
+        for got, want in zip(_run(executor.step, task, expected, x), expected, strict=True):
             np.testing.assert_array_equal(got, want)
         if compiled is not None:
-            for got, want in zip(_run(compiled.step, task, expected, x), expected):
+            for got, want in zip(_run(compiled.step, task, expected, x), expected, strict=True):
                 np.testing.assert_array_equal(got, want)
     return task
 
@@ -156,23 +157,47 @@ def test_digits_cnn_has_lenets_form():
     assert stats["CC2D"].macs == 8 * 8 * 8 * 9 and stats["CVM"].macs == 10 * 128
 
 
+def _expected_refusals() -> dict[str, tuple[str, str]]:
+    """case name -> (operator, key words of the reason), from the reviewed list beside this file."""
+    out = {}
+    for line in (pathlib.Path(__file__).parent / "taskgraph_refusals.tsv").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, op, reason = line.split("\t")
+            out[name] = (op, reason)
+    return out
+
+
+EXPECTED_REFUSALS = _expected_refusals()
+
+
+def test_the_refusal_list_names_corpus_operator_cases():
+    names = {c.name for c in VALID}
+    assert len(EXPECTED_REFUSALS) == 143
+    assert set(EXPECTED_REFUSALS) <= names
+    assert all(case_meta(CVM_CORPUS / n)["kind"] == "op" for n in EXPECTED_REFUSALS)
+
+
 @pytest.mark.parametrize("case", VALID, ids=lambda d: d.name)
 def test_corpus_graph_converts_exactly_or_names_its_node(case):
     """Every chain and model of the corpus converts (ResNet's adds and global sum included); an operator case
-    converts or is refused with its node named."""
+    converts, or is refused with its node named exactly when the reviewed list says so, for the listed reason."""
     graph = load_graph(case / "model.json", case / "params.bin")
     try:
         module, refusal = convert_graph(graph_to_module(graph)), ""
     except CVMLogicError as e:
         module, refusal = None, str(e)
+    expected = EXPECTED_REFUSALS.get(case.name)
     if module is None:
-        assert re.match(r"cannot convert node '[^']+' \(\w+\) to Task IR: \S", refusal)
-        assert case_meta(case)["kind"] == "op"
+        assert expected is not None, f"refused, but not in taskgraph_refusals.tsv: {refusal}"
+        m = re.match(r"cannot convert node '[^']+' \((\w+)\) to Task IR: (.+)$", refusal)
+        assert m is not None, refusal
+        assert m.group(1) == expected[0] and expected[1] in m.group(2), (refusal, expected)
         return
+    assert expected is None, f"listed as refused ({expected[1]}), but converts: update taskgraph_refusals.tsv"
     task = find_graph(module)
     x = case_input(case) if graph.input_id is not None else None
     expected = run_graph(graph, x)
-    for got, want in zip(_run(TaskGraphExecutor(task).step, task, expected, x), expected):
+    for got, want in zip(_run(TaskGraphExecutor(task).step, task, expected, x), expected, strict=True):
         np.testing.assert_array_equal(got, want)
 
 

@@ -140,7 +140,7 @@ def test_a_recorded_split_of_a_group_is_followed_and_stays_bit_exact():
     assert _calls(fused) == ["pack", "conv2d_cvm_right_shift_relu", "pack_1", "dense_cvm_right_shift"]
     want = run_graph(graph, x)
     for module in (split, fused):
-        assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want))
+        assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))
 
 
 def test_recorded_offsets_are_followed_and_stay_bit_exact():
@@ -157,7 +157,7 @@ def test_recorded_offsets_are_followed_and_stay_bit_exact():
     shifts = {op.value.value.data for op in host.body.block.ops if isinstance(op, arith.ConstantOp)}
     assert arena in shifts
     want = run_graph(graph, x)
-    assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want))
+    assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))
 
 
 def test_an_illegal_recorded_fusion_fails_naming_the_op():

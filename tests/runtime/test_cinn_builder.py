@@ -200,7 +200,7 @@ def test_builder_misuse_raises_the_verifier_message():
     x = b.create_input("float32", [4, 8], "x")
     i = b.create_input("int32", [8], "i")
     cases = [
-        (lambda: b.reduce(x, "sum", [2], False), "expected 'dim' in [0, 2), got 2"),
+        (lambda: b.reduce(x, "sum", [2], False), "expected 'dim' in [-2, 2), got 2"),
         (lambda: b.add(x, i), "expected 'rhs' element type to equal 'lhs' element type f32, got i32"),
         (lambda: b.sin(i), "expected 'x' element type to be float (f32, f64), got i32"),
         (lambda: b.transpose(x, [0]), "expected 'axis' to be a permutation of [0, 2), got [0]"),

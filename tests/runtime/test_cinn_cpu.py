@@ -137,6 +137,24 @@ def test_shape_primitives():
     assert_same(*both(lambda b, v: b.slice(v, [2, 0], [-3, 1], [100, 2]), x))
     assert_same(*both(lambda b, v: b.transpose(v, [2, 0, 1]), x))
     assert_same(*both(lambda b, v: b.identity(b.reshape(v, [24])), x))
+    # the README's decisions: negative axes count from the end, a 0 in Reshape copies the input's dim
+    assert_same(*both(lambda b, u, v: b.concat([u, v, u], -2), x, x[:, :2]))
+    assert_same(*both(lambda b, v: b.reverse(v, [-1, 0]), x))
+    assert_same(*both(lambda b, v: b.reduce(b.reshape(v, [0, 0, 2, -1]), "max", [-1, -3], True), x))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_float_floor_div_and_mod_match_numpy(dtype):
+    """Python's divmod pair (numpy's floor_divide and remainder), edge cases and signed zeros included."""
+    x, y = float_operands(dtype)
+    x, y = np.concatenate([x.ravel(), [1.0, -1.0, 0.0, -0.0, 5.0]]), np.concatenate([y.ravel(), [0.1, 0.1, -3, 3, -5]])
+    x, y = x.astype(dtype), y.astype(dtype)
+    ref, cpu = both(lambda b, u, v: (b.floor_div(u, v), b.floor_mod(u, v)), x, y)
+    assert_same(ref, cpu)
+    with np.errstate(all="ignore"):
+        for got, want in zip(cpu, (np.floor_divide(x, y), np.remainder(x, y))):
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -147,6 +165,7 @@ def test_shape_primitives():
         ((2, 4, 7, 6), (6, 2, 3, 2), (2, 3), (1, 0), (1, 1), 2, "EXPLICIT"),
         ((1, 2, 9, 9), (2, 2, 3, 3), (1, 1), (0, 2), (2, 3), 1, "EXPLICIT"),
         ((1, 2, 7, 8), (3, 2, 3, 4), (2, 2), (0, 0), (1, 1), 1, "SAME"),
+        ((1, 2, 7, 8), (3, 2, 3, 2), (1, 1), (0, 0), (2, 3), 1, "SAME"),  # dilated SAME keeps 7 x 8
     ],
 )
 def test_conv_forms(layout, x_shape, w_shape, strides, paddings, dilations, groups, algorithm):
@@ -178,3 +197,59 @@ def test_a_program_of_several_primitives():
         return z, b.exp(b.negative(z)), y
 
     assert_same(*both(net, x), rtol=1e-6)
+
+
+def _fused_programs():
+    """Programs whose ops cinn-fuse and cinn-mark-views group: chains, prologues, epilogues, views."""
+
+    def softmax(b, x):
+        m = b.reduce(x, "max", [-1], True)
+        e = b.exp(b.sub(x, m))
+        return b.div(e, b.reduce(e, "sum", [-1], True))
+
+    def chain(b, x, y):
+        t = b.transpose(b.reshape(x, [0, 3, -1]), [0, 2, 1])  # views read by a chain
+        z = b.max(b.mul(b.add(t, t), t), b.negative(t))
+        return b.select(b.compare(z, b.slice(y, [0], [1], [3]), "gt"), z, b.reverse(t, [-1])), b.reduce(z, "sum", [1])
+
+    def conv_block(b, x, w):
+        y = b.conv(x, w, paddings=(1, 1))
+        r = b.max(y, b.const_scalar(0.0, "zero"))
+        return b.reduce(b.mul(r, r), "sum", [0, 2, 3]), b.bn_mean_variance(b.add(r, r))[1]
+
+    return softmax, chain, conv_block
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_fused_programs_match_unfused_and_reference(dtype):
+    softmax, chain, conv_block = _fused_programs()
+    x = RNG.integers(-20, 20, (2, 6, 4)).astype(dtype)
+    y = RNG.integers(-20, 20, (4, 8, 3)).astype(dtype)
+    cases = [(chain, (x, y))]
+    if dtype == np.float32:
+        cases += [(softmax, (RNG.standard_normal((5, 7)).astype(dtype),)),
+                  (conv_block, (RNG.standard_normal((2, 3, 5, 5)).astype(dtype),
+                                RNG.standard_normal((4, 3, 3, 3)).astype(dtype)))]  # fmt: skip
+    for build, arrays in cases:
+        runs = []
+        for device, fuse in (("reference", True), ("cpu", True), ("cpu", False)):
+            b = CinnBuilder("k")
+            vs = [b.create_input(a.dtype.name, a.shape, f"a{i}") for i, a in enumerate(arrays)]
+            outs = build(b, *vs)
+            outs = list(outs) if isinstance(outs, tuple) else [outs]
+            fn = b.compile(outs, device=device, fuse=fuse, threads=2)
+            runs.append(fn(**{f"a{i}": a for i, a in enumerate(arrays)}))
+        assert_same(runs[0], runs[1], rtol=1e-5)
+        assert_same(runs[2], runs[1])  # fusion changes no arithmetic: bit-equal to one kernel per primitive
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(8, 16, 5), (6, 9, 3), (3, 7, 4), (1, 8, 1)])
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_blocked_matmul_edges_and_transposed_operands(m, k, n, dtype):
+    """Row blocks of 4, 2 and 1, depth with and without an unrolled tail, transposed operands (copied for rhs,
+    viewed for lhs): integers exact (wrapping), floats as the reference."""
+    x = RNG.integers(-1000, 1000, (m, k)).astype(dtype) * (1 if dtype == np.float32 else 40000)
+    w = RNG.integers(-1000, 1000, (k, n)).astype(dtype)
+    assert_same(*both(lambda b, u, v: b.dot(u, v), x, w), rtol=1e-6)
+    xt, wt = x.T.copy(), w.T.copy()
+    assert_same(*both(lambda b, u, v: b.dot(b.transpose(u, [1, 0]), b.transpose(v, [1, 0])), xt, wt), rtol=1e-6)

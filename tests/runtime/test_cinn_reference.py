@@ -9,6 +9,7 @@ from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.parser import Parser
 
+from cvmc import CinnBuilder
 from cvmc.dialects import cinn
 from cvmc.runtime import cinn_reference as ref
 
@@ -62,7 +63,7 @@ def test_division_family_matches_python(dtype):
         return int(np.array(v).astype(np.int64).astype(dtype)) if info.min <= v <= info.max else int(x.dtype.type(v))
 
     for xi, yi, d, m, fd, fm in zip(
-        x.tolist(), y.tolist(), ref.div(x, y), ref.mod(x, y), ref.floor_div(x, y), ref.floor_mod(x, y)
+        x.tolist(), y.tolist(), ref.div(x, y), ref.mod(x, y), ref.floor_div(x, y), ref.floor_mod(x, y), strict=True
     ):
         if yi == 0:
             assert d == m == fd == fm == 0
@@ -95,11 +96,20 @@ def test_shifts_unsigned_and_in_range():
 
 @pytest.mark.parametrize("dtype", SIGNED)
 def test_wrapping_arithmetic(dtype):
+    """Add, Abs and Negative wrap in two's complement on the reference device (the project's, not numpy's)."""
+    from cvmc import CinnBuilder
+
     info = np.iinfo(dtype)
-    x = a([info.max, info.min, info.min], dtype)
-    np.testing.assert_array_equal(np.add(x, a([1, -1, 0], dtype)), a([info.min, info.max, info.min], dtype))
-    np.testing.assert_array_equal(np.abs(x), a([info.max, info.min, info.min], dtype))
-    np.testing.assert_array_equal(np.negative(x), a([-info.max, info.min, info.min], dtype))
+    name = np.dtype(dtype).name
+    b = CinnBuilder("wrap")
+    x, y = b.create_input(name, [3], "x"), b.create_input(name, [3], "y")
+    fn = b.compile(outputs=[b.add(x, y), b.abs(x), b.negative(x)], device="reference")
+    added, absolute, negated = fn(x=a([info.max, info.min, info.min], dtype), y=a([1, -1, 0], dtype))
+    for got in (added, absolute, negated):
+        assert got.dtype == dtype
+    np.testing.assert_array_equal(added, a([info.min, info.max, info.min], dtype))
+    np.testing.assert_array_equal(absolute, a([info.max, info.min, info.min], dtype))
+    np.testing.assert_array_equal(negated, a([-info.max, info.min, info.min], dtype))
 
 
 def test_integer_power():
@@ -113,7 +123,7 @@ def test_integer_power():
         bx = rng.integers(info.min, int(info.max) + 1, 200, dtype=dtype)
         by = rng.integers(0, min(int(info.max), 70) + 1, 200).astype(dtype)
         got = ref.power(bx, by)
-        for xi, yi, g in zip(bx.tolist(), by.tolist(), got.tolist()):
+        for xi, yi, g in zip(bx.tolist(), by.tolist(), got.tolist(), strict=True):
             want = pow(xi, yi, 2**bits)
             if np.issubdtype(dtype, np.signedinteger) and want >= 2 ** (bits - 1):
                 want -= 2**bits
@@ -240,6 +250,7 @@ CONV_CASES = [
     ((1, 2, 9, 9), (2, 2, 3, 3), (1, 1), (0, 2), (2, 3), 1, "EXPLICIT"),
     ((1, 2, 7, 8), (3, 2, 3, 4), (2, 2), (0, 0), (1, 1), 1, "SAME"),
     ((1, 2, 7, 8), (3, 2, 3, 4), (1, 1), (5, 5), (1, 1), 1, "VALID"),
+    ((1, 1, 5, 5), (1, 1, 3, 3), (1, 1), (1, 1), (3, 3), 1, "EXPLICIT"),  # the last tap reads the bottom padding
 ]
 
 
@@ -303,3 +314,105 @@ def test_run_function_walks_ops_in_order():
 def test_every_op_has_reference_semantics():
     covered = set(ref.UNARY) | set(ref.BINARY)
     assert covered == set(cinn.UNARY_OPS) | set(cinn.BINARY_OPS)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The decisions the seed leaves open (README, "CINN primitives")
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_floor_div_and_mod_are_one_pair(dtype):
+    # 1 // 0.1: floor(1 / 0.1) would be 10 and leave a negative remainder; the pair gives 9 and ~0.1
+    x, y = a([1.0], dtype), a([0.1], dtype)
+    q, r = ref.floor_div(x, y), ref.floor_mod(x, y)
+    assert q[0] == 9 and 0 < r[0] < y[0]
+    assert y[0] * q[0] + r[0] == x[0]
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-50, 50, 2000).astype(dtype), rng.uniform(-3, 3, 2000).astype(dtype)
+    q, r = ref.floor_div(x, y), ref.floor_mod(x, y)
+    np.testing.assert_array_equal(q, np.floor(q))  # an integer
+    assert np.all((r == 0) | (np.sign(r) == np.sign(y))) and np.all(np.abs(r) < np.abs(y))
+    np.testing.assert_allclose(y * q + r, x, rtol=0, atol=4 * float(np.finfo(dtype).eps) * 50)
+    # where every step is exact (small integers as floats), the identity is exact
+    xi, yi = rng.integers(-100, 100, 500).astype(dtype), rng.choice([-7, -2, -1, 1, 3, 8], 500).astype(dtype)
+    np.testing.assert_array_equal(yi * ref.floor_div(xi, yi) + ref.floor_mod(xi, yi), xi)
+    np.testing.assert_array_equal(ref.floor_div(xi, yi), np.floor(xi / yi))
+
+
+def test_negative_axes_count_from_the_end():
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    for neg, pos in ((-1, 2), (-3, 0)):
+        b = CinnBuilder("k")
+        v = b.create_input("int32", [2, 3, 4], "x")
+        outs = [b.concat([v, v], neg), b.reverse(v, [neg]), b.reduce(v, "sum", [neg, 1], True)]
+        got = b.compile(outs)(x=x)
+        np.testing.assert_array_equal(got[0], np.concatenate([x, x], pos))
+        np.testing.assert_array_equal(got[1], np.flip(x, pos))
+        np.testing.assert_array_equal(got[2], x.sum(axis=(pos, 1), keepdims=True))
+
+
+def test_reshape_zero_copies_the_input_dim():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    b = CinnBuilder("k")
+    v = b.create_input("float32", [2, 3, 4], "x")
+    outs = [b.reshape(v, [0, -1]), b.reshape(v, [0, 0, 2, 2]), b.reshape(v, [4, 0, 2])]
+    got = b.compile(outs)(x=x)
+    assert [g.shape for g in got] == [(2, 12), (2, 3, 2, 2), (4, 3, 2)]
+    for g in got:
+        np.testing.assert_array_equal(g.ravel(), x.ravel())
+
+
+def test_conv_same_with_dilation_pads_for_the_dilated_filter():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((1, 2, 9, 8)), rng.standard_normal((3, 2, 3, 3))
+    b = CinnBuilder("k")
+    u, v = b.create_input("float64", x.shape, "x"), b.create_input("float64", w.shape, "w")
+    same = b.conv(u, v, dilations=(2, 3), padding_algorithm="SAME")
+    explicit = b.conv(u, v, paddings=(2, 3), dilations=(2, 3))  # total (3 - 1) * d, split evenly
+    got = b.compile([same, explicit])(x=x, w=w)
+    assert got[0].shape == (1, 3, 9, 8)  # SAME keeps the input's size at stride 1
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_division_family_never_divides_by_zero_or_overflows(dtype):
+    """x / 0, x % 0 and INT_MIN / -1 are answered without numpy dividing by zero or overflowing (numpy warns)."""
+    import warnings
+
+    info = np.iinfo(dtype)
+    x = a([7, info.min, info.min, 0, info.max], dtype)
+    y = a([0, -1 if info.min < 0 else 1, 0, 0, 1], dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [f(x, y).tolist() for f in (ref.div, ref.mod, ref.floor_div, ref.floor_mod)]
+    assert got[0] == got[2] == [0, info.min, 0, 0, info.max]
+    assert got[1] == got[3] == [0, 0, 0, 0, 0]
+
+
+def test_float_floor_mod_takes_the_divisors_sign():
+    x = a([4.0, 0.7, 0.5, -0.5, 3.0, 0.7], np.float64)
+    y = a([-2.0, -0.5, 2.0, 2.0, 2.0, 0.5], np.float64)
+    np.testing.assert_allclose(ref.floor_mod(x, y), [0.0, -0.3, 0.5, 1.5, 1.0, 0.2], atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_integer_power_with_wide_exponents(dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    exps = [e for e in (2 ** (bits - 2) + 1, 2 ** (bits - 2) + 3, (1 << (bits - 1)) - 1, 1000) if e < 1 << (bits - 1)]
+    x, y = a([3] * len(exps), dtype), a(exps, dtype)
+    want = [pow(3, e, 1 << bits) for e in exps]
+    want = [w - (1 << bits) if w >= 1 << (bits - 1) else w for w in want]
+    assert ref.power(x, y).tolist() == want
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_right_shift_out_of_range_fills_with_the_sign(dtype):
+    info, bits = np.iinfo(dtype), np.dtype(dtype).itemsize * 8
+    x = a([info.max, info.min, info.max, -1], dtype)
+    y = a([bits, bits, -1, bits + 5], dtype)
+    assert ref.right_shift(x, y).tolist() == [0, -1, 0, -1]
+    assert ref.left_shift(x, y).tolist() == [0, 0, 0, 0]
+    top = bits - 1  # the widest shift in range
+    assert ref.right_shift(a([info.min, info.max], dtype), a([top, top - 1], dtype)).tolist() == [-1, 1]
+    assert ref.left_shift(a([1, 1], dtype), a([top, top - 1], dtype)).tolist() == [info.min, 1 << (top - 1)]

@@ -24,7 +24,7 @@ def test_runs_are_repeatable_and_independent_of_threads():
     one, two = compile_graph(graph, threads=1), compile_graph(graph, threads=2)
     first = one(x)
     for outs in (one(x), two(x), two(x)):
-        assert all(np.array_equal(a, b) for a, b in zip(first, outs))
+        assert all(np.array_equal(a, b) for a, b in zip(first, outs, strict=True))
     assert one.stats["peak_buffer_bytes"] <= one.stats["intermediate_bytes"]
 
 
@@ -42,10 +42,10 @@ def test_compiled_code_is_cached_and_the_host_program_rebuilt(tmp_path, monkeypa
     assert (cold.stats["cache_hit"], warm.stats["cache_hit"]) == (False, True)
     assert warm.stats["lower_ms"] > 0
     want = cold(x)
-    assert all(np.array_equal(a, b) for a, b in zip(want, warm(x)))
+    assert all(np.array_equal(a, b) for a, b in zip(want, warm(x), strict=True))
     (entry,) = tmp_path.iterdir()
     assert entry.suffix == ".o"
     entry.write_bytes(entry.read_bytes()[:100])
     again = compile_graph(graph)
     assert not again.stats["cache_hit"]
-    assert all(np.array_equal(a, b) for a, b in zip(want, again(x)))
+    assert all(np.array_equal(a, b) for a, b in zip(want, again(x), strict=True))

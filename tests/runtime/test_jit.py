@@ -129,8 +129,14 @@ def test_argument_checks(engine):
         kernel(a, b, frozen)
     with pytest.raises(CVMLogicError, match="arguments 0 and 2 overlap"):
         kernel(out, b, out)  # arguments are noalias: an in-place call is refused
-    kernel(a, b, out)  # unsigned 32-bit arrays are as good as signed ones
-    kernel(a.view(np.uint32), b, out)
+    kernel(a, b, out)
+    np.testing.assert_array_equal(out, a * 3 + b)
+    out[:] = 0
+    kernel(a.view(np.uint32), b, out)  # unsigned 32-bit arrays are as good as signed ones, bit for bit
+    np.testing.assert_array_equal(out, a * 3 + b)
+    wide = np.full_like(a, 1 << 30)  # 3 * 2^30 wraps: the unsigned view reads the same bits
+    kernel(wide.view(np.uint32), b, out)
+    np.testing.assert_array_equal(out, (wide.astype(np.int64) * 3 + b).astype(np.uint32).view(np.int32))
 
 
 def test_read_only_arguments_may_alias_and_interleaved_views_do_not_overlap():

@@ -36,7 +36,10 @@ def test_an_1100_input_concatenate_is_exact():
     want = b.compile([y], device="reference").run(data)[0]
     assert want.shape == (1, 2200)
     np.testing.assert_array_equal(runner(data)[0], want)
-    assert max(len(k.spec.args) for k in runner.engine.kernels.values()) > 1024  # one kernel took them all
+    # cvm-fuse and the planner cap a concatenate's kernel at MAX_CONCAT_INPUTS inputs (O3 is superlinear in a
+    # kernel's length): the 1,100 inputs run as several calls; test_a_2000_input_cinn_concat_is_exact and the
+    # 600-argument kernels below are the wide kernels
+    assert runner.stats["calls"] > 1
 
 
 def test_an_1100_op_fused_chain_is_exact():
@@ -49,7 +52,7 @@ def test_an_1100_op_fused_chain_is_exact():
     data = np.array([[100, -100]], np.int32)
     model = b.compile([y], device="cpu")
     np.testing.assert_array_equal(model.run(data)[0], b.compile([y], device="reference").run(data)[0])
-    assert model.stats["calls"] == 1  # one fused kernel of 1,100 params, the input and the output
+    assert model.stats["calls"] == -(-2200 // 64)  # fused groups are capped at MAX_GROUP_OPS = 64 ops
 
 
 def test_a_2000_input_cinn_concat_is_exact():

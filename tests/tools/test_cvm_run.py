@@ -1,5 +1,6 @@
 """`cvm-run`: outputs, and exit statuses that mirror the C API (0 ok, 1 logic error, 2 runtime error)."""
 
+import json
 import subprocess
 import sys
 
@@ -53,3 +54,7 @@ def test_emit_source_writes_cuda_without_a_gpu(tmp_path):
     assert r.returncode == 0, r.stderr
     source = (tmp_path / "kernels.cu").read_text()
     assert source.count('extern "C" __global__') >= 2
+    launches = json.loads((tmp_path / "launches.json").read_text())
+    assert str(tmp_path / "launches.json") in r.stdout
+    assert [launch["kernel"] for launch in launches if launch["macs"]] and all(
+        f' {launch["kernel"]}(' in source for launch in launches)

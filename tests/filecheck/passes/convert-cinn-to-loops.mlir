@@ -32,14 +32,19 @@ func.func @net(%x: tensor<4x8xf32>, %u: tensor<8xui8>, %i: tensor<4x8xi32>) -> t
 // CHECK-NEXT:      memref.store %[[M]], %{{.*}}[%[[I]], %[[J]]] : memref<4x8xf32>
 // CHECK-NEXT:      scf.reduce
 
-// A reduction: parallel over the kept axis, scf.for with iter_args over the reduced one.
+// A reduction: the kept axis in lanes of 8, 4 or 2 (here the 4 outputs, so no parallel loop is left), one scf.for
+// over the reduced axis with one accumulator per lane in iter_args (independent add chains, each in order).
 // CHECK-LABEL: func.func @net_2_reduce(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4xf32>) {
-// CHECK:         "scf.parallel"
-// CHECK:           %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[Z]]) -> (f32) {
-// CHECK:             %[[N:.*]] = arith.addf %[[ACC]], %{{.*}} : f32
-// CHECK-NEXT:        scf.yield %[[N]] : f32
-// CHECK:           memref.store %[[S]]
+// CHECK:         %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[S0:.*]], %[[S1:.*]], %[[S2:.*]], %[[S3:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[Z]], %[[A1:.*]] = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]]) -> (f32, f32, f32, f32) {
+// CHECK-COUNT-4:   memref.load
+// CHECK-NEXT:      %[[N0:.*]] = arith.addf %[[A0]], %{{.*}} : f32
+// CHECK-NEXT:      %[[N1:.*]] = arith.addf %[[A1]], %{{.*}} : f32
+// CHECK:           scf.yield %[[N0]], %[[N1]], %{{.*}}, %{{.*}} : f32, f32, f32, f32
+// CHECK:         memref.store %[[S0]]
+// CHECK-NEXT:    memref.store %[[S1]]
+// CHECK-NEXT:    memref.store %[[S2]]
+// CHECK-NEXT:    memref.store %[[S3]]
 
 // ui8 is stored as i8; its ops are the unsigned ones.
 // CHECK-LABEL: func.func @net_3_right_shift(%u: memref<8xi8>, %u_1: memref<8xi8>, %{{.*}}: memref<8xi8>) {
@@ -68,13 +73,37 @@ func.func @net(%x: tensor<4x8xf32>, %u: tensor<8xui8>, %i: tensor<4x8xi32>) -> t
 // CHECK-NEXT:      %[[V:.*]] = memref.load %x[%[[J]], %[[I]]] : memref<4x8xf32>
 // CHECK-NEXT:      memref.store %[[V]], %{{.*}}[%[[I]], %[[J]]] : memref<8x4xf32>
 
-// A convolution: one output element per parallel iteration, the taps in scf.for, loads guarded by scf.if.
+// An NCHW convolution runs by output rows: one (n, o) plane per parallel iteration, the row cleared, then per
+// input channel and filter row (guarded by scf.if) one multiply-add loop along the row per filter column, over
+// the columns where that tap lands inside the input (static bounds: q = 0 starts at column 1 with padding 1).
 func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32> {
   %y = cinn.conv forward NCHW EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32>
   func.return %y : tensor<1x3x5x5xf32>
 }
 
 // CHECK-LABEL: func.func @conv_0_conv(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x5x5xf32>) {
+// CHECK:         "scf.parallel"
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               memref.store %{{.*}}, %y
+// CHECK:             scf.for
+// CHECK:               scf.if %{{.*}} {
+// CHECK:                 memref.load %w
+// CHECK:                 scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:              arith.addi
+// CHECK-NEXT:              memref.load %x
+// CHECK-NEXT:              memref.load %y
+// CHECK-NEXT:              arith.mulf
+// CHECK-NEXT:              arith.addf
+// CHECK-NEXT:              memref.store %{{.*}}, %y
+
+// Other layouts: one output element per parallel iteration, the taps in scf.for, loads guarded by scf.if.
+func.func @conv_nhwc(%x: tensor<1x5x5x2xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32> {
+  %y = cinn.conv forward NHWC EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x5x5x2xf32>, tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32>
+  func.return %y : tensor<1x5x5x3xf32>
+}
+
+// CHECK-LABEL: func.func @conv_nhwc_0_conv(%x: memref<1x5x5x2xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x5x5x3xf32>) {
 // CHECK:         "scf.parallel"
 // CHECK:           scf.for
 // CHECK:             scf.for
@@ -86,3 +115,20 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 // CHECK:                   arith.addf
 // CHECK:                 } else {
 // CHECK:           memref.store %{{.*}}, %y
+
+// FloorDiv on floats is Python's divmod quotient: the exact remainder, (x - r) / y moved by one where r and y
+// differ in sign, snapped to an integer; x / y where y = 0.
+func.func @floor_div(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %q = cinn.floor_div %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %q : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @floor_div_0_floor_div(%x: memref<4xf32>, %y: memref<4xf32>, %q: memref<4xf32>) {
+// CHECK:           %[[R:.*]] = "arith.remf"(%[[X:.*]], %[[Y:.*]]) : (f32, f32) -> f32
+// CHECK-NEXT:      %[[QUOT:.*]] = arith.divf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      %[[XR:.*]] = arith.subf %[[X]], %[[R]] : f32
+// CHECK-NEXT:      %{{.*}} = arith.divf %[[XR]], %[[Y]] : f32
+// CHECK:           math.floor
+// CHECK:           math.copysign
+// CHECK:           %[[BZ:.*]] = arith.cmpf oeq, %[[Y]], %{{.*}} : f32
+// CHECK:           arith.select %[[BZ]], %[[QUOT]], %{{.*}} : f32

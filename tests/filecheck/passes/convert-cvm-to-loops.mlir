@@ -1,5 +1,5 @@
-// RUN: cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s
-// RUN: cvm-opt %s -p cvm-to-loops --split-input-file | filecheck %s
+// RUN: env CVMC_VNNI=0 cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s
+// RUN: env CVMC_VNNI=0 cvm-opt %s -p cvm-to-loops --split-input-file | filecheck %s
 
 // An elementwise chain (add -> shift -> relu) is one kernel over the collapsed index space: one loop, no
 // temporary buffer; the shift's rounding and clip and the relu run on the sum before the only store.
@@ -49,9 +49,11 @@ func.func @main(%data: tensor<1x2x3x3xi32, #cvm.prec<8>>) -> tensor<3x2xi32, #cv
   func.return %add : tensor<3x2xi32, #cvm.prec<9>>
 }
 
+// No kernel of a view, before or after the broadcast_add's (a NOT before the first label of a case checks from
+// the end of the previous case's matches).
+// CHECK-NOT:   func.func @{{[a-z_]*(reshape|strided_slice|transpose)}}
 // CHECK-LABEL: func.func @broadcast_add(%0: memref<3x2xi32>, %1: memref<3x2xi32, strided<[3, 9], offset: 1>>, %2: memref<3x2xi32, strided<[0, 1]>>) {
-// CHECK-NOT:   func.func @reshape
-// CHECK-NOT:   func.func @transpose
+// CHECK-NOT:   func.func @{{[a-z_]*(reshape|strided_slice|transpose)}}
 // CHECK-LABEL: func.func @main(%data: memref<1x2x3x3xi32>, %arena: memref<64xi8>) -> memref<3x2xi32>
 // CHECK:         %[[IN:.*]] = memref.reinterpret_cast %data to offset: [1], sizes: [3, 2], strides: [3, 9] : memref<1x2x3x3xi32> to memref<3x2xi32, strided<[3, 9], offset: 1>>
 // CHECK-NEXT:    %[[B:.*]] = memref.reinterpret_cast %b to offset: [0], sizes: [3, 2], strides: [0, 1] : memref<2xi32> to memref<3x2xi32, strided<[0, 1]>>

@@ -46,4 +46,4 @@ func.func @broken(%x: tensor<2x3xi32, #cvm.prec<8>>) {
   %2 = cvm.reshape %1 {shape = array<i64: 4, -1>} : (tensor<?x?xi32>) -> tensor<?x?xi32>
   func.return
 }
-// CHECK: cvm.reshape: cannot infer -1 in 'shape' [4, -1] from [2, 3]
+// CHECK: cvm.reshape: 'shape' [4, -1] gives [4, 1]: 4 elements, expected 6

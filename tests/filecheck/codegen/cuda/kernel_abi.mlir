@@ -22,6 +22,8 @@ func.func @add(%out: memref<4x8xi32>, %a: memref<4x8xi32, strided<[1, 4], offset
   func.return
 }
 
+// The source includes no header, before or after the prelude's types (NVRTC has no standard headers).
+// CHECK-NOT:  #include
 // CHECK:      typedef signed char i8;
 // CHECK-NOT:  #include
 // CHECK:      static __device__ __forceinline__ void b_add(i32 *__restrict__ arg0, const i32 *__restrict__ arg1, const u8 *__restrict__ arg2) {

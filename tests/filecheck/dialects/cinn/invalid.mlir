@@ -218,12 +218,21 @@ func.func @f(%x: tensor<3xi32>, %y: tensor<3xi64>) {
 
 // -----
 
-// Concat axis
+// Concat axis: one past the upper bound
 func.func @f(%x: tensor<2x3xf32>) {
   %0 = cinn.concat %x, %x {axis = 2 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
   func.return
 }
-// CHECK: Operation does not verify: expected 'axis' in [0, 2), got 2
+// CHECK: Operation does not verify: expected 'axis' in [-2, 2), got 2
+
+// -----
+
+// Concat axis: one below the lower bound
+func.func @f(%x: tensor<2x3xf32>) {
+  %0 = cinn.concat %x, %x {axis = -3 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'axis' in [-2, 2), got -3
 
 // -----
 
@@ -344,12 +353,30 @@ func.func @f(%x: tensor<1x3x8x8xi32>, %w: tensor<4x3x3x3xi32>) {
 
 // -----
 
-// Reduce dim range
+// Reduce dim range: [-rank, rank), one below the bound
 func.func @f(%x: tensor<4x3xf32>) {
-  %0 = cinn.reduce sum %x {dim = array<i64: -1>, keep_dim = false} : (tensor<4x3xf32>) -> tensor<4xf32>
+  %0 = cinn.reduce sum %x {dim = array<i64: -3>, keep_dim = false} : (tensor<4x3xf32>) -> tensor<4xf32>
   func.return
 }
-// CHECK: Operation does not verify: expected 'dim' in [0, 2), got -1
+// CHECK: Operation does not verify: expected 'dim' in [-2, 2), got -3
+
+// -----
+
+// Reduce dim range: one past the upper bound
+func.func @f(%x: tensor<4x3xf32>) {
+  %0 = cinn.reduce sum %x {dim = array<i64: 2>, keep_dim = false} : (tensor<4x3xf32>) -> tensor<4xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'dim' in [-2, 2), got 2
+
+// -----
+
+// Reduce dims repeated once normalised
+func.func @f(%x: tensor<4x3xf32>) {
+  %0 = cinn.reduce sum %x {dim = array<i64: 1, -1>, keep_dim = false} : (tensor<4x3xf32>) -> tensor<4xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'dim' without repeated axes, got [1, -1] -> [1, 1]
 
 // -----
 
@@ -398,21 +425,57 @@ func.func @f(%x: tensor<4x3xf32>) {
 
 // -----
 
-// Reshape zero dim
+// Reshape: a 0 copies the input's dim, and the element count must still match
 func.func @f(%x: tensor<4x3xf32>) {
-  %0 = cinn.reshape %x {shape = array<i64: 0, 12>} : (tensor<4x3xf32>) -> tensor<0x12xf32>
+  %0 = cinn.reshape %x {shape = array<i64: 0, 12>} : (tensor<4x3xf32>) -> tensor<4x12xf32>
   func.return
 }
-// CHECK: Operation does not verify: expected 'shape' dims >= 1 or -1, got [0, 12]
+// CHECK: Operation does not verify: expected 'shape' with 12 elements, got [0, 12] -> [4, 12] (48)
 
 // -----
 
-// Reverse axis range
+// Reshape: a 0 at an index the input does not have (the input's rank is 2)
+func.func @f(%x: tensor<4x3xf32>) {
+  %0 = cinn.reshape %x {shape = array<i64: 2, 6, 0>} : (tensor<4x3xf32>) -> tensor<2x6x1xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected a 0 in 'shape' only at an index below the input's rank 2, got index 2
+
+// -----
+
+// Reshape: dims below -1
+func.func @f(%x: tensor<4x3xf32>) {
+  %0 = cinn.reshape %x {shape = array<i64: -2, -6>} : (tensor<4x3xf32>) -> tensor<2x6xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'shape' dims >= 0 or -1, got [-2, -6]
+
+// -----
+
+// Reverse axis range: one past the upper bound
 func.func @f(%x: tensor<4x3xf32>) {
   %0 = cinn.reverse %x {axis = array<i64: 2>} : (tensor<4x3xf32>) -> tensor<4x3xf32>
   func.return
 }
-// CHECK: Operation does not verify: expected 'axis' in [0, 2), got 2
+// CHECK: Operation does not verify: expected 'axis' in [-2, 2), got 2
+
+// -----
+
+// Reverse axis range: one below the lower bound
+func.func @f(%x: tensor<4x3xf32>) {
+  %0 = cinn.reverse %x {axis = array<i64: -3>} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'axis' in [-2, 2), got -3
+
+// -----
+
+// Reverse axes repeated once normalised
+func.func @f(%x: tensor<4x3xf32>) {
+  %0 = cinn.reverse %x {axis = array<i64: 0, -2>} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'axis' without repeated axes, got [0, -2] -> [0, 0]
 
 // -----
 

@@ -155,6 +155,18 @@ func.func @all_ops(%f: tensor<2x3xf32>, %d: tensor<2x3xf64>, %i: tensor<2x3xi32>
   // CHECK-NEXT: %reshape = cinn.reshape %f {shape = array<i64: -1, 2>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
   %reverse = cinn.reverse %f {axis = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   // CHECK-NEXT: %reverse = cinn.reverse %f {axis = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // The decisions of the README's "CINN primitives": negative axes count from the end, a 0 in Reshape copies the
+  // input's dim, SAME with dilation > 1 keeps the input's size.
+  %concat_neg = cinn.concat %f, %f {axis = -1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  // CHECK-NEXT: %concat_neg = cinn.concat %f, %f {axis = -1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  %reverse_neg = cinn.reverse %f {axis = array<i64: -2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT: %reverse_neg = cinn.reverse %f {axis = array<i64: -2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %reduce_neg = cinn.reduce sum %f {dim = array<i64: -1>, keep_dim = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  // CHECK-NEXT: %reduce_neg = cinn.reduce sum %f {dim = array<i64: -1>, keep_dim = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  %reshape_zero = cinn.reshape %x {shape = array<i64: 0, 0, -1>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x64xf32>
+  // CHECK-NEXT: %reshape_zero = cinn.reshape %x {shape = array<i64: 0, 0, -1>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x64xf32>
+  %conv_same_dilated = cinn.conv forward NCHW SAME %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 0, 0>, dilations = array<i64: 2, 3>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  // CHECK-NEXT: %conv_same_dilated = cinn.conv forward NCHW SAME %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 0, 0>, dilations = array<i64: 2, 3>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %select = cinn.select %b, %f, %c0 : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
   // CHECK-NEXT: %select = cinn.select %b, %f, %c0 : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
   %slice = cinn.slice %f {axes = array<i64: 1>, starts = array<i64: -2>, ends = array<i64: 100>} : (tensor<2x3xf32>) -> tensor<2x2xf32>

@@ -1,0 +1,410 @@
+"""cvmc against the int8 engines users deploy, on ONNX twins of a CVM model, interleaved in one run.
+
+    python bench/int8_peers.py [--model bench/resnet/model.json] [--rounds 20] [--threads 1,2]
+
+The twin has the CVM model's conv2d and dense layers with the same shapes (the CVM weights as float, each
+conv's bias and weight scaled by the 2^-shift of the cvm_right_shift that requantizes it), Relu, Add for the
+residual adds, GlobalAveragePool for the sum and Gemm for the dense; a cvm_right_shift is a rescale, which the
+int8 engines fold into their requantization. It is quantized the way users do it: onnxruntime's static
+quantizer, QDQ, u8 activations x s8 weights, per-tensor, calibrated (MinMax) on random inputs of the model's
+precision. Timed, interleaved round by round (the order rotates), at each thread count:
+- cvmc (`device="cpu"`, `CVMC_THREADS`), on the CVM model itself;
+- ONNX Runtime int8 (the QDQ model) and float32 (the twin); its optimized int8 model is saved and must hold
+  QLinearConv (fused QDQ) for every conv layer, else the run fails;
+- OpenVINO int8 (the QDQ model; optional: skipped when `openvino` is not installed);
+- cvm-runtime's CPU backend where `--time-model` (default /work/oracle/time_model) exists (its own medians, in
+  the same run but not interleaved: it is another process).
+It prints medians, GMAC/s, each peer's time over cvmc's, and % of the measured `vpdpbusd` limit (a microkernel
+of 16 independent `vpdpbusd` chains, JIT-compiled with llvmlite, on 1 and 2 threads, best of 5 runs), then per
+conv layer cvmc's time alone (the layer with its requantization as a one-layer CVM model) and its % of the
+1-thread limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+
+import cvmc
+from cvmc.runtime.graph import load_graph
+
+HERE = pathlib.Path(__file__).parent
+TIME_MODEL = pathlib.Path("/work/oracle/time_model")
+
+
+# ---- the vpdpbusd limit ----------------------------------------------------------------------------------
+
+_CHAINS = 16
+
+
+def _peak_ir(intrinsic: str, pair: str) -> str:
+    accs = "\n".join(f"  %a{k} = phi <16 x i32> [zeroinitializer, %entry], [%n{k}, %loop]" for k in range(_CHAINS))
+    steps = "\n".join(f"  %n{k} = call <16 x i32> @{intrinsic}(<16 x i32> %a{k}, {pair} %x, {pair} %y)"
+                      for k in range(_CHAINS))
+    total = "\n".join(f"  %s{k} = add <16 x i32> %s{k - 1}, %n{k}" for k in range(1, _CHAINS))
+    return f"""
+declare <16 x i32> @{intrinsic}(<16 x i32>, {pair}, {pair})
+define void @peak(ptr %io, i64 %n) {{
+entry:
+  %x = load {pair}, ptr %io, align 1
+  %py = getelementptr i8, ptr %io, i64 64
+  %y = load {pair}, ptr %py, align 1
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+{accs}
+{steps}
+  %i1 = add i64 %i, 1
+  %c = icmp ult i64 %i1, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  %s0 = add <16 x i32> zeroinitializer, %n0
+{total}
+  store <16 x i32> %s{_CHAINS - 1}, ptr %io, align 1
+  ret void
+}}
+"""
+
+
+def vnni_limit(threads: int, seconds: float = 0.05, repeat: int = 5) -> dict[str, float]:
+    """Measured GMAC/s of `vpdpbusd` (u8 x s8, 4 MACs per lane) and `vpdpwssd` (i16, 2 per lane) on `threads`
+    threads at once (each its own chains), the best of `repeat` runs of about `seconds` each."""
+    import llvmlite.binding as llvm
+
+    from cvmc.runtime.jit import host_target
+
+    triple, cpu, features = host_target()
+    out: dict[str, float] = {}
+    for name, intrinsic, pair, per_lane in (("vpdpbusd", "llvm.x86.avx512.vpdpbusd.512", "<64 x i8>", 4),
+                                             ("vpdpwssd", "llvm.x86.avx512.vpdpwssd.512", "<32 x i16>", 2)):
+        mod = llvm.parse_assembly(_peak_ir(intrinsic, pair))
+        tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("peak"))
+        bufs = [np.ones(128, np.int8) for _ in range(threads)]
+        n = 1 << 16
+        while True:  # calibrate n to about `seconds` on one thread
+            t = time.perf_counter()
+            fn(bufs[0].ctypes.data, n)
+            if time.perf_counter() - t > seconds / 4:
+                break
+            n *= 2
+        n = int(n * seconds / max(time.perf_counter() - t, 1e-6)) or 1
+
+        def one(k: int) -> None:
+            fn(bufs[k].ctypes.data, n)
+
+        rates = []
+        for _ in range(repeat):
+            workers = [threading.Thread(target=one, args=(k,)) for k in range(threads)]
+            t = time.perf_counter()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            rates.append(threads * n * _CHAINS * 16 * per_lane / (time.perf_counter() - t) / 1e9)
+        out[name] = max(rates)  # a peak: load only ever slows a run down
+        del engine
+    return out
+
+
+# ---- the ONNX twin -----------------------------------------------------------------------------------------
+
+
+def _consumers(graph) -> dict[int, list[int]]:
+    users: dict[int, list[int]] = {}
+    for i, n in enumerate(graph.nodes):
+        for src, _ in n.inputs:
+            users.setdefault(src, []).append(i)
+    return users
+
+
+def onnx_twin(graph):
+    """The float ONNX model with the CVM model's layers (see the module docstring)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    users = _consumers(graph)
+    name: dict[int, str] = {}
+    nodes, inits = [], []
+    folded: set[int] = set()
+    for i, n in enumerate(graph.nodes):
+        if n.op == "null":
+            if i == graph.input_id:
+                name[i] = "data"
+            continue
+        ins = [name.get(s, "") for s, _ in n.inputs]
+        out = f"t{i}"
+        if n.op in ("conv2d", "dense"):
+            shift = 0
+            nxt = users.get(i, [])
+            if len(nxt) == 1 and graph.nodes[nxt[0]].op == "cvm_right_shift":
+                shift = graph.nodes[nxt[0]].attrs["shift_bit"]
+                folded.add(nxt[0])
+            scale = 2.0 ** -shift
+            w = graph.params[graph.nodes[n.inputs[1][0]].name].astype(np.float32) * scale
+            inits.append(numpy_helper.from_array(w, f"w{i}"))
+            args = [ins[0], f"w{i}"]
+            if len(n.inputs) > 2:
+                b = graph.params[graph.nodes[n.inputs[2][0]].name].astype(np.float32) * scale
+                inits.append(numpy_helper.from_array(b, f"b{i}"))
+                args.append(f"b{i}")
+            if n.op == "conv2d":
+                a = n.attrs
+                (ph, pw) = a["padding"]
+                nodes.append(helper.make_node("Conv", args, [out], name=n.name, strides=list(a["strides"]),
+                                              pads=[ph, pw, ph, pw], dilations=list(a["dilation"]),
+                                              group=a["groups"], kernel_shape=list(a["kernel_size"])))
+            else:
+                nodes.append(helper.make_node("Gemm", args, [out], name=n.name, transB=1))
+        elif n.op == "cvm_right_shift":
+            name[i] = ins[0]  # a rescale: folded into the conv before it, else into the engines' requantization
+            continue
+        elif n.op == "relu":
+            nodes.append(helper.make_node("Relu", ins, [out], name=n.name))
+        elif n.op == "elemwise_add":
+            nodes.append(helper.make_node("Add", ins, [out], name=n.name))
+        elif n.op == "sum" and tuple(n.attrs["axis"]) == (2, 3) and not n.attrs["keepdims"]:
+            nodes.append(helper.make_node("GlobalAveragePool", ins, [out + "p"], name=n.name))
+            nodes.append(helper.make_node("Flatten", [out + "p"], [out], name=n.name + "_flat"))
+        else:
+            raise SystemExit(f"bench: no ONNX twin for {n.op} (node {n.name})")
+        name[i] = out
+    (head, _), = graph.heads
+    shape = graph.nodes[graph.input_id].shapes[0]
+    g = helper.make_graph(nodes, "twin", [helper.make_tensor_value_info("data", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info(name[head], TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def quantize(fp32: pathlib.Path, int8: pathlib.Path, shape, bound: int, samples: int = 16) -> None:
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    rng = np.random.default_rng(1)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = samples
+
+        def get_next(self):
+            if not self.left:
+                return None
+            self.left -= 1
+            return {"data": rng.integers(-bound, bound + 1, size=shape).astype(np.float32)}
+
+    quantize_static(str(fp32), str(int8), Reader(), quant_format=QuantFormat.QDQ, per_channel=False,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    calibrate_method=CalibrationMethod.MinMax)
+
+
+def _ort(path: pathlib.Path, threads: int, optimized: pathlib.Path | None = None):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if optimized is not None:
+        so.optimized_model_filepath = str(optimized)
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def _openvino(path: pathlib.Path, threads: int):
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU",
+                                  {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+                                   "NUM_STREAMS": 1})
+    request = compiled.create_infer_request()
+    kinds = Counter()
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        rt = op.get_rt_info()
+        if rt["layerType"].astype(str) == "Convolution":
+            kinds[f"{rt['runtimePrecision'].astype(str)} {rt['primitiveType'].astype(str)}"] += 1
+    return request, dict(kinds)
+
+
+def _time_model(model: pathlib.Path, params: pathlib.Path, inp: pathlib.Path, threads: int, runs: int):
+    if not TIME_MODEL.exists():
+        return None
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([str(TIME_MODEL), "--device", "cpu", "-n", str(runs), str(model), str(params), str(inp)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    if out.returncode:
+        return None
+    line = json.loads(out.stdout.strip().splitlines()[-1])
+    return next(float(v) / 1e3 if "ms" in k else float(v) for k, v in line.items() if "median" in k)
+
+
+def macs(graph) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in graph.nodes:
+        if n.op == "conv2d":
+            w = graph.nodes[n.inputs[1][0]].shapes[0]
+            out[n.name] = int(np.prod(n.shapes[0])) * int(np.prod(w[1:]))
+        elif n.op == "dense":
+            out[n.name] = int(np.prod(n.shapes[0])) * graph.nodes[n.inputs[0][0]].shapes[0][1]
+    return out
+
+
+def layer_times(graph, rounds: int) -> dict[str, float]:
+    """cvmc's median time (1 thread) of each conv2d / dense layer alone with its requantization."""
+    from cvmc import CvmBuilder
+    from cvmc.runtime.cpu import compile_graph
+
+    os.environ["CVMC_THREADS"] = "1"
+    users = _consumers(graph)
+    rng = np.random.default_rng(2)
+    out = {}
+    for i, n in enumerate(graph.nodes):
+        if n.op != "conv2d":
+            continue
+        b = CvmBuilder()
+        xs = graph.nodes[n.inputs[0][0]].shapes[0]
+        x = b.create_input(list(xs), 8)
+        w = b.create_param(graph.params[graph.nodes[n.inputs[1][0]].name], 8)
+        bias = b.create_param(graph.params[graph.nodes[n.inputs[2][0]].name],
+                              graph.nodes[n.inputs[2][0]].precisions[0])
+        a = n.attrs
+        y = b.conv2d(x, w, bias, channels=a["channels"], kernel_size=a["kernel_size"], strides=a["strides"],
+                     padding=a["padding"], use_bias=True)
+        rq = graph.nodes[users[i][0]]
+        y = b.relu(b.cvm_right_shift(y, precision=8, shift_bit=rq.attrs["shift_bit"]))
+        run = compile_graph(b.graph([y]), cache=False)
+        data = rng.integers(-127, 128, size=xs).astype(np.int32)
+        run(data)
+        times = []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            run(data)
+            times.append(time.perf_counter() - t)
+        out[n.name] = statistics.median(times)
+    os.environ.pop("CVMC_THREADS", None)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=str(HERE / "resnet" / "model.json"))
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--threads", default="1,2")
+    a = ap.parse_args(argv)
+    model = pathlib.Path(a.model)
+    params = model.with_name("params.bin")
+    graph = load_graph(model, params)
+    counts = macs(graph)
+    total = sum(counts.values())
+    shape = graph.nodes[graph.input_id].shapes[0]
+    bound = (1 << (graph.nodes[graph.input_id].precisions[0] - 1)) - 1
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="cvmc-peers-"))
+    fp32, int8 = tmp / "twin_fp32.onnx", tmp / "twin_int8.onnx"
+    import onnx
+
+    onnx.save(onnx_twin(graph), str(fp32))
+    quantize(fp32, int8, shape, bound)
+    x = np.random.default_rng(0).integers(-bound, bound + 1, size=shape).astype(np.int32)
+    xf = x.astype(np.float32)
+    (tmp / "input.bin").write_bytes(x.astype(np.int8).tobytes())
+    inp = model.with_name("input.bin") if model.with_name("input.bin").exists() else tmp / "input.bin"
+
+    # ORT really runs the int8 kernels: its optimized model has a QLinearConv per conv layer
+    _ort(int8, 1, tmp / "ort_optimized.onnx").run(None, {"data": xf})
+    ops = Counter(n.op_type for n in onnx.load(str(tmp / "ort_optimized.onnx")).graph.node)
+    convs = sum(1 for n in graph.nodes if n.op == "conv2d")
+    print(f"onnxruntime's optimized int8 model: {dict(ops)}")
+    if ops["QLinearConv"] < convs:
+        print(f"FAIL: expected {convs} QLinearConv in onnxruntime's optimized model, got {ops['QLinearConv']}")
+        return 1
+
+    load_avg = os.getloadavg()
+    cache = tempfile.mkdtemp(prefix="cvmc-cache-")
+    os.environ["CVMC_CACHE_DIR"] = cache
+    t = time.perf_counter()
+    cvmc.load_model(str(model), str(params), device="cpu")
+    cold = time.perf_counter() - t
+    limits = {n: vnni_limit(n) for n in (int(s) for s in a.threads.split(","))}
+    results: dict[int, dict[str, float | None]] = {}
+    notes = []
+    for threads in (int(s) for s in a.threads.split(",")):
+        os.environ["CVMC_THREADS"] = str(threads)
+        cv = cvmc.load_model(str(model), str(params), device="cpu")
+        s8, sf = _ort(int8, threads), _ort(fp32, threads)
+        systems = {"cvmc": lambda: cv.run(x), "ORT int8": lambda: s8.run(None, {"data": xf}),
+                   "ORT float32": lambda: sf.run(None, {"data": xf})}
+        ov = _openvino(int8, threads)
+        if ov is not None:
+            request, kinds = ov
+            systems["OpenVINO int8"] = lambda r=request: r.infer({0: xf})
+            notes.append(f"OpenVINO {threads}T convolutions: {kinds}")
+        for fn in systems.values():
+            fn()
+        times: dict[str, list[float]] = {k: [] for k in systems}
+        names = list(systems)
+        for r in range(a.rounds):
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                t = time.perf_counter()
+                systems[k]()
+                times[k].append(time.perf_counter() - t)
+        results[threads] = {k: statistics.median(v) for k, v in times.items()}
+        results[threads]["cvm-runtime CPU"] = _time_model(model, params, inp, threads, max(5, a.rounds // 2))
+    os.environ.pop("CVMC_THREADS", None)
+
+    print(f"\n{model.parent.name}: {total / 1e6:.0f} M MACs ({len(counts)} conv2d/dense layers); load average "
+          f"{load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f}; {a.rounds} interleaved rounds, medians")
+    for n, lim in limits.items():
+        print(f"measured limit, {n} thread(s): vpdpbusd {lim['vpdpbusd']:.0f} GMAC/s, vpdpwssd "
+              f"{lim['vpdpwssd']:.0f} GMAC/s")
+    head = f"{'system':18}" + "".join(f" {f'{n}T':>9} {'GMAC/s':>7} {'%limit':>6} {'/cvmc':>6}" for n in results)
+    print(head)
+    for k in results[next(iter(results))]:
+        line = f"{k:18}"
+        for n, res in results.items():
+            v = res.get(k)
+            if v is None:
+                line += f" {'-':>9} {'':>7} {'':>6} {'':>6}"
+                continue
+            rate = total / v / 1e9
+            line += (f" {v * 1e3:7.2f}ms {rate:7.0f} {100 * rate / limits[n]['vpdpbusd']:5.0f}% "
+                     f"{v / res['cvmc']:5.2f}x")  # type: ignore[operator]
+        print(line)
+    if len(results) > 1:
+        ts = list(results)
+        print(f"cvmc {ts[0]}T -> {ts[-1]}T: x{results[ts[0]]['cvmc'] / results[ts[-1]]['cvmc']:.2f}")  # type: ignore
+    print(f"cvmc cold compile: {cold:.2f} s")
+    for line in notes:
+        print(line)
+    one = limits.get(1, next(iter(limits.values())))["vpdpbusd"]
+    print("\nper layer, cvmc alone (1 thread, layer + its requantization, pack included):")
+    for name, t in layer_times(graph, a.rounds).items():
+        rate = counts[name] / t / 1e9
+        print(f"  {name:8} {counts[name] / 1e6:6.1f} M MACs {t * 1e3:7.3f} ms {rate:6.0f} GMAC/s "
+              f"{100 * rate / one:4.0f}% of vpdpbusd")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""`cinn-fuse`: group cinn ops into kernels, so that fused intermediate values never reach memory.
+
+A producer P joins the group of the one op C that reads it (P's result is read once, by C, and not returned) when
+C reads each element of P once, so that computing P inside C costs nothing twice:
+- P element-wise and C element-wise of P's shape (a chain: one loop computes them all);
+- P element-wise and C a reduce or a bn op (the reduction's prologue: computed where the reduction loads it);
+- P a reduce and C element-wise of P's shape (the epilogue: applied to each result before its store).
+Dot, conv, concat and the bn ops are never fused into a reader (dot and NCHW conv keep their row-wise kernels,
+which accumulate in the output buffer). Views
+(`cinn-mark-views`) need no group: every kernel reads through them. Every op that is no view gets
+
+    cinn.group = N : i64
+
+with groups numbered 0, 1, ... in execution order (a group runs where its last member is, and that member is
+the one stored). `convert-cinn-to-loops` follows the numbers and checks them (a member other than the last must
+have one result read by one op of its group, and must not be a dot, concat or bn op).
+
+    %m = cinn.max %x, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %e = cinn.exp %m : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %s = cinn.reduce sum %e {dim = array<i64: 1>, keep_dim = false} : (tensor<4x8xf32>) -> tensor<4xf32>
+
+becomes (with %zero in group 0)
+
+    %m = cinn.max %x, %zero {cinn.group = 1 : i64} : ...
+    %e = cinn.exp %m {cinn.group = 1 : i64} : ...
+    %s = cinn.reduce sum %e {cinn.group = 1 : i64, dim = array<i64: 1>, keep_dim = false} : ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from cvmc.dialects import cinn
+from cvmc.passes.convert_cinn_to_loops import GROUP, VIEW, cinn_ops, is_elementwise
+
+
+def _shape(op: Operation) -> tuple[int, ...]:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return t.get_shape()
+
+
+def fuses_into(producer: Operation, consumer: Operation) -> bool:
+    """Whether `consumer` computes `producer` inside its own loop (the rules of the module docstring; the
+    single reader is checked by the caller)."""
+    if VIEW in producer.attributes or VIEW in consumer.attributes or len(producer.results) != 1:
+        return False
+    if is_elementwise(producer):
+        if is_elementwise(consumer):
+            return _shape(producer) == _shape(consumer)
+        return isinstance(consumer, cinn.ReduceOp | cinn.BnMeanVarianceOp | cinn.BnGradBiasScaleOp)
+    if isinstance(producer, cinn.ReduceOp):
+        return is_elementwise(consumer) and _shape(producer) == _shape(consumer)
+    return False
+
+
+@dataclass(frozen=True)
+class CinnFusePass(ModulePass):
+    """Number the kernel groups of every function of cinn ops: `cinn.group` on each member."""
+
+    name = "cinn-fuse"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in op.ops:
+            if not isinstance(function, func.FuncOp) or not function.body.blocks:
+                continue
+            ret = function.body.block.last_op
+            returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
+            ops = cinn_ops(function)
+            root: dict[Operation, Operation] = {}  # op -> the op of its group that is stored
+            for o in reversed(ops):
+                o.attributes.pop(GROUP, None)
+                if VIEW in o.attributes:
+                    continue
+                root.setdefault(o, o)
+                result = o.results[0] if len(o.results) == 1 else None
+                readers = {use.operation for use in result.uses} if result is not None else set()
+                if result is not None and result not in returned and len(readers) == 1:
+                    (reader,) = readers
+                    if len(list(result.uses)) == 1 and reader in root and fuses_into(o, reader):
+                        root[o] = root[reader]
+            numbers: dict[Operation, int] = {}
+            for o in ops:
+                if o in root and root[o] is o:
+                    numbers[o] = len(numbers)
+            for o in ops:
+                if o in root:
+                    o.attributes[GROUP] = IntegerAttr(numbers[root[o]], 64)

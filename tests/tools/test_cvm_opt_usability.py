@@ -1,0 +1,70 @@
+"""cvm-opt as users of xdsl-opt and mlir-opt expect it: located diagnostics, a pass list, a hint for targets
+that need lowered IR, elided constants, a Graphviz view of a model."""
+
+import re
+
+import pytest
+
+import cvmc.examples
+from cvmc.passes import get_all_passes
+from cvmc.tools import cvm_opt, cvm_translate
+
+
+@pytest.fixture(scope="module")
+def digits_mlir(tmp_path_factory):
+    d = cvmc.examples.digits()
+    out = tmp_path_factory.mktemp("opt") / "digits.mlir"
+    assert cvm_translate.main(["--import-cvm", str(d.graph), str(d.params), "-o", str(out)]) == 0
+    return out
+
+
+def test_list_passes_has_every_cvmc_pass_with_its_line(capsys):
+    assert cvm_opt.main(["--list-passes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in lines] == sorted(get_all_passes())
+    assert all(len(ln.split(maxsplit=1)) == 2 for ln in lines)  # a description on every line
+    assert any(ln.startswith("cvm-infer-shapes") and "shape" in ln for ln in lines)
+
+
+def test_a_verify_error_shows_the_op_and_a_caret(digits_mlir, tmp_path, capsys):
+    text = digits_mlir.read_text()
+    bad = re.sub(r"(%rq2 = .*-> )tensor<1x10xi32", r"\1tensor<1x11xi32", text)
+    bad = bad.replace("func.return %rq2 : tensor<1x10xi32", "func.return %rq2 : tensor<1x11xi32")
+    head = ") -> tensor<1x{}xi32, #cvm.prec<8>> attributes"
+    bad = bad.replace(head.format(10), head.format(11))
+    assert bad != text
+    path = tmp_path / "bad.mlir"
+    path.write_text(bad)
+    assert cvm_opt.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "cvm.cvm_right_shift" in err and "^^^^" in err
+    assert "Operation does not verify: expected result 0 of shape [1, 10], got [1, 11]" in err
+    assert err.rstrip().endswith("cvm-opt: error: expected result 0 of shape [1, 10], got [1, 11]")
+    assert "dense_resource<__elided__>" in err  # the weights' hex is not printed in a diagnostic
+    assert cvm_opt.main([str(path), "--verify-diagnostics"]) == 0
+    assert "expected result 0 of shape [1, 10], got [1, 11]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", ["llvm-ir", "cuda"])
+def test_a_target_on_ir_that_is_not_lowered_hints_the_pass(digits_mlir, target, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-t", target]) == 1
+    err = capsys.readouterr().err
+    assert "holds 'cvm.param'" in err and f"-p cvm-to-loops -t {target}" in err
+
+
+@pytest.mark.parametrize(("limit", "elided"), [(64, ["fc1_w", "fc2_w"]), (63, ["fc1_w", "fc1_b", "fc2_w"]),
+                                               (4096, []), (4095, ["fc1_w"])])
+def test_elide_constants_larger_than_the_limit(digits_mlir, limit, elided, capsys):
+    assert cvm_opt.main([str(digits_mlir), "--elide-elementsattrs-if-larger", str(limit)]) == 0
+    out = capsys.readouterr().out
+    found = re.findall(r'cvm.param "(\w+)" dense_resource<__elided__>', out)
+    assert found == elided
+
+
+def test_dot_has_shapes_and_precisions_on_the_edges(digits_mlir, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-t", "dot"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("digraph cvm {") and out.rstrip().endswith("}")
+    assert re.search(r'n\d+ -> n\d+ \[label="1x64 p8"\]', out)  # the input into fc1
+    assert '[label="64x64 p8"]' in out and '[label="1x10 p24"]' in out
+    assert out.count(" -> ") == 10  # fc1 (3), relu, rq1, fc2 (3), rq2, return: one edge per use
