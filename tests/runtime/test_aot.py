@@ -415,6 +415,24 @@ def test_cvm_aot_build_prints_what_it_wrote(built, tmp_path):
     assert re.fullmatch(r"[0-9a-f]{64}\.cvmc", sorted(p.name for p in store.iterdir())[0])
 
 
+def test_a_model_built_for_a_named_cpu_gives_the_same_bytes(built, tmp_path):
+    """`--cpu x86-64` (the baseline every x86-64 CPU runs): the int16 kernels instead of the host's, same bytes."""
+    import llvmlite.binding as llvm
+
+    if not llvm.get_process_triple().startswith("x86_64"):
+        pytest.skip("x86-64 only")
+    store = tmp_path / "store"
+    r = cvm_aot("build", BENCH / "model.json", BENCH / "params.bin", "--store", store, "--cpu", "x86-64",
+                env=built.env)
+    assert r.returncode == 0, r.stderr
+    assert "for cpu x86-64" in r.stdout
+    r = built.client("--cases", tmp_path, BENCH, env={**built.env, "CVMC_AOT_STORE": str(store)})
+    assert parse_facts(r.stdout)[BENCH.name]["infer"] == "0"
+    out = np.frombuffer((tmp_path / f"{BENCH.name}.bin").read_bytes(), "i1").astype("<i4").tobytes()
+    assert out == (BENCH / "expected_api.bin").read_bytes()
+    assert cvm_aot("build", "m.json", "p.bin", "--store", store, "--cpu", "x86 64", env=built.env).returncode == 64
+
+
 def test_cvm_aot_usage_and_unreadable_files(built, tmp_path):
     assert cvm_aot("build", "m.json", "p.bin", env=built.env).returncode == 64  # no --store
     r = cvm_aot("build", tmp_path / "missing.json", tmp_path / "missing.bin", "--store", tmp_path, env=built.env)
