@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint bench venv clean fuzz-long mutate
+.PHONY: demo test lint bench venv clean fuzz-long mutate aot-consensus
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,10 @@ clean:
 # The long differential run of issue 3: random valid graphs, reference against cpu.
 fuzz-long: $(STAMP)
 	$(BIN)/python -m cvmc.tools.fuzz_cvm --count 2000
+
+# The consensus corpus through the C API of `cvm-aot` (issue 14; about a minute, not part of `make test`).
+aot-consensus: $(STAMP)
+	$(BIN)/python tests/consensus/aot_replay.py
 
 # Mutation testing of issue 16 (not part of `make test`): cosmic-ray over the rules, the references, the int16
 # path choice and NMS, on 2 worker copies; fails on a survivor not listed in tests/mutation/equivalent.md.
