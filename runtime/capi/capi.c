@@ -19,10 +19,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <dlfcn.h>
 
 #include "c_api.h"
@@ -59,12 +61,13 @@ struct pool {
   int threads;  /* the caller and threads - 1 workers; 1: no workers */
   pthread_t *workers;
   struct worker *slots;
-  pthread_mutex_t mu;
+  pthread_mutex_t mu;  /* with `wake` and `done`: where a worker or the caller sleeps once it stops spinning */
   pthread_cond_t wake, done;
-  uint64_t generation;  /* bumped for each launch */
-  int pending;          /* workers still running the current launch */
-  int stop;
-  cvmc_kernel kernel;  /* the current launch */
+  atomic_ullong generation;  /* bumped for each launch */
+  atomic_int pending;        /* workers still running the current launch */
+  atomic_int sleepers;       /* workers asleep on `wake` */
+  atomic_int stop;
+  cvmc_kernel kernel;  /* the current launch, written before `generation` moves */
   void **args;
   int64_t trip;
   int parts;
@@ -74,6 +77,22 @@ struct worker {
   struct pool *pool;
   int index;
 };
+
+/* A worker, or the caller waiting for the workers, spins this long before it sleeps: the split calls of one
+ * inference follow each other within microseconds, and a sleep and a wake-up cost tens of them. */
+#define SPIN_NS 100000
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 /* Range `i` of [0, trip) cut into `parts` ranges whose sizes differ by at most one, the larger ones first. */
 static void range_of(int64_t trip, int parts, int i, int64_t *begin, int64_t *end) {
@@ -85,36 +104,42 @@ static void range_of(int64_t trip, int parts, int i, int64_t *begin, int64_t *en
 static void *work(void *arg) {
   struct worker *w = arg;
   struct pool *p = w->pool;
-  uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
+  unsigned long long seen = 0;
   for (;;) {
-    while (p->generation == seen && !p->stop)
-      pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop)
-      break;
-    seen = p->generation;
-    cvmc_kernel kernel = p->kernel;
-    void **args = p->args;
-    int64_t trip = p->trip;
-    int parts = p->parts;
-    pthread_mutex_unlock(&p->mu);
-    if (w->index < parts) {
-      int64_t b, e;
-      range_of(trip, parts, w->index, &b, &e);
-      kernel(args, b, e);
+    /* Wait for the next launch: spin a while, then sleep. The sleeper count and the generation are sequentially
+     * consistent: either the launcher sees this worker asleep and wakes it, or this worker sees the launch. */
+    uint64_t start = now_ns();
+    while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop) && now_ns() - start < SPIN_NS)
+      relax();
+    if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
+        pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0)
+    if (atomic_load(&p->stop))
+      break;
+    seen = atomic_load(&p->generation);
+    if (w->index < p->parts) {
+      int64_t b, e;
+      range_of(p->trip, p->parts, w->index, &b, &e);
+      p->kernel(p->args, b, e);
+    }
+    if (atomic_fetch_sub(&p->pending, 1) == 1) {  /* the last one: wake the caller if it sleeps */
+      pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
 static void pool_stop(struct pool *p) {
   if (p->threads > 1) {
     pthread_mutex_lock(&p->mu);
-    p->stop = 1;
+    atomic_store(&p->stop, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->threads - 1; ++i)
@@ -129,7 +154,7 @@ static void pool_stop(struct pool *p) {
   p->threads = 1;
 }
 
-/* Start threads - 1 workers; on any failure the pool runs everything on the caller's thread. */
+/* Start threads - 1 workers; on any failure the pool runs with those that started (none: the caller alone). */
 static void pool_start(struct pool *p, int threads) {
   memset(p, 0, sizeof *p);
   p->threads = 1;
@@ -154,38 +179,44 @@ static void pool_start(struct pool *p, int threads) {
       break;
   }
   p->threads = started + 1;
-  if (started < threads - 1) {  /* run with the workers that started */
-    if (started == 0) {
-      pthread_cond_destroy(&p->wake);
-      pthread_cond_destroy(&p->done);
-      pthread_mutex_destroy(&p->mu);
-    }
+  if (started == 0) {
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    pthread_mutex_destroy(&p->mu);
   }
 }
 
-/* Run the whole kernel, its units cut over the pool's threads; returns when every range is done. */
+/* Run the whole kernel, its units cut over the pool's threads; returns when every range is done. One launch at a
+ * time (the net's mutex). */
 static void pool_launch(struct pool *p, cvmc_kernel kernel, void **args, int64_t trip) {
   int parts = trip < p->threads ? (int)trip : p->threads;
   if (parts <= 1) {
     kernel(args, 0, trip);
     return;
   }
-  pthread_mutex_lock(&p->mu);
   p->kernel = kernel;
   p->args = args;
   p->trip = trip;
   p->parts = parts;
-  p->pending = p->threads - 1;
-  p->generation++;
-  pthread_cond_broadcast(&p->wake);
-  pthread_mutex_unlock(&p->mu);
+  atomic_store(&p->pending, p->threads - 1);
+  atomic_fetch_add(&p->generation, 1);  /* publishes the launch (sequentially consistent) */
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
   int64_t b, e;
   range_of(trip, parts, 0, &b, &e);
   kernel(args, b, e);
-  pthread_mutex_lock(&p->mu);
-  while (p->pending > 0)
-    pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  uint64_t start = now_ns();
+  while (atomic_load(&p->pending) > 0 && now_ns() - start < SPIN_NS)
+    relax();
+  if (atomic_load(&p->pending) > 0) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->pending) > 0)
+      pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
 /* $CVMC_THREADS (an integer in [1, 256]), else the CPUs this process may use, at most 2 (the JIT's default). */
@@ -332,8 +363,11 @@ static int net_setup(struct net *n, const char *key) {
   if (!n->arena || !n->input || !n->heads || !n->head_start || !n->args)
     return cvmc_fail(2, "out of memory setting up model %s: its plan needs %llu bytes of working memory", key,
                      (unsigned long long)(m->arena_bytes + 4 * m->input_size + 4 * head_values));
-  for (uint32_t k = 0, at = 0; k < m->nheads; at += m->heads[k].size, ++k)
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < m->nheads; ++k) {
     n->head_start[k] = at;
+    at += m->heads[k].size;
+  }
   for (uint32_t i = 0; i < m->nargs; ++i)
     n->args[i] = (void *)(root_base(n, m->args[i].root) + m->args[i].shift);
   if (pthread_mutex_init(&n->lock, NULL) != 0)

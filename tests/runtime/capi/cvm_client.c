@@ -207,6 +207,10 @@ static int threads_test(int threads, const char *dir) {
     free(jobs);
   }
   CVMAPIFreeModel(net);
+  free(want);
+  free(json.data);
+  free(params.data);
+  free(input.data);
   return failed;
 }
 
@@ -257,6 +261,9 @@ static int edges(const char *dir) {
 #undef SHOW
   free(out);
   free(big);
+  free(json.data);
+  free(params.data);
+  free(input.data);
   return 0;
 }
 
