@@ -433,6 +433,24 @@ def test_a_model_built_for_a_named_cpu_gives_the_same_bytes(built, tmp_path):
     assert cvm_aot("build", "m.json", "p.bin", "--store", store, "--cpu", "x86 64", env=built.env).returncode == 64
 
 
+@pytest.mark.skipif(shutil.which("go") is None, reason="Go is not installed (the cgo example is optional)")
+def test_the_cgo_example_calls_the_api_as_a_node_does(built, tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "cgo"
+    env = {**built.env, "CGO_ENABLED": "1", "CGO_CFLAGS": f"-I{built.root}", "GOCACHE": str(tmp_path / "cache"),
+           "CGO_LDFLAGS": f"-L{built.root} -Wl,-rpath,{built.root}", "GOFLAGS": "-mod=mod", "GOPATH": str(tmp_path)}
+    r = subprocess.run(["go", "build", "-o", str(tmp_path / "infer"), "."], cwd=example, env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    valid, invalid = CVM_CORPUS / "model_digits_mlp_000", CVM_CORPUS / "invalid_000"
+    r = subprocess.run([str(tmp_path / "infer"), *(valid / n for n in ("model.json", "params.bin", "input.bin"))],
+                       capture_output=True, env=built.env)
+    assert r.returncode == 0 and r.stdout == (valid / "expected_api.bin").read_bytes()  # argmax: int32
+    assert f"gas {case_meta(valid)['gas']}" in r.stderr.decode()
+    r = subprocess.run([str(tmp_path / "infer"), *(invalid / n for n in ("model.json", "params.bin", "input.bin"))],
+                       capture_output=True, env=built.env)
+    assert r.returncode == 1 and b"CVMAPILoadModel: status 1" in r.stderr
+
+
 def test_cvm_aot_usage_and_unreadable_files(built, tmp_path):
     assert cvm_aot("build", "m.json", "p.bin", env=built.env).returncode == 64  # no --store
     r = cvm_aot("build", tmp_path / "missing.json", tmp_path / "missing.bin", "--store", tmp_path, env=built.env)

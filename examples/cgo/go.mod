@@ -1,0 +1,3 @@
+module cvmc.example/infer
+
+go 1.19
