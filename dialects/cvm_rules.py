@@ -367,12 +367,13 @@ def check_values(values: Any, p: int) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 DEVIATIONS: tuple[tuple[str, str, str], ...] = (
-    ("conv2d", "the weight's shape differs from (channels, in_channels / groups, kernel_size)",
+    ("conv2d", "the weight's shape differs from (channels, in_channels / groups, kernel_size) and its run is not "
+     "defined (conv2d_weight_geometry)",
      "src/top/nn/convolution.cc:74 never checks it (the weight always has a shape) and the kernel "
-     "(src/runtime/formal/ops/nn.cc:159) runs with the weight's own geometry: past the data's channels when "
-     "its second dim is too large, past the output or leaving it partly unwritten when its geometry gives "
-     "another output shape; when the geometry happens to give the file's output shape the runtime computes "
-     "a convolution with the weight's kernel size rather than 'kernel_size', which cvmc does not model"),
+     "(src/runtime/formal/ops/nn.cc:159) runs with the weight's own geometry: past the weight when it has fewer "
+     "than in_channels / groups channels, past the output or leaving it partly unwritten when its rows or its "
+     "kernel size give another output shape. Where the run is defined cvmc follows it (the loader's "
+     "_follow_conv_weights)"),
     ("strided_slice", "more 'begin' values than the data has dims",
      "src/runtime/formal/ops/transform.cc:227 walks every 'begin' value and reads the shape and the "
      "'stride' vector past their ends"),
@@ -389,6 +390,7 @@ DEVIATIONS: tuple[tuple[str, str, str], ...] = (
 
 
 UNDEFINED = "undefined in cvm-runtime"
+UNMODELLED = "not modelled by cvmc"
 
 
 def verify(cond: bool, msg: str) -> None:
@@ -407,6 +409,13 @@ def undefined(cond: bool, msg: str) -> None:
     """A documented deviation: a logic error where the runtime's behaviour is undefined (DEVIATIONS; the README)."""
     if not cond:
         raise CVMLogicError(f"{UNDEFINED}: {msg}")
+
+
+def unmodelled(cond: bool, msg: str) -> None:
+    """A documented limit: a logic error where the runtime's behaviour is defined but cvmc does not follow it
+    (the README, "Decisions that differ from cvm-runtime")."""
+    if not cond:
+        raise CVMLogicError(f"{UNMODELLED}: {msg}")
 
 
 _check, _fatal, _deviation = verify, check, undefined
@@ -693,11 +702,33 @@ def _cdiv_rem(a: int, b: int) -> int:
     return a - _cdiv(a, b) * b
 
 
-def _conv2d_weight(a: Attrs, s: list[Shape]) -> None:
-    """DEVIATIONS row 1: the weight must be (channels, in_channels / groups, kernel_size)."""
+def conv2d_weight_geometry(a: Attrs, s: list[Shape]) -> tuple[int, int] | None:
+    """The kernel size the runtime convolves with when the weight's shape is not (channels, in_channels / groups,
+    kernel_size) but its run is still defined: None when it is that shape, else (FH, FW) of the weight.
+
+    The kernel (src/runtime/formal/ops/nn.cc:159) takes the output channels, the weight's channels and the kernel
+    size from the weight, the channels per group from the data: output pixel (oc, oh, ow) sums x[oc / (OC / groups)
+    * ic_g + c] * w[oc, c] over c < ic_g = in_channels / groups. That reads inside both tensors and writes exactly
+    the file's output when the weight has `channels` rows of at least ic_g channels and its kernel size gives the
+    output's height and width (C++ divisions). Anything else reads or writes past a tensor or leaves output
+    unwritten: DEVIATIONS row 1, a CVMLogicError."""
     want = (a["channels"], s[0][1] // a["groups"], *a["kernel_size"])
-    _deviation(s[1] == want, f"expected weight shape {list(want)} (channels, in_channels / groups, "
-               f"kernel_size), got {list(s[1])}")
+    if s[1] == want:
+        return None
+    oc, fc, fh, fw = s[1]
+    (sh, sw), (ph, pw), (dh, dw) = a["strides"], a["padding"], a["dilation"]
+    kh, kw = a["kernel_size"]
+    _, _, h, w = s[0]
+
+    def out(size: int, pad: int, k: int, d: int, stride: int) -> int:
+        return _cdiv(size + 2 * pad - ((k - 1) * d + 1), stride) + 1
+
+    runs = (oc == a["channels"] and fc >= want[1] and fh >= 1 and fw >= 1
+            and out(h, ph, fh, dh, sh) == out(h, ph, kh, dh, sh) and out(w, pw, fw, dw, sw) == out(w, pw, kw, dw, sw))
+    _deviation(runs, f"expected weight shape {list(want)} (channels, in_channels / groups, kernel_size), or "
+               f"{a['channels']} rows of at least {want[1]} channels whose kernel size gives the output's, got "
+               f"{list(s[1])}")
+    return fh, fw
 
 
 @_prec_rule("conv2d")
@@ -1128,7 +1159,7 @@ def check_deviations(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]]) 
     these fire, so a loader calls this as late as it can: after every node's precision."""
     shapes = [tuple(x) for x in in_shapes]
     if op == "conv2d":
-        _conv2d_weight(attrs, shapes)
+        conv2d_weight_geometry(attrs, shapes)
     elif op == "strided_slice":
         _strided_slice_begin(attrs, shapes)
 
@@ -1176,6 +1207,9 @@ def infer(op: str, attrs: Attrs, shapes: Sequence[Sequence[int]], precisions: Se
     check_type(op, attrs)
     precs = infer_precision(op, attrs, shapes, precisions, out)
     check_deviations(op, attrs, shapes)
+    if op == "conv2d":  # a file's other weight geometries the loader makes plain convolutions; the IR has none
+        want = [attrs["channels"], shapes[0][1] // attrs["groups"], *attrs["kernel_size"]]
+        _check(conv2d_weight_geometry(attrs, shapes) is None, f"expected weight shape {want}, got {list(shapes[1])}")
     return Signature(out, precs, base_ops(op, attrs, shapes, out))
 
 

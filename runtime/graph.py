@@ -137,6 +137,7 @@ def _fail(cls: type[CVMError], msg: str) -> NoReturn:
 
 
 _verify, _check, _undefined = rules.verify, rules.check, rules.undefined  # VERIFY, CHECK, a deviation
+_unmodelled = rules.unmodelled  # a documented limit of cvmc
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1012,12 +1013,15 @@ def graph_gas(nodes: list[Node]) -> int:
 
 def _check_storage_history(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]],
                            param_order: list[str]) -> None:
-    """A deviation: refuse a storage plan under which the runtime's result is not a function of the input.
+    """A documented limit (`not modelled by cvmc`): refuse a storage plan under which a tensor read is not the tensor
+    written.
 
-    The runtime runs every tensor in a view at the start of its storage_id's buffer: params are written once at
-    load, `data` at each inference, each operator's outputs when it runs. A read is sound when no other tensor
-    wrote the buffer since the tensor read was written (an operator in IN_PLACE_OPS may overwrite its own input
-    as it reads it). A param's buffer must never be written again, or the next inference reads something else."""
+    The runtime runs every tensor in a view at the start of its storage_id's buffer (sized for the largest): params
+    are written once at load, `data` at each inference, each operator's outputs when it runs. A read sees the tensor
+    it names when no other tensor wrote the buffer since that tensor was written (an operator in IN_PLACE_OPS may
+    overwrite its own input as it reads it). Otherwise the runtime reads what the other tensor left, a defined
+    result (clean under valgrind) that may depend on earlier inferences when a param's buffer is written; cvmc
+    executes the dataflow graph and does not model shared buffers."""
     row = p.row_ptr
     sid = p.storage
     last: dict[int, int] = {}  # storage id -> the entry written last
@@ -1035,10 +1039,10 @@ def _check_storage_history(p: _Prepared, nodes: list[Node], heads: list[tuple[in
 
     def read(e: int, by: str) -> None:
         if e in param_eids:
-            _undefined(loaded.get(sid[e]) == e and sid[e] not in written_later,
+            _unmodelled(loaded.get(sid[e]) == e and sid[e] not in written_later,
                        f"{by} reads param entry {e}, whose storage_id {sid[e]} another tensor also writes")
             return
-        _undefined(last.get(sid[e]) == e, f"{by} reads entry {e} after another tensor overwrote storage_id {sid[e]}")
+        _unmodelled(last.get(sid[e]) == e, f"{by} reads entry {e} after another tensor overwrote storage_id {sid[e]}")
 
     if data_eid is not None:
         last[sid[data_eid]] = data_eid
@@ -1046,7 +1050,7 @@ def _check_storage_history(p: _Prepared, nodes: list[Node], heads: list[tuple[in
         if node.is_variable:
             continue
         outs = range(row[nid], row[nid + 1])
-        _undefined(len({sid[o] for o in outs}) == len(outs), f"node {nid}'s outputs share a storage_id")
+        _unmodelled(len({sid[o] for o in outs}) == len(outs), f"node {nid}'s outputs share a storage_id")
         for s, k in node.inputs:
             read(row[s] + k, f"node {nid} ({node.name!r})")
         for o in outs:
@@ -1106,7 +1110,39 @@ def load_graph(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
     param_arrays, order = load_params(nodes, pdata)
     gas = graph_gas(nodes)
     _check_storage_history(prepared, nodes, heads, order)
+    _follow_conv_weights(nodes, heads, param_arrays)
     return Graph(nodes, heads, param_arrays, prepared.raw.version, post, gas)
+
+
+def _follow_conv_weights(nodes: list[Node], heads: list[tuple[int, int]], params: dict[str, np.ndarray]) -> None:
+    """Make each conv2d whose weight has another shape than (channels, in_channels / groups, kernel_size), but whose
+    run the runtime defines (`rules.conv2d_weight_geometry`), the plain convolution the runtime computes: the
+    weight's kernel size, and only the first in_channels / groups channels of each weight row. The weight param is
+    cut to those channels, so it must be a param no other node reads; otherwise a CVMLogicError (cvmc does not model
+    it). Gas and precisions stay those of the file."""
+    readers: dict[str, int] = {}
+    for n in nodes:
+        for s, _ in n.inputs:
+            readers[nodes[s].name] = readers.get(nodes[s].name, 0) + 1
+    for s, _ in heads:
+        readers[nodes[s].name] = readers.get(nodes[s].name, 0) + 1
+    for nid, node in enumerate(nodes):
+        if node.op != "conv2d":
+            continue
+        shapes = _in_shapes(nodes, node)
+        kernel = rules.conv2d_weight_geometry(node.attrs, shapes)
+        if kernel is None:
+            continue
+        weight = nodes[node.inputs[1][0]]
+        channels = shapes[0][1] // node.attrs["groups"]
+        _unmodelled(weight.is_variable and weight.name != "data" and readers[weight.name] == 1,
+                    f"node {nid} ({node.name!r}) (conv2d): the runtime convolves with the first {channels} channels "
+                    f"of its weight of shape {list(shapes[1])}; cvmc follows that only for a weight param that no "
+                    f"other node reads, got {'the input' if weight.name == 'data' else repr(weight.name)} read "
+                    f"{readers[weight.name]} times")
+        params[weight.name] = np.ascontiguousarray(params[weight.name][:, :channels])
+        weight.shapes = ((shapes[1][0], channels, *kernel),)
+        node.attrs = {**node.attrs, "kernel_size": kernel}
 
 
 def graph_to_json(g: Graph) -> dict[str, Any]:

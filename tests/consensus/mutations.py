@@ -231,12 +231,51 @@ def _params(pb: bytes, doc: dict, rng: random.Random) -> bytes:
     return bytes(b)
 
 
+# Seeds from here on mutate the geometry of a conv2d (generate.py picks a case with one for them).
+CONV_SEEDS = 100_000
+
+
+def has_conv(case: pathlib.Path) -> bool:
+    return '"func_name":"conv2d"' in (case / "model.json").read_text().replace(" ", "")
+
+
+def _pair(text: str) -> tuple[int, int]:
+    a, b = (int(v) for v in text.strip("()[] ").split(","))
+    return a, b
+
+
+def _conv_geometry(doc: dict, rng: random.Random) -> dict:
+    """A conv2d whose attributes no longer describe its weight: other groups (the weight keeps its channels), or a
+    kernel size with a padding that keeps the output's shape. The runtime convolves with the weight's geometry
+    anyway: a defined result when the weight has enough channels and gives the output's shape, else a read or
+    write past a tensor (rules.conv2d_weight_geometry)."""
+    d = json.loads(json.dumps(doc))
+    shapes, op_attrs = d["attrs"]["shape"][1], d["attrs"]["op_attrs"][1]
+    rows = d.get("node_row_ptr") or list(range(len(shapes) + 1))
+    i = rng.choice([i for i in _ops(d) if d["nodes"][i]["attrs"]["func_name"] == "conv2d"])
+    a = json.loads(op_attrs[i])
+    src, k = d["nodes"][i]["inputs"][0][:2]
+    ic, ch, groups = shapes[rows[src] + k][1], int(a["channels"]), int(a.get("groups", "1"))
+    kinds = [g for g in range(1, min(ic, ch) + 1) if ic % g == 0 and ch % g == 0 and g != groups]
+    if kinds and rng.random() < 0.6:
+        a["groups"] = str(rng.choice(kinds))
+    else:
+        (kh, kw), (ph, pw) = _pair(a["kernel_size"]), _pair(a.get("padding", "(0, 0)"))
+        dh, dw = rng.choice([(1, 1), (-1, -1), (1, 0), (0, -1)])
+        if kh + 2 * dh >= 1 and ph + dh >= 0 and kw + 2 * dw >= 1 and pw + dw >= 0:
+            a["kernel_size"], a["padding"] = f"({kh + 2 * dh}, {kw + 2 * dw})", f"({ph + dh}, {pw + dw})"
+    op_attrs[i] = json.dumps(a)
+    return d
+
+
 def mutate(case: pathlib.Path, seed: int) -> tuple[bytes, bytes, str]:
     """A mutated copy of a valid corpus case: (model.json, params.bin, kind)."""
     rng = random.Random(seed)
     doc = json.loads((case / "model.json").read_text())
     p = case / "params.bin"
     pb = p.read_bytes() if p.exists() else b""
+    if seed >= CONV_SEEDS:
+        return _text(_conv_geometry(doc, rng)), pb, "conv_geometry"
     r = rng.random()
     if r < 0.30:
         d, pb2, kind = semantic_mutation(doc, pb, rng)
