@@ -31,13 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from cvmc.dialects import cinn
-from cvmc.passes.convert_cinn_to_loops import GROUP, VIEW, cinn_ops, is_elementwise
+from cvmc.passes.convert_cinn_to_loops import GROUP, VIEW, cinn_functions, is_elementwise
 
 
 def _shape(op: Operation) -> tuple[int, ...]:
@@ -67,12 +66,7 @@ class CinnFusePass(ModulePass):
     name = "cinn-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in op.ops:
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            ret = function.body.block.last_op
-            returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
-            ops = cinn_ops(function)
+        for ops, returned in cinn_functions(op):
             root: dict[Operation, Operation] = {}  # op -> the op of its group that is stored
             for o in reversed(ops):
                 o.attributes.pop(GROUP, None)

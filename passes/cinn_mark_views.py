@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.passes import ModulePass
 
 from cvmc.dialects import cinn
-from cvmc.passes.convert_cinn_to_loops import VIEW, VIEW_OPS, cinn_ops
+from cvmc.passes.convert_cinn_to_loops import VIEW, VIEW_OPS, cinn_functions
 
 
 @dataclass(frozen=True)
@@ -40,12 +39,8 @@ class CinnMarkViewsPass(ModulePass):
     name = "cinn-mark-views"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in op.ops:
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            ret = function.body.block.last_op
-            returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
-            for o in cinn_ops(function):
+        for ops, returned in cinn_functions(op):
+            for o in ops:
                 o.attributes.pop(VIEW, None)
                 read_by_dot = any(isinstance(use.operation, cinn.DotOp) for use in o.results[0].uses)
                 if isinstance(o, cinn.TransposeOp) and read_by_dot:

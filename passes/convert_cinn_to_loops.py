@@ -29,7 +29,7 @@ becomes
 from __future__ import annotations
 
 import math as pymath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -75,6 +75,15 @@ def kernel_name(function: str, index: int, op: Operation) -> str:
 
 def cinn_ops(function: func.FuncOp) -> list[Operation]:
     return [op for op in function.body.ops if op.dialect_name() == "cinn"]
+
+
+def cinn_functions(module: ModuleOp) -> Iterator[tuple[list[Operation], set[SSAValue]]]:
+    """For each function of the module with a body: its cinn ops, and the values its `func.return` returns."""
+    for function in module.ops:
+        if not isinstance(function, func.FuncOp) or not function.body.blocks:
+            continue
+        ret = function.body.block.last_op
+        yield cinn_ops(function), set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
 
 
 # ---------------------------------------------------------------------------------------------------------------
