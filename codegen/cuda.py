@@ -35,6 +35,16 @@ deals the units to the threads:
 thread. Nothing is shared between threads: no atomics, no shared memory, no barriers, so every launch computes
 the same bits.
 
+Block kernels. A kernel whose top level holds `scf.for %b = gpu.block_id to B step gpu.grid_dim` (the GPU
+schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`) deals B blocks to the grid by that block-stride loop,
+and the loops `scf.for %v = gpu.thread_id to T step gpu.block_dim` inside it deal the block's T threads to the
+launch's: its `work` is B * T, and it computes the same bits under any launch as well. Threads of a block share
+`memref.alloca`s of memory space 3 (`__shared__` arrays; `shared_bytes` in the spec) and meet at `gpu.barrier`
+(`__syncthreads()`), which every thread of a block reaches the same number of times (the loops around a barrier
+have bounds the whole block agrees on). `cvmc.dp4a` (a, b, acc: i32) prints as `__dp4a(a, b, acc)` (four signed
+byte products added to acc, exact) and `cvmc.load_word` (an i8 memref and indices) as a 4-byte aligned load of
+the four bytes there as one i32.
+
 Values. Each op result is a local variable `vN` of its C type: an index is an `i64`, `iN` an `iN` typedef
 (`i8` is `signed char`), `i1` a `bool` in registers and a `u8` (0 or 1) in memory, `f32` / `f64` `float` /
 `double`. Constants are printed inline. A memref value is a pointer: views (`subview`, `reinterpret_cast`,
@@ -58,6 +68,7 @@ Run `python -m cvmc.codegen.cuda FILE.mlir` to print the CUDA source of a loop-l
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 import sys
@@ -105,6 +116,8 @@ class CudaKernelSpec:
     parallel: bool  # the top-level scf.parallel is spread over the grid (else one thread runs everything)
     macs: int = 0  # integer multiply-adds one launch performs (`kernel_macs`)
     macs_exact: bool = True  # False where a loop around a multiply-add has a trip count known only at run time
+    blocks: int = 0  # a block kernel (`_BlockLoop`): the blocks its block-stride loop deals out; 0: none
+    shared_bytes: int = 0  # static shared memory of a block
 
     def threads(self) -> int:
         """The most threads that can have work: `work` when parallel, else 1."""
@@ -119,8 +132,13 @@ def kernel_specs(module: ModuleOp) -> dict[str, CudaKernelSpec]:
     for op in _kernels(module):
         name = op.sym_name.data
         grid = _grid_loop(op)
-        work = 1 if grid is None else grid.work
+        blocks = _block_loop(op)
         macs, exact = kernel_macs(op)
+        if blocks is not None:
+            specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, blocks.work, True, macs, exact,
+                                         blocks.blocks, _shared_bytes(op))
+            continue
+        work = 1 if grid is None else grid.work
         specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, work, grid is not None, macs,
                                      exact)
     return specs
@@ -162,6 +180,58 @@ def _grid_loop(op: func.FuncOp) -> _GridLoop | None:
             break
         bounds.append((lb, step, max(0, -(-(ub - lb) // step))))
     return _GridLoop(loop, tuple(bounds)) if bounds else None
+
+
+@dataclass(frozen=True)
+class _BlockLoop:
+    """A block kernel: a top-level `scf.for %b = gpu.block_id to blocks step gpu.grid_dim` dealing `blocks` blocks
+    to the grid, inside which loops `for %v = gpu.thread_id to n step gpu.block_dim` deal a block's `threads`
+    (the largest such n) to its threads; barriers and shared memory are the block's."""
+
+    blocks: int
+    threads: int
+
+    @property
+    def work(self) -> int:
+        return self.blocks * self.threads
+
+
+_STRIDES = {"gpu.block_id": "gpu.grid_dim", "gpu.thread_id": "gpu.block_dim"}
+
+
+def _strided_by(loop: scf.ForOp) -> str | None:
+    """"gpu.block_id" or "gpu.thread_id" for a loop from that id by the grid's (block's) size, else None."""
+    lb, step = loop.lb.owner, loop.step.owner
+    if isinstance(lb, Operation) and isinstance(step, Operation) and _STRIDES.get(_name(lb)) == _name(step):
+        return _name(lb)
+    return None
+
+
+def _block_loop(op: func.FuncOp) -> _BlockLoop | None:
+    for top in op.body.block.ops:
+        if isinstance(top, scf.ForOp) and _strided_by(top) == "gpu.block_id":
+            blocks = _constant_int(top.ub)
+            threads = [_constant_int(inner.ub) for inner in top.walk()
+                       if isinstance(inner, scf.ForOp) and _strided_by(inner) == "gpu.thread_id"]
+            if blocks is None or not threads or None in threads:
+                raise CVMRuntimeError("cuda codegen: expected constant bounds in the block and thread loops")
+            return _BlockLoop(blocks, max(t for t in threads if t is not None))
+    return None
+
+
+def _is_shared(t: Attribute) -> bool:
+    """A memref in a block's shared memory (memory space 3, as in NVVM)."""
+    return isinstance(t, MemRefType) and isinstance(t.memory_space, IntegerAttr) and t.memory_space.value.data == 3
+
+
+def _shared_bytes(op: func.FuncOp) -> int:
+    total = 0
+    for inner in op.walk():
+        if _name(inner) == "memref.alloca" and _is_shared(inner.results[0].type):
+            t = inner.results[0].type
+            assert isinstance(t, MemRefType)
+            total += max(1, _width(t.element_type) // 8) * math.prod(t.get_shape())
+    return total
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -228,7 +298,7 @@ def _is_mac(op: Operation) -> bool:
 
 
 def _has_mac(op: Operation) -> bool:
-    return any(_is_mac(inner) for inner in op.walk())
+    return any(_is_mac(inner) or _name(inner) == "cvmc.dp4a" for inner in op.walk())
 
 
 # At most this many iterations are enumerated to count a loop whose inner bounds depend on its variable.
@@ -240,6 +310,8 @@ def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation
     for op in block.ops:
         if _is_mac(op):
             total += 1
+        elif _name(op) == "cvmc.dp4a":  # four int8 multiply-adds
+            total += 4
         elif isinstance(op, scf.ForOp | scf.ParallelOp):
             if _has_mac(op):
                 try:
@@ -254,6 +326,9 @@ def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation
 def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
     if isinstance(op, scf.ForOp):
         dims = [(op.lb, op.ub, op.step)]
+        if _strided_by(op) is not None:  # over all the grid's threads: every trip of [0, ub) once
+            ub = _evaluate(op.ub, env)
+            return _count_times(ub, op, env, inexact)
     else:
         dims = list(zip(op.lowerBound, op.upperBound, op.step))
     ivs = list(op.body.block.args[: len(dims)])
@@ -273,6 +348,22 @@ def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexac
             inner = dict(env)
             inner.update({iv: r[i] for iv, r, i in zip(ivs, ranges, point)})
             total += _count_block(op.body.block, inner, inexact)
+        return total
+
+
+def _count_times(trips: int, op: scf.ForOp, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+    """The multiply-adds of `trips` trips of a loop striding over the grid's blocks or a block's threads (its body
+    may depend on the induction variable: enumerated then)."""
+    if trips <= 0:
+        return 0
+    try:
+        return trips * _count_block(op.body.block, env, inexact)
+    except _NeedsIv:
+        if trips > _ENUMERATION_LIMIT:
+            raise _NotStatic from None
+        total = 0
+        for i in range(trips):
+            total += _count_block(op.body.block, {**env, op.body.block.args[0]: i}, inexact)
         return total
 
 
@@ -520,6 +611,10 @@ _HELPERS: dict[str, str] = {
                       f"  return x < lo ? lo : (x > hi ? hi : x);\n}}\n",
     "cvmc_clamp_u32": f"{_DEVICE} u32 cvmc_clamp_u32(u32 x, u32 hi) {{\n"
                       f"  return x > hi ? hi : x;\n}}\n",
+    "cvmc_load_word": f"{_DEVICE} i32 cvmc_load_word(const i8 *p) {{\n"
+                      f"  i32 w;\n"
+                      f"  __builtin_memcpy(&w, __builtin_assume_aligned(p, 4), 4);\n"
+                      f"  return w;\n}}\n",
 }  # fmt: skip
 
 # --------------------------------------------------------------------------------------------------------------
@@ -701,7 +796,7 @@ class _KernelPrinter:
         body = body_symbol(self.spec.symbol)
         self.line(f"{_DEVICE} void {body}({', '.join(params)}) {{")
         self.depth += 1
-        if self.grid is None:
+        if self.grid is None and not self.spec.blocks:
             self.line("if (blockIdx.x != 0 || threadIdx.x != 0) return;  // one thread runs the kernel")
         self.emit_ops(block)
         self.depth -= 1
@@ -892,11 +987,42 @@ class _KernelPrinter:
 
     @_handles("memref.alloca")
     def _alloca(self, op: Operation) -> None:
+        """A local array of the thread, or (memory space 3) a `__shared__` array of the block."""
         t = op.results[0].type
         assert isinstance(t, MemRefType)
         name = self.fresh()
-        self.line(f"{_memory_c_type(t.element_type)} {name}[{self._buffer_elements(t)}];")
+        shared = "__shared__ " if _is_shared(t) else ""
+        self.line(f"{shared}{_memory_c_type(t.element_type)} {name}[{self._buffer_elements(t)}];")
         self.values[op.results[0]] = name
+
+    # ---- gpu and the GPU schedule's own ops --------------------------------------------------------------
+
+    @_handles("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim")
+    def _gpu_index(self, op: Operation) -> None:
+        dimension = op.properties["dimension"]
+        axis = str(getattr(dimension, "data", "x")).lower().rsplit(".", 1)[-1]
+        if axis != "x":
+            raise CVMRuntimeError(f"cuda codegen: expected dimension x in {_name(op)}, got {axis}")
+        variable = {"gpu.thread_id": "threadIdx", "gpu.block_id": "blockIdx", "gpu.block_dim": "blockDim",
+                    "gpu.grid_dim": "gridDim"}[_name(op)]  # fmt: skip
+        self.define(op.results[0], f"(i64){variable}.x")
+
+    @_handles("gpu.barrier")
+    def _barrier(self, op: Operation) -> None:
+        self.line("__syncthreads();")
+
+    @_handles("cvmc.dp4a")
+    def _dp4a(self, op: Operation) -> None:
+        """acc + the sum of the four products of the signed bytes of a and b (exact, wrapping in int32)."""
+        a, b, acc = self.operands(op)
+        self.define(op.results[0], f"__dp4a({a}, {b}, {acc})")
+
+    @_handles("cvmc.load_word")
+    def _load_word(self, op: Operation) -> None:
+        """The four bytes at a 4-byte aligned element of an i8 memref, as one i32 (memory order: byte k at bits 8k
+        on the little-endian GPU)."""
+        memref_value, *indices = op.operands
+        self.define(op.results[0], f"{self.helper('cvmc_load_word')}(&{self.address(memref_value, indices)})")
 
     @_handles("memref.alloc")
     def _alloc(self, op: Operation) -> None:
