@@ -12,23 +12,26 @@ the like are already one `scf.parallel` over their output, one GPU thread per ou
 - Each output element's reduction is shared by `S` threads (`split`): the fewest, a power of two, such that a
   thread performs at most `MACS_PER_THREAD` multiply-adds or the launch has `THREADS_WANTED` threads. `S = 1`
   is an `scf.parallel` over the output (the printer's grid-stride loop: one thread per output). `S > 1` is a
-  block schedule: blocks of `BLOCK` threads, each block `BLOCK / S` outputs; thread `v` of a block sums steps
-  `s, s + S, s + 2S, ...` (s = v mod S: neighbouring threads read neighbouring words) of its output into
-  `shared[v]` (shared memory), a barrier, then thread `v < BLOCK / S` adds the S partial sums of output `v`,
-  runs the epilogue (bias, requantization: what the CPU path fuses) and stores it; a second barrier before the
-  block's shared memory is used again. Blocks and threads stride (`for b = blockIdx.x; b < blocks;
-  b += gridDim.x`, the same for threads), so any launch computes the same bits; the last block's spare threads
-  repeat the last output and their sum is never stored. A step past the end of a reduction (when S does not
-  divide it) reads the last step's operands and adds nothing (`select`).
+  block schedule: blocks of at most `BLOCK` threads, each block `P` outputs (at most `BLOCK / S`, balanced over
+  the blocks); thread `v < P * S` of a block sums steps `s, s + S, s + 2S, ...` (s = v mod S: neighbouring
+  threads read neighbouring words) of its output `v / S` into `shared[v]` (shared memory), a barrier, then
+  thread `v < P` adds the S partial sums of output `v`, runs the epilogue (bias, requantization: what the CPU
+  path fuses) and stores it; a second barrier before the block's shared memory is used again. Blocks and threads
+  stride (`for b = blockIdx.x; b < blocks; b += gridDim.x`, the same for threads), so any launch computes the
+  same bits; the spare threads of the last block (fewer than the blocks) repeat the last output and their sum
+  is never stored. A step past the end of a reduction (when S does not divide it) reads the last step's operands
+  and adds nothing (`select`).
 
 Integer sums wrap in int32 in any order, so the split gives the reference's bits.
 
-    %shared = memref.alloca() : memref<256xi32, 3 : i64>     // memory space 3: a block's shared memory
+    %shared = memref.alloca() : memref<256xi32, 3 : i64>     // memory space 3: the block's shared memory
     %b = "gpu.block_id"() <{dimension = #gpu<dim x>}> : () -> index
     scf.for %blk = %b to %blocks step %grid {
-      scf.for %v = %t to %c256 step %threads { ... "cvmc.dp4a"(%xw, %ww, %acc) ... memref.store %acc, %shared[%v] }
+      scf.for %v = %t to %threads_of_block step %block_dim {
+        ... "cvmc.dp4a"(%xw, %ww, %acc) ... memref.store %acc, %shared[%v]
+      }
       "gpu.barrier"() : () -> ()
-      scf.for %v = %t to %per_block step %threads { ... the S partial sums, epilogue, store ... }
+      scf.for %v = %t to %outputs_of_block step %block_dim { ... the S partial sums, epilogue, store ... }
       "gpu.barrier"() : () -> ()
     }
 """
@@ -110,10 +113,10 @@ def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_pe
 
         k.loops(shape, one, parallel=True)
         return
-    per = BLOCK // s
-    blocks = -(-outputs // per)
+    blocks = -(-outputs // (BLOCK // s))
+    per = -(-outputs // blocks)  # outputs of a block, balanced: fewer than `blocks` spare threads in all
+    shared = k.insert(memref.AllocaOp.get(i32, shape=[per * s], memory_space=SHARED)).results[0]
     trips = -(-steps // s)
-    shared = k.insert(memref.AllocaOp.get(i32, shape=[BLOCK], memory_space=SHARED)).results[0]
     block_id, grid = _gpu_index(k, gpu.BlockIdOp), _gpu_index(k, gpu.GridDimOp)
     thread, threads = _gpu_index(k, gpu.ThreadIdOp), _gpu_index(k, gpu.BlockDimOp)
 
@@ -134,7 +137,7 @@ def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_pe
 
             k.store(k.for_(trips, over, inits=[k.const(0)])[0], shared, [v])
 
-        k.for_(BLOCK, partial, lb=thread, step=threads)
+        k.for_(per * s, partial, lb=thread, step=threads)
         k.insert(gpu.BarrierOp())
 
         def total(v: Value) -> None:
