@@ -116,6 +116,7 @@ class CudaKernelSpec:
     parallel: bool  # the top-level scf.parallel is spread over the grid (else one thread runs everything)
     macs: int = 0  # integer multiply-adds one launch performs (`kernel_macs`)
     macs_exact: bool = True  # False where a loop around a multiply-add has a trip count known only at run time
+    loads: int = 0  # load instructions one launch issues (`kernel_loads`)
     blocks: int = 0  # a block kernel (`_BlockLoop`): the blocks its block-stride loop deals out; 0: none
     shared_bytes: int = 0  # static shared memory of a block
 
@@ -134,13 +135,14 @@ def kernel_specs(module: ModuleOp) -> dict[str, CudaKernelSpec]:
         grid = _grid_loop(op)
         blocks = _block_loop(op)
         macs, exact = kernel_macs(op)
+        loads = kernel_loads(op)
         if blocks is not None:
             specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, blocks.work, True, macs, exact,
-                                         blocks.blocks, _shared_bytes(op))
+                                         loads, blocks.blocks, _shared_bytes(op))
             continue
         work = 1 if grid is None else grid.work
         specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, work, grid is not None, macs,
-                                     exact)
+                                     exact, loads)
     return specs
 
 
@@ -297,38 +299,51 @@ def _is_mac(op: Operation) -> bool:
     return any(_name(use.operation) == "arith.addi" for use in op.results[0].uses)
 
 
-def _has_mac(op: Operation) -> bool:
-    return any(_is_mac(inner) or _name(inner) == "cvmc.dp4a" for inner in op.walk())
+def _macs_of(op: Operation) -> int:
+    """The multiply-adds of one op: 1 for a multiply-add, 4 for `cvmc.dp4a` (four int8 products)."""
+    if _name(op) == "cvmc.dp4a":
+        return 4
+    return 1 if _is_mac(op) else 0
+
+
+def _loads_of(op: Operation) -> int:
+    """The memory loads of one op (`memref.load`, `cvmc.load_word`: one instruction each)."""
+    return 1 if _name(op) in ("memref.load", "cvmc.load_word") else 0
+
+
+_Weight = Callable[[Operation], int]
+
+
+def _has(op: Operation, weight: _Weight) -> bool:
+    return any(weight(inner) for inner in op.walk())
 
 
 # At most this many iterations are enumerated to count a loop whose inner bounds depend on its variable.
 _ENUMERATION_LIMIT = 1 << 20
 
 
-def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation], weight: _Weight) -> int:
     total = 0
     for op in block.ops:
-        if _is_mac(op):
-            total += 1
-        elif _name(op) == "cvmc.dp4a":  # four int8 multiply-adds
-            total += 4
-        elif isinstance(op, scf.ForOp | scf.ParallelOp):
-            if _has_mac(op):
+        if isinstance(op, scf.ForOp | scf.ParallelOp):
+            if _has(op, weight):
                 try:
-                    total += _count_loop(op, env, inexact)
+                    total += _count_loop(op, env, inexact, weight)
                 except _NotStatic:  # a trip count known only at run time: not counted
                     inexact.append(op)
-        elif op.regions and _has_mac(op):  # scf.if and the like: the most any branch performs (an upper bound)
-            total += max(_count_block(b, env, inexact) for r in op.regions for b in r.blocks)
+        elif op.regions and _has(op, weight):  # scf.if and the like: the most any branch does (an upper bound)
+            total += max(_count_block(b, env, inexact, weight) for r in op.regions for b in r.blocks)
+        else:
+            total += weight(op)
     return total
 
 
-def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexact: list[Operation],
+                weight: _Weight) -> int:
     if isinstance(op, scf.ForOp):
         dims = [(op.lb, op.ub, op.step)]
         if _strided_by(op) is not None:  # over all the grid's threads: every trip of [0, ub) once
-            ub = _evaluate(op.ub, env)
-            return _count_times(ub, op, env, inexact)
+            return _count_times(_evaluate(op.ub, env), op, env, inexact, weight)
     else:
         dims = list(zip(op.lowerBound, op.upperBound, op.step))
     ivs = list(op.body.block.args[: len(dims)])
@@ -339,7 +354,7 @@ def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexac
     if trips == 0:
         return 0
     try:
-        return trips * _count_block(op.body.block, env, inexact)
+        return trips * _count_block(op.body.block, env, inexact, weight)
     except _NeedsIv:  # an inner bound depends on these variables: enumerate them
         if trips > _ENUMERATION_LIMIT:
             raise _NotStatic from None
@@ -347,37 +362,49 @@ def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexac
         for point in np.ndindex(*(len(r) for r in ranges)):
             inner = dict(env)
             inner.update({iv: r[i] for iv, r, i in zip(ivs, ranges, point)})
-            total += _count_block(op.body.block, inner, inexact)
+            total += _count_block(op.body.block, inner, inexact, weight)
         return total
 
 
-def _count_times(trips: int, op: scf.ForOp, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
-    """The multiply-adds of `trips` trips of a loop striding over the grid's blocks or a block's threads (its body
-    may depend on the induction variable: enumerated then)."""
+def _count_times(trips: int, op: scf.ForOp, env: dict[SSAValue, int], inexact: list[Operation],
+                 weight: _Weight) -> int:
+    """The count of `trips` trips of a loop striding over the grid's blocks or a block's threads (its body may
+    depend on the induction variable: enumerated then)."""
     if trips <= 0:
         return 0
     try:
-        return trips * _count_block(op.body.block, env, inexact)
+        return trips * _count_block(op.body.block, env, inexact, weight)
     except _NeedsIv:
         if trips > _ENUMERATION_LIMIT:
             raise _NotStatic from None
         total = 0
         for i in range(trips):
-            total += _count_block(op.body.block, {**env, op.body.block.args[0]: i}, inexact)
+            total += _count_block(op.body.block, {**env, op.body.block.args[0]: i}, inexact, weight)
         return total
+
+
+def _count(op: func.FuncOp, weight: _Weight) -> tuple[int, bool]:
+    inexact: list[Operation] = []
+    try:
+        return _count_block(op.body.block, {}, inexact, weight), not inexact
+    except _NeedsIv:  # a bound depending on a variable that is not an enclosing loop's: not countable
+        return 0, False
 
 
 def kernel_macs(op: func.FuncOp) -> tuple[int, bool]:
     """(multiply-adds, exact): the integer multiply-adds one call of the kernel performs: every non-index
     `arith.muli` whose product feeds an `arith.addi` (the inner step of conv2d, dense and the like, zero padding
-    of the reduction included), times the trips of the loops around it (loops whose bounds depend on enclosing
-    variables are enumerated; of an `scf.if`, the branch with more). A loop whose trip count depends on memory
+    of the reduction included) and four for every `cvmc.dp4a`, times the trips of the loops around it (loops
+    whose bounds depend on enclosing variables are enumerated; a block kernel's block and thread loops count
+    every block and thread once; of an `scf.if`, the branch with more). A loop whose trip count depends on memory
     (NMS) is not counted, and `exact` is then False."""
-    inexact: list[Operation] = []
-    try:
-        return _count_block(op.body.block, {}, inexact), not inexact
-    except _NeedsIv:  # a bound depending on a variable that is not an enclosing loop's: not countable
-        return 0, False
+    return _count(op, _macs_of)
+
+
+def kernel_loads(op: func.FuncOp) -> int:
+    """The load instructions one call of the kernel issues (`memref.load` and `cvmc.load_word`, global memory and
+    shared), counted as `kernel_macs` counts (loops of run-time trips left out)."""
+    return _count(op, _loads_of)[0]
 
 
 _WRITING_OPS = ("memref.store", "memref.copy", "memref.alloc", "memref.dealloc")

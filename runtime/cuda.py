@@ -493,8 +493,9 @@ def launch_descriptions(program: HostProgram, specs: dict[str, CudaKernelSpec],
     """Every launch of `program`, in order, as `launches.json` records it: the kernel's C symbol, `grid` and
     `block` (three-element lists, as `launch_config` chooses them), `shared_bytes` (static shared memory of a
     block), `macs` (integer multiply-adds the launch performs, `macs_exact` False where that depends on the data),
-    `work` (units of its grid-stride loop; of a block kernel, its blocks times the threads of each) and the bytes
-    of its arguments' spans, read and written (`read_bytes`, `written_bytes`: what a roofline bound needs)."""
+    `loads` (load instructions it issues, global and shared, counted the same way), `work` (units of its
+    grid-stride loop; of a block kernel, its blocks times the threads of each) and the bytes of its arguments'
+    spans, read and written (`read_bytes`, `written_bytes`: what a roofline bound needs)."""
     out: list[dict[str, Any]] = []
     for call in program.calls:
         spec = specs[call.kernel]
@@ -509,7 +510,8 @@ def launch_descriptions(program: HostProgram, specs: dict[str, CudaKernelSpec],
                 read += nbytes
         out.append({"kernel": spec.symbol, "grid": [grid, 1, 1], "block": [block, 1, 1],
                     "shared_bytes": spec.shared_bytes,
-                    "macs": spec.macs, "macs_exact": spec.macs_exact, "work": spec.work if spec.parallel else 1,
+                    "macs": spec.macs, "macs_exact": spec.macs_exact, "loads": spec.loads,
+                    "work": spec.work if spec.parallel else 1,
                     "read_bytes": read, "written_bytes": written})
     return out
 

@@ -13,7 +13,7 @@ import re
 import pytest
 from conftest import case_params, corpus_cases
 
-from cvmc.codegen.cuda import body_symbol, kernel_macs
+from cvmc.codegen.cuda import body_symbol, kernel_loads, kernel_macs
 from cvmc.codegen.llvm import parse_loop_level
 from cvmc.runtime import cuda as rc
 from cvmc.runtime.graph import load_graph
@@ -76,6 +76,28 @@ def test_a_bound_depending_on_an_enclosing_loop_is_enumerated():
     assert macs_of(parallel(3, loop(2, body, iv="%t"))) == (3 * 20, True)
 
 
+def test_loads_are_counted_as_multiply_adds_are():
+    module = parse_loop_level(kernel("k", parallel(4, loop(5, MAC) + "\n" + loop(3, MAC))))
+    assert kernel_loads(next(iter(module.ops))) == 4 * (5 + 3) * 3  # pyright: ignore[reportArgumentType]
+
+
+def test_a_block_kernel_counts_every_block_and_thread_once():
+    """`for b = block_id to 3 step grid_dim { for v = thread_id to 5 step block_dim { ... } }`: 3 * 5 trips, however
+    the launch deals them out; `cvmc.dp4a` is four multiply-adds."""
+    body = ('%z = arith.constant 0 : i32\n%c3 = arith.constant 3 : index\n%c5 = arith.constant 5 : index\n'
+            '%b = "gpu.block_id"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            '%g = "gpu.grid_dim"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            '%t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            '%d = "gpu.block_dim"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            'scf.for %i = %b to %c3 step %g {\nscf.for %v = %t to %c5 step %d {\n'
+            '%a = memref.load %x[%v] : memref<64xi32>\n%r = "cvmc.dp4a"(%a, %a, %z) : (i32, i32, i32) -> i32\n'
+            'memref.store %r, %acc[%v] : memref<64xi32>\n}\n}')  # fmt: skip
+    module = parse_loop_level(kernel("k", body))
+    op = next(iter(module.ops))
+    assert kernel_macs(op) == (3 * 5 * 4, True)  # pyright: ignore[reportArgumentType]
+    assert kernel_loads(op) == 3 * 5  # pyright: ignore[reportArgumentType]
+
+
 def test_a_bound_read_from_memory_is_not_exact():
     body = ("%z = memref.load %x[%c0] : memref<64xi32>\n%n = arith.index_cast %z : i32 to index\n"
             + loop("%n", MAC) + "\n" + loop(3, MAC))  # fmt: skip
@@ -125,7 +147,7 @@ def test_launches_json_describes_every_launch(case, tmp_path):
     assert [p.name for p in paths] == ["kernels.cu", "host.mlir", "launches.json"]
     assert len(launches) == paths[1].read_text().count("func.call")
     for launch in launches:
-        assert set(launch) == {"kernel", "grid", "block", "shared_bytes", "macs", "macs_exact", "work",
+        assert set(launch) == {"kernel", "grid", "block", "shared_bytes", "macs", "macs_exact", "loads", "work",
                                "read_bytes", "written_bytes"}  # fmt: skip
         assert f'__global__ void __launch_bounds__(256) {launch["kernel"]}(' in source
         assert len(launch["grid"]) == len(launch["block"]) == 3 and launch["grid"][1:] == launch["block"][1:] == [1, 1]
@@ -216,6 +238,11 @@ def test_estimate_bounds(estimator):
     # memory-bound: bytes over the bandwidth, plus the launch
     mem = e.estimate(launch(read_bytes=3 * 10**9, written_bytes=350 * 10**6), dp4a=False)
     assert mem["time_s"] == pytest.approx(1e-3 + e.LAUNCH_OVERHEAD_S)
+    # load-bound: load instructions over the LD/ST units' rate, past a compute bound below it
+    loads = e.SMS * e.LOADS_PER_CLOCK_PER_SM * e.CLOCK_HZ * 1e-3  # a millisecond of loads
+    got = e.estimate(launch(loads=loads, macs=10**6, grid=[4096, 1, 1], work=10**6), dp4a=True)
+    assert got["loads_s"] == pytest.approx(1e-3) and got["compute_s"] < 1e-3
+    assert got["time_s"] == pytest.approx(1e-3 + e.LAUNCH_OVERHEAD_S)
 
 
 def test_estimate_finds_the_dp4a_kernels(estimator):
@@ -230,4 +257,4 @@ def test_estimate_runs_on_a_launches_json(estimator, tmp_path, capsys):
     assert estimator.main([str(case), "--launches", str(tmp_path / "launches.json"), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "H100 SXM paper estimate:" in out and "cpu device, measured median of 1:" in out
-    assert f"{graph_macs(case) / 1e6:.1f} M multiply-adds" in out
+    assert f"{graph_macs(case) / 1e6:.1f} M multiply-adds ({graph_macs(case) / 1e6:.1f} M on __dp4a)" in out
