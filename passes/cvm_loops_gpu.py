@@ -38,18 +38,35 @@ Integer sums wrap in int32 in any order, so the split gives the reference's bits
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from math import prod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from xdsl.dialects import func, gpu, memref
-from xdsl.dialects.builtin import IntegerAttr, UnregisteredOp, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, UnregisteredOp, i8, i32, i64
 
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
+from cvmc.passes.cvm_loops_plan import Group
+from cvmc.passes.cvm_loops_views import Layout
 
-if TYPE_CHECKING:
-    from cvmc.passes.cvm_loops_kernels import KernelCall
+
+class _Arg(Protocol):
+    @property
+    def layout(self) -> Layout: ...
+
+
+class _Call(Protocol):
+    """What a kernel is built from (`cvm_loops_kernels.KernelCall`)."""
+
+    @property
+    def group(self) -> Group: ...
+
+    @property
+    def args(self) -> Sequence[_Arg]: ...
+
+    @property
+    def types(self) -> Sequence[MemRefType]: ...
 
 BLOCK = 256  # threads of a block (the CUDA printer's BLOCK_SIZE)
 MACS_PER_THREAD = 64  # a thread's share of a reduction: at most this many multiply-adds ...
@@ -68,7 +85,7 @@ def dp4a(k: KernelBuilder, a: Value, b: Value, acc: Value) -> Value:
     return k.insert(_Dp4a.create(operands=[a, b, acc], result_types=[i32])).results[0]
 
 
-def load_word(k: KernelBuilder, mem: Value, ivs: list[Value | int]) -> Value:
+def load_word(k: KernelBuilder, mem: Value, ivs: Sequence[Value | int]) -> Value:
     return k.insert(_LoadWord.create(operands=[mem, *(k.idx(i) for i in ivs)], result_types=[i32])).results[0]
 
 
@@ -286,7 +303,7 @@ def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
     k.loops(out.layout.shape, element_row, parallel=True)
 
 
-def build_gpu_kernel(name: str, call: KernelCall) -> func.FuncOp | None:
+def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
     """The GPU kernel of a conv2d, dense or pack group, or None for a group built as for the CPU."""
     group = call.group
     if group.kind not in ("conv2d", "dense", "pack"):
