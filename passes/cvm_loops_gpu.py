@@ -8,7 +8,9 @@ the like are already one `scf.parallel` over their output, one GPU thread per ou
 - conv2d and dense reduce over the packed operands of the plan: signed bytes when both operands fit int8, read
   four at a time as one 32-bit word (`cvmc.load_word`) and multiplied by `cvmc.dp4a` (CUDA's `__dp4a`: four int8
   products summed into an int32, exact), else int16 or int32 products summed in int32. A conv2d whose channels
-  per group are not a multiple of 4 gathers its input word byte by byte.
+  per group are not a multiple of 4 gathers its input word byte by byte. A conv2d's reduction runs tap by tap
+  (kh, kw, then the tap's channel steps: no index division in the loop) where a tap's steps split evenly over
+  the threads sharing the output, else over the flattened (tap, channel) step.
 - Each output element's reduction is shared by `S` threads (`split`): the fewest, a power of two, such that a
   thread performs at most `MACS_PER_THREAD` multiply-adds or the launch has `THREADS_WANTED` threads. `S = 1`
   is an `scf.parallel` over the output (the printer's grid-stride loop: one thread per output). `S > 1` is a
@@ -79,6 +81,7 @@ _LoadWord = UnregisteredOp.with_name(LOAD_WORD)
 
 Epilogue = Callable[[Value, list[Value]], Value]
 Step = Callable[[Value, Value], Value]  # (reduction step, accumulator) -> accumulator
+Reduction = Callable[[list[Value], Value, int], Value]  # (output ivs, lane, S) -> the lane's partial sum
 
 
 def dp4a(k: KernelBuilder, a: Value, b: Value, acc: Value) -> Value:
@@ -117,23 +120,37 @@ def _gpu_index(k: KernelBuilder, cls: type[gpu.ThreadIdOp | gpu.BlockIdOp | gpu.
     return k.insert(cls(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
 
 
-def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_per_step: int,
-                   prepare: Callable[[list[Value]], Step], finish: Callable[[list[Value], Value], None]) -> None:
-    """Every output of `shape` as a sum of `steps` steps (`prepare(ivs)` gives the step function of one output,
-    `finish(ivs, sum)` stores it), shared by `split(...)` threads an output."""
+def strided(k: KernelBuilder, steps: int, prepare: Callable[[list[Value]], Step]) -> Reduction:
+    """The reduction of steps lane, lane + S, lane + 2S, ... of `steps` steps (`prepare(ivs)` gives the step
+    function of one output): ceil(steps / S) trips each, a step past the end adding nothing."""
+    def partial(ivs: list[Value], lane: Value, s: int) -> Value:
+        step = prepare(ivs)
+        trips = -(-steps // s)
+
+        def over(t: Value, acc: Value) -> list[Value]:
+            j = k.addi(k.muli(t, s), lane)
+            if trips * s == steps:
+                return [step(j, acc)]
+            inside = k.cmpi("slt", j, steps)
+            return [k.select(inside, step(k.minsi(j, steps - 1), acc), acc)]
+
+        return k.for_(trips, over, inits=[k.const(0)])[0]
+
+    return partial
+
+
+def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_per_step: int, reduction: Reduction,
+                   finish: Callable[[list[Value], Value], None]) -> None:
+    """Every output of `shape` as a sum of `steps` steps, shared by `split(...)` threads an output: each thread's
+    partial sum is `reduction(ivs, lane, S)`, `finish(ivs, sum)` stores the output."""
     outputs = prod(shape)
     s = split(outputs, steps, macs_per_step)
     if s == 1:
-        def one(ivs: list[Value]) -> None:
-            step = prepare(ivs)
-            finish(ivs, k.for_(steps, lambda j, acc: [step(j, acc)], inits=[k.const(0)])[0])
-
-        k.loops(shape, one, parallel=True)
+        k.loops(shape, lambda ivs: finish(ivs, reduction(ivs, k.idx(0), 1)), parallel=True)
         return
     blocks = -(-outputs // (BLOCK // s))
     per = -(-outputs // blocks)  # outputs of a block, balanced: fewer than `blocks` spare threads in all
     shared = k.insert(memref.AllocaOp.get(i32, shape=[per * s], memory_space=SHARED)).results[0]
-    trips = -(-steps // s)
     block_id, grid = _gpu_index(k, gpu.BlockIdOp), _gpu_index(k, gpu.GridDimOp)
     thread, threads = _gpu_index(k, gpu.ThreadIdOp), _gpu_index(k, gpu.BlockDimOp)
 
@@ -142,17 +159,7 @@ def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_pe
 
         def partial(v: Value) -> None:
             out = k.minsi(k.addi(first, k.divsi(v, s)), outputs - 1)  # spare threads repeat the last output
-            lane = k.remsi(v, s)
-            step = prepare(_unravel(k, out, shape))
-
-            def over(t: Value, acc: Value) -> list[Value]:
-                j = k.addi(k.muli(t, s), lane)
-                if trips * s == steps:
-                    return [step(j, acc)]
-                inside = k.cmpi("slt", j, steps)
-                return [k.select(inside, step(k.minsi(j, steps - 1), acc), acc)]
-
-            k.store(k.for_(trips, over, inits=[k.const(0)])[0], shared, [v])
+            k.store(reduction(_unravel(k, out, shape), k.remsi(v, s), s), shared, [v])
 
         k.for_(per * s, partial, lb=thread, step=threads)
         k.insert(gpu.BarrierOp())
@@ -200,11 +207,16 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
     (sh, sw), (dh, dw) = a["strides"], a["dilation"]
     depth = kh * kw * cg
     byte = x.mem.type.element_type == i8  # type: ignore[attr-defined]
+    steps = -(-depth // 4) if byte else depth
 
-    def prepare(ivs: list[Value]) -> Step:
+    def origin(ivs: list[Value]) -> tuple[Value, Value, Value]:  # (first channel, first row, first column)
         n, oc, oh, ow = ivs
         c0 = k.muli(k.divsi(oc, ocg), cg) if groups > 1 else k.idx(0)
-        ih0, iw0 = k.muli(oh, sh), k.muli(ow, sw)
+        return c0, k.muli(oh, sh), k.muli(ow, sw)
+
+    def prepare(ivs: list[Value]) -> Step:
+        n, oc, _, _ = ivs
+        c0, ih0, iw0 = origin(ivs)
 
         def at(r: Value) -> list[Value]:  # the input element of reduction index r
             t = k.divsi(r, cg)
@@ -223,15 +235,45 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
             return gathered
         return lambda j, acc: k.addi(acc, k.muli(_widen(k, x.load(k, at(j))), _widen(k, w.load(k, [oc, j]))))
 
+    flat = strided(k, steps, prepare)
+    unit = 4 if byte else 1  # channels a step takes
+    per_tap = cg // unit if cg % unit == 0 else 0  # steps of one tap (0: steps cross taps)
+
+    def by_taps(ivs: list[Value], lane: Value, s: int) -> Value:
+        """Tap by tap, when the S lanes share each tap's steps evenly: no index division in the loop."""
+        if not per_tap or per_tap % s:
+            return flat(ivs, lane, s)
+        n, oc, _, _ = ivs
+        c0, ih0, iw0 = origin(ivs)
+
+        def over_i(i: Value, acc: Value) -> list[Value]:
+            ih = k.addi(ih0, k.muli(i, dh))
+
+            def over_j(jj: Value, acc: Value) -> list[Value]:
+                iw = k.addi(iw0, k.muli(jj, dw))
+                tap = k.muli(k.addi(k.muli(i, kw), jj), cg)
+
+                def over_q(q: Value, acc: Value) -> list[Value]:
+                    c = k.muli(k.addi(k.muli(q, s), lane), unit)
+                    if byte:
+                        return [dp4a(k, load_word(k, x.mem, [n, ih, iw, k.addi(c0, c)]),
+                                     load_word(k, w.mem, [oc, k.addi(tap, c)]), acc)]
+                    v = k.muli(_widen(k, x.load(k, [n, ih, iw, k.addi(c0, c)])),
+                               _widen(k, w.load(k, [oc, k.addi(tap, c)])))
+                    return [k.addi(acc, v)]
+
+                return k.for_(per_tap // s, over_q, inits=[acc])
+
+            return k.for_(kw, over_j, inits=[acc])
+
+        return k.for_(kh, over_i, inits=[k.const(0)])[0]
+
     def finish(ivs: list[Value], v: Value) -> None:
         if len(ins) > 2:
             v = k.addi(v, ins[2].load(k, [ivs[1]]))
         k.store(epilogue(v, ivs), out.mem, ivs)
 
-    if byte:
-        reduce_outputs(k, shape, -(-depth // 4), 4, prepare, finish)
-    else:
-        reduce_outputs(k, shape, depth, 1, prepare, finish)
+    reduce_outputs(k, shape, steps, 4 if byte else 1, by_taps, finish)
 
 
 def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
@@ -252,10 +294,8 @@ def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue
             v = k.addi(v, ins[2].load(k, [ivs[1]]))
         k.store(epilogue(v, ivs), out.mem, ivs)
 
-    if byte:
-        reduce_outputs(k, out.layout.shape, width // 4, 4, prepare, finish)
-    else:
-        reduce_outputs(k, out.layout.shape, width, 1, prepare, finish)
+    steps = width // 4 if byte else width
+    reduce_outputs(k, out.layout.shape, steps, 4 if byte else 1, strided(k, steps, prepare), finish)
 
 
 def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:

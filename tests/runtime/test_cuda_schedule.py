@@ -1,8 +1,9 @@
 """The GPU schedule of conv2d and dense (`cvmc.passes.cvm_loops_gpu`) on the emulated grid (tests/cuda_host.py):
 int8 operands on `__dp4a` (whole words, and words gathered byte by byte), int16 and int32 operands, reductions
-split over the threads of a block through shared memory and barriers (a split that does not divide the reduction,
-a last block with spare threads), bit-exact with the reference interpreter at the bounds of each element type and
-one past; without either barrier the result is wrong; the split rule at its bounds."""
+split over the threads of a block through shared memory and barriers (a split that does not divide the
+reduction, a last block with spare threads, tap by tap where the split divides a tap's steps), bit-exact with the
+reference interpreter at the bounds of each element type and one past; without either barrier the result is
+wrong; the split rule at its bounds."""
 
 from __future__ import annotations
 
@@ -56,10 +57,12 @@ def _data(b, shape, bits):
 # int8 up to 8 bits, int16 up to 16, else int32
 CONVS = {
     "int8_words_masked_spare": (12, 7, 1, (1, 1), (1, 1), 8),  # 27 words over 2 threads; 245 outputs, 2 blocks
+    "int8_by_taps": (16, 6, 1, (1, 1), (1, 1), 8),  # 4 words a tap, 4 threads an output: one word a tap each
     "int8_gathered_masked": (11, 6, 1, (1, 1), (1, 1), 8),  # 11 channels: words cross taps
     "int8_groups_strides_dilation": (24, 4, 2, (2, 2), (2, 2), 8),
     "int8_one_thread": (4, 5, 1, (1, 1), (1, 1), 8),  # 9 words: one thread an output
     "int16_masked": (13, 6, 1, (1, 1), (1, 1), 9),  # one bit past int8
+    "int16_by_taps": (16, 6, 1, (1, 1), (1, 1), 9),  # 16 channels a tap over 4 threads
     "int16_at_the_bound": (13, 6, 1, (1, 1), (1, 1), 16),
     "int32": (13, 6, 1, (1, 1), (1, 1), 17),  # one bit past int16
 }
