@@ -638,10 +638,10 @@ _HELPERS: dict[str, str] = {
                       f"  return x < lo ? lo : (x > hi ? hi : x);\n}}\n",
     "cvmc_clamp_u32": f"{_DEVICE} u32 cvmc_clamp_u32(u32 x, u32 hi) {{\n"
                       f"  return x > hi ? hi : x;\n}}\n",
+    # four bytes as one word: NVRTC and nvcc make it one 32-bit load (the alignment is promised), no type punning
     "cvmc_load_word": f"{_DEVICE} i32 cvmc_load_word(const i8 *p) {{\n"
-                      f"  i32 w;\n"
-                      f"  __builtin_memcpy(&w, __builtin_assume_aligned(p, 4), 4);\n"
-                      f"  return w;\n}}\n",
+                      f"  const u8 *q = (const u8 *)__builtin_assume_aligned(p, 4);\n"
+                      f"  return (i32)((u32)q[0] | (u32)q[1] << 8 | (u32)q[2] << 16 | (u32)q[3] << 24);\n}}\n",
 }  # fmt: skip
 
 # --------------------------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // What the GPU schedule (cvm_loops_gpu) prints: a block kernel (a top-level loop from gpu.block_id by
 // gpu.grid_dim) needs no one-thread guard; the gpu ids are the CUDA built-ins; an alloca of memory space 3 is a
 // `__shared__` array of the block; gpu.barrier is `__syncthreads()`; cvmc.load_word reads four bytes as one i32
-// through a 4-byte aligned copy (no type punning) and cvmc.dp4a is `__dp4a`.
+// (bytes combined, with the 4-byte alignment promised: one load on the GPU, no type punning) and cvmc.dp4a is
+// `__dp4a`.
 
 func.func @dot(%out: memref<8xi32>, %a: memref<8x16xi8>, %b: memref<16xi8>) {
   %c0 = arith.constant 0 : index
@@ -38,8 +39,8 @@ func.func @dot(%out: memref<8xi32>, %a: memref<8x16xi8>, %b: memref<16xi8>) {
 }
 
 // CHECK:       static __device__ __forceinline__ i32 cvmc_load_word(const i8 *p) {
-// CHECK-NEXT:    i32 w;
-// CHECK-NEXT:    __builtin_memcpy(&w, __builtin_assume_aligned(p, 4), 4);
+// CHECK-NEXT:    const u8 *q = (const u8 *)__builtin_assume_aligned(p, 4);
+// CHECK-NEXT:    return (i32)((u32)q[0] | (u32)q[1] << 8 | (u32)q[2] << 16 | (u32)q[3] << 24);
 // CHECK-LABEL: void b_dot(i32 *__restrict__ arg0, const i8 *__restrict__ arg1, const i8 *__restrict__ arg2) {
 // CHECK-NOT:     one thread runs the kernel
 // CHECK:         __shared__ i32 [[SH:v[0-9]+]][8];
