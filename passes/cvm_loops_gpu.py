@@ -10,19 +10,22 @@ the like are already one `scf.parallel` over their output, one GPU thread per ou
   products summed into an int32, exact), else int16 or int32 products summed in int32. A conv2d whose channels
   per group are not a multiple of 4 gathers its input word byte by byte. A conv2d's reduction runs tap by tap
   (kh, kw, then the tap's channel steps: no index division in the loop) where a tap's steps split evenly over
-  the threads sharing the output, else over the flattened (tap, channel) step.
-- Each output element's reduction is shared by `S` threads (`split`): the fewest, a power of two, such that a
-  thread performs at most `MACS_PER_THREAD` multiply-adds or the launch has `THREADS_WANTED` threads. `S = 1`
-  is an `scf.parallel` over the output (the printer's grid-stride loop: one thread per output). `S > 1` is a
-  block schedule: blocks of at most `BLOCK` threads, each block `P` outputs (at most `BLOCK / S`, balanced over
-  the blocks); thread `v < P * S` of a block sums steps `s, s + S, s + 2S, ...` (s = v mod S: neighbouring
-  threads read neighbouring words) of its output `v / S` into `shared[v]` (shared memory), a barrier, then
-  thread `v < P` adds the S partial sums of output `v`, runs the epilogue (bias, requantization: what the CPU
-  path fuses) and stores it; a second barrier before the block's shared memory is used again. Blocks and threads
-  stride (`for b = blockIdx.x; b < blocks; b += gridDim.x`, the same for threads), so any launch computes the
-  same bits; the spare threads of the last block (fewer than the blocks) repeat the last output and their sum
-  is never stored. A step past the end of a reduction (when S does not divide it) reads the last step's operands
-  and adds nothing (`select`).
+  the threads sharing a unit, else over the flattened (tap, channel) step.
+- A thread computes a unit of up to `TILE` outputs along the channel axis (conv2d's output channels of one group,
+  dense's units: the largest of 4, 2, 1 dividing them), which share each input word: a step loads 1 + T words
+  for T `__dp4a`.
+- Each unit's reduction is shared by `S` threads (`split`): the fewest, a power of two, such that a thread
+  performs at most `MACS_PER_THREAD` multiply-adds or the launch has `THREADS_WANTED` threads. `S = 1` is an
+  `scf.parallel` over the units (the printer's grid-stride loop: one thread per unit). `S > 1` is a block
+  schedule: blocks of at most `BLOCK` threads, each block `P` units (at most `BLOCK / S`, balanced over the
+  blocks); thread `v < P * S` of a block sums steps `s, s + S, s + 2S, ...` (s = v mod S: neighbouring threads
+  read neighbouring words) of its unit `v / S` into `shared[r * P * S + v]` for each output r of the unit
+  (shared memory), a barrier, then thread `v < P` adds the S partial sums of each output of unit `v`, runs the
+  epilogue (bias, requantization: what the CPU path fuses) and stores them; a second barrier before the block's
+  shared memory is used again. Blocks and threads stride (`for b = blockIdx.x; b < blocks; b += gridDim.x`, the
+  same for threads), so any launch computes the same bits; the spare threads of the last block (fewer than the
+  blocks) repeat the last unit and their sums are never stored. A step past the end of a reduction (when S does
+  not divide it) reads the last step's operands and adds nothing (`select`).
 
 Integer sums wrap in int32 in any order, so the split gives the reference's bits.
 
@@ -33,7 +36,7 @@ Integer sums wrap in int32 in any order, so the split gives the reference's bits
         ... "cvmc.dp4a"(%xw, %ww, %acc) ... memref.store %acc, %shared[%v]
       }
       "gpu.barrier"() : () -> ()
-      scf.for %v = %t to %outputs_of_block step %block_dim { ... the S partial sums, epilogue, store ... }
+      scf.for %v = %t to %units_of_block step %block_dim { ... the S partial sums, epilogue, store ... }
       "gpu.barrier"() : () -> ()
     }
 """
@@ -80,8 +83,9 @@ _Dp4a = UnregisteredOp.with_name(DP4A)
 _LoadWord = UnregisteredOp.with_name(LOAD_WORD)
 
 Epilogue = Callable[[Value, list[Value]], Value]
-Step = Callable[[Value, Value], Value]  # (reduction step, accumulator) -> accumulator
-Reduction = Callable[[list[Value], Value, int], Value]  # (output ivs, lane, S) -> the lane's partial sum
+Step = Callable[[Value, list[Value]], list[Value]]  # (reduction step, a thread's accumulators) -> accumulators
+Reduction = Callable[[list[Value], Value, int], list[Value]]  # (unit ivs, lane, S) -> the lane's partial sums
+TILE = 4  # outputs a thread computes at most along the channel axis (they share each input word)
 
 
 def dp4a(k: KernelBuilder, a: Value, b: Value, acc: Value) -> Value:
@@ -120,37 +124,54 @@ def _gpu_index(k: KernelBuilder, cls: type[gpu.ThreadIdOp | gpu.BlockIdOp | gpu.
     return k.insert(cls(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
 
 
-def strided(k: KernelBuilder, steps: int, prepare: Callable[[list[Value]], Step]) -> Reduction:
+def tile(n: int) -> int:
+    """The outputs a thread computes along an axis of n: the largest of TILE, TILE / 2, ..., 1 dividing n."""
+    t = TILE
+    while n % t:
+        t //= 2
+    return t
+
+
+def strided(k: KernelBuilder, steps: int, tiles: int, prepare: Callable[[list[Value]], Step]) -> Reduction:
     """The reduction of steps lane, lane + S, lane + 2S, ... of `steps` steps (`prepare(ivs)` gives the step
-    function of one output): ceil(steps / S) trips each, a step past the end adding nothing."""
-    def partial(ivs: list[Value], lane: Value, s: int) -> Value:
+    function of one unit of `tiles` outputs): ceil(steps / S) trips each, a step past the end adding nothing."""
+    def partial(ivs: list[Value], lane: Value, s: int) -> list[Value]:
         step = prepare(ivs)
         trips = -(-steps // s)
 
-        def over(t: Value, acc: Value) -> list[Value]:
+        def over(t: Value, *accs: Value) -> list[Value]:
             j = k.addi(k.muli(t, s), lane)
             if trips * s == steps:
-                return [step(j, acc)]
+                return step(j, list(accs))
             inside = k.cmpi("slt", j, steps)
-            return [k.select(inside, step(k.minsi(j, steps - 1), acc), acc)]
+            stepped = step(k.minsi(j, steps - 1), list(accs))
+            return [k.select(inside, new, old) for new, old in zip(stepped, accs)]
 
-        return k.for_(trips, over, inits=[k.const(0)])[0]
+        return k.for_(trips, over, inits=[k.const(0)] * tiles)
 
     return partial
 
 
-def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_per_step: int, reduction: Reduction,
-                   finish: Callable[[list[Value], Value], None]) -> None:
-    """Every output of `shape` as a sum of `steps` steps, shared by `split(...)` threads an output: each thread's
-    partial sum is `reduction(ivs, lane, S)`, `finish(ivs, sum)` stores the output."""
-    outputs = prod(shape)
-    s = split(outputs, steps, macs_per_step)
+def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], tiles: int, steps: int, macs_per_step: int,
+                   reduction: Reduction, finish: Callable[[list[Value], Value], None]) -> None:
+    """Every output of `shape` as a sum of `steps` steps of `macs_per_step` multiply-adds, `tiles` outputs along
+    axis 1 a unit: a unit shared by `split(...)` threads, each thread's partial sums `reduction(unit ivs, lane,
+    S)`; `finish(ivs, sum)` stores an output."""
+    units = (shape[0], shape[1] // tiles, *shape[2:])
+    count = prod(units)
+    s = split(count, steps, macs_per_step * tiles)
+
+    def finish_unit(ivs: list[Value], sums: list[Value]) -> None:
+        for r, v in enumerate(sums):
+            finish([ivs[0], k.addi(k.muli(ivs[1], tiles), r), *ivs[2:]], v)
+
     if s == 1:
-        k.loops(shape, lambda ivs: finish(ivs, reduction(ivs, k.idx(0), 1)), parallel=True)
+        k.loops(units, lambda ivs: finish_unit(ivs, reduction(ivs, k.idx(0), 1)), parallel=True)
         return
-    blocks = -(-outputs // (BLOCK // s))
-    per = -(-outputs // blocks)  # outputs of a block, balanced: fewer than `blocks` spare threads in all
-    shared = k.insert(memref.AllocaOp.get(i32, shape=[per * s], memory_space=SHARED)).results[0]
+    blocks = -(-count // (BLOCK // s))
+    per = -(-count // blocks)  # units of a block, balanced: fewer than `blocks` spare threads in all
+    lanes = per * s  # threads of a block with work
+    shared = k.insert(memref.AllocaOp.get(i32, shape=[tiles * lanes], memory_space=SHARED)).results[0]
     block_id, grid = _gpu_index(k, gpu.BlockIdOp), _gpu_index(k, gpu.GridDimOp)
     thread, threads = _gpu_index(k, gpu.ThreadIdOp), _gpu_index(k, gpu.BlockDimOp)
 
@@ -158,24 +179,28 @@ def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], steps: int, macs_pe
         first = k.muli(b, per)
 
         def partial(v: Value) -> None:
-            out = k.minsi(k.addi(first, k.divsi(v, s)), outputs - 1)  # spare threads repeat the last output
-            k.store(reduction(_unravel(k, out, shape), k.remsi(v, s), s), shared, [v])
+            unit = k.minsi(k.addi(first, k.divsi(v, s)), count - 1)  # spare threads repeat the last unit
+            for r, x in enumerate(reduction(_unravel(k, unit, units), k.remsi(v, s), s)):
+                k.store(x, shared, [k.addi(v, r * lanes)])
 
-        k.for_(per * s, partial, lb=thread, step=threads)
+        k.for_(lanes, partial, lb=thread, step=threads)
         k.insert(gpu.BarrierOp())
 
         def total(v: Value) -> None:
-            out = k.addi(first, v)
+            unit = k.addi(first, v)
 
             def write() -> None:
-                base = k.muli(v, s)
-                acc = k.for_(s, lambda r, acc: [k.addi(acc, k.load(shared, [k.addi(base, r)]))], inits=[k.const(0)])
-                finish(_unravel(k, out, shape), acc[0])
+                sums = []
+                for r in range(tiles):
+                    base = k.addi(k.muli(v, s), r * lanes)
+                    sums += k.for_(s, lambda q, acc: [k.addi(acc, k.load(shared, [k.addi(base, q)]))],
+                                   inits=[k.const(0)])
+                finish_unit(_unravel(k, unit, units), sums)
 
-            if blocks * per == outputs:
+            if blocks * per == count:
                 write()
             else:
-                k.if_(k.cmpi("slt", out, outputs), write)
+                k.if_(k.cmpi("slt", unit, count), write)
 
         k.for_(per, total, lb=thread, step=threads)
         k.insert(gpu.BarrierOp())
@@ -208,15 +233,27 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
     depth = kh * kw * cg
     byte = x.mem.type.element_type == i8  # type: ignore[attr-defined]
     steps = -(-depth // 4) if byte else depth
+    tiles = tile(ocg)  # output channels of one group a thread computes
 
-    def origin(ivs: list[Value]) -> tuple[Value, Value, Value]:  # (first channel, first row, first column)
-        n, oc, oh, ow = ivs
-        c0 = k.muli(k.divsi(oc, ocg), cg) if groups > 1 else k.idx(0)
-        return c0, k.muli(oh, sh), k.muli(ow, sw)
+    def origin(ivs: list[Value]) -> tuple[list[Value], Value, Value, Value]:  # channels, first c, row, column
+        n, unit, oh, ow = ivs
+        ocs = [k.addi(k.muli(unit, tiles), r) for r in range(tiles)]
+        c0 = k.muli(k.divsi(ocs[0], ocg), cg) if groups > 1 else k.idx(0)
+        return ocs, c0, k.muli(oh, sh), k.muli(ow, sw)
+
+    def steps_of(ocs: list[Value], x_of: Callable[[], Value], w_at: Callable[[Value], list[Value]]) -> Step:
+        """A step: one input value (a word of 4 bytes, or one element), times each channel's weight."""
+        def step(_: Value, accs: list[Value]) -> list[Value]:
+            xv = x_of()
+            if byte:
+                return [dp4a(k, xv, load_word(k, w.mem, w_at(oc)), acc) for oc, acc in zip(ocs, accs)]
+            return [k.addi(acc, k.muli(xv, _widen(k, w.load(k, w_at(oc))))) for oc, acc in zip(ocs, accs)]
+
+        return step
 
     def prepare(ivs: list[Value]) -> Step:
-        n, oc, _, _ = ivs
-        c0, ih0, iw0 = origin(ivs)
+        n = ivs[0]
+        ocs, c0, ih0, iw0 = origin(ivs)
 
         def at(r: Value) -> list[Value]:  # the input element of reduction index r
             t = k.divsi(r, cg)
@@ -224,56 +261,56 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
             iw = k.addi(iw0, k.muli(k.remsi(t, kw), dw))
             return [n, ih, iw, k.addi(c0, k.remsi(r, cg))]
 
-        if byte and cg % 4 == 0:  # a word never crosses a tap: one aligned load
-            return lambda j, acc: dp4a(k, load_word(k, x.mem, at(k.muli(j, 4))),
-                                       load_word(k, w.mem, [oc, k.muli(j, 4)]), acc)
-        if byte:  # gathered byte by byte; past the reduction the weight row's padding is 0
-            def gathered(j: Value, acc: Value) -> Value:
-                word = _byte_word(k, lambda b: x.load(k, at(k.minsi(k.addi(k.muli(j, 4), b), depth - 1))))
-                return dp4a(k, word, load_word(k, w.mem, [oc, k.muli(j, 4)]), acc)
+        def step(j: Value, accs: list[Value]) -> list[Value]:
+            if byte and cg % 4 == 0:  # a word never crosses a tap: one aligned load
+                def x_of() -> Value:
+                    return load_word(k, x.mem, at(k.muli(j, 4)))
+            elif byte:  # gathered byte by byte; past the reduction the weight rows' padding is 0
+                def x_of() -> Value:
+                    return _byte_word(k, lambda b: x.load(k, at(k.minsi(k.addi(k.muli(j, 4), b), depth - 1))))
+            else:
+                def x_of() -> Value:
+                    return _widen(k, x.load(k, at(j)))
+            return steps_of(ocs, x_of, lambda oc: [oc, k.muli(j, unit)])(j, accs)
 
-            return gathered
-        return lambda j, acc: k.addi(acc, k.muli(_widen(k, x.load(k, at(j))), _widen(k, w.load(k, [oc, j]))))
+        return step
 
-    flat = strided(k, steps, prepare)
     unit = 4 if byte else 1  # channels a step takes
+    flat = strided(k, steps, tiles, prepare)
     per_tap = cg // unit if cg % unit == 0 else 0  # steps of one tap (0: steps cross taps)
 
-    def by_taps(ivs: list[Value], lane: Value, s: int) -> Value:
+    def by_taps(ivs: list[Value], lane: Value, s: int) -> list[Value]:
         """Tap by tap, when the S lanes share each tap's steps evenly: no index division in the loop."""
         if not per_tap or per_tap % s:
             return flat(ivs, lane, s)
-        n, oc, _, _ = ivs
-        c0, ih0, iw0 = origin(ivs)
+        n = ivs[0]
+        ocs, c0, ih0, iw0 = origin(ivs)
 
-        def over_i(i: Value, acc: Value) -> list[Value]:
+        def over_i(i: Value, *accs: Value) -> list[Value]:
             ih = k.addi(ih0, k.muli(i, dh))
 
-            def over_j(jj: Value, acc: Value) -> list[Value]:
+            def over_j(jj: Value, *accs: Value) -> list[Value]:
                 iw = k.addi(iw0, k.muli(jj, dw))
                 tap = k.muli(k.addi(k.muli(i, kw), jj), cg)
 
-                def over_q(q: Value, acc: Value) -> list[Value]:
+                def over_q(q: Value, *accs: Value) -> list[Value]:
                     c = k.muli(k.addi(k.muli(q, s), lane), unit)
-                    if byte:
-                        return [dp4a(k, load_word(k, x.mem, [n, ih, iw, k.addi(c0, c)]),
-                                     load_word(k, w.mem, [oc, k.addi(tap, c)]), acc)]
-                    v = k.muli(_widen(k, x.load(k, [n, ih, iw, k.addi(c0, c)])),
-                               _widen(k, w.load(k, [oc, k.addi(tap, c)])))
-                    return [k.addi(acc, v)]
+                    at = [n, ih, iw, k.addi(c0, c)]
+                    x_of = (lambda: load_word(k, x.mem, at)) if byte else (lambda: _widen(k, x.load(k, at)))
+                    return steps_of(ocs, x_of, lambda oc: [oc, k.addi(tap, c)])(q, list(accs))
 
-                return k.for_(per_tap // s, over_q, inits=[acc])
+                return k.for_(per_tap // s, over_q, inits=list(accs))
 
-            return k.for_(kw, over_j, inits=[acc])
+            return k.for_(kw, over_j, inits=list(accs))
 
-        return k.for_(kh, over_i, inits=[k.const(0)])[0]
+        return k.for_(kh, over_i, inits=[k.const(0)] * tiles)
 
     def finish(ivs: list[Value], v: Value) -> None:
         if len(ins) > 2:
             v = k.addi(v, ins[2].load(k, [ivs[1]]))
         k.store(epilogue(v, ivs), out.mem, ivs)
 
-    reduce_outputs(k, shape, steps, 4 if byte else 1, by_taps, finish)
+    reduce_outputs(k, shape, tiles, steps, 4 if byte else 1, by_taps, finish)
 
 
 def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
@@ -281,13 +318,20 @@ def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue
     x, w = ins[0], ins[1]
     width = x.layout.shape[1]
     byte = x.mem.type.element_type == i8  # type: ignore[attr-defined]
+    tiles = tile(out.layout.shape[1])  # units a thread computes
 
     def prepare(ivs: list[Value]) -> Step:
-        m, u = ivs
-        if byte:
-            return lambda j, acc: dp4a(k, load_word(k, x.mem, [m, k.muli(j, 4)]),
-                                       load_word(k, w.mem, [u, k.muli(j, 4)]), acc)
-        return lambda j, acc: k.addi(acc, k.muli(_widen(k, x.load(k, [m, j])), _widen(k, w.load(k, [u, j]))))
+        m, unit = ivs
+        us = [k.addi(k.muli(unit, tiles), r) for r in range(tiles)]
+
+        def step(j: Value, accs: list[Value]) -> list[Value]:
+            if byte:
+                xw = load_word(k, x.mem, [m, k.muli(j, 4)])
+                return [dp4a(k, xw, load_word(k, w.mem, [u, k.muli(j, 4)]), acc) for u, acc in zip(us, accs)]
+            xv = _widen(k, x.load(k, [m, j]))
+            return [k.addi(acc, k.muli(xv, _widen(k, w.load(k, [u, j])))) for u, acc in zip(us, accs)]
+
+        return step
 
     def finish(ivs: list[Value], v: Value) -> None:
         if len(ins) > 2:
@@ -295,7 +339,7 @@ def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue
         k.store(epilogue(v, ivs), out.mem, ivs)
 
     steps = width // 4 if byte else width
-    reduce_outputs(k, out.layout.shape, steps, 4 if byte else 1, strided(k, steps, prepare), finish)
+    reduce_outputs(k, out.layout.shape, tiles, steps, 4 if byte else 1, strided(k, steps, tiles, prepare), finish)
 
 
 def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:

@@ -13,7 +13,7 @@ from cuda_host import HostDevice, host_compiler
 
 from cvmc import CvmBuilder
 from cvmc.codegen.cuda import emit_cuda, kernel_specs
-from cvmc.passes.cvm_loops_gpu import BLOCK, split
+from cvmc.passes.cvm_loops_gpu import BLOCK, split, tile
 from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
 from cvmc.passes.cvm_loops_target import gpu_target
@@ -33,6 +33,10 @@ def test_split_at_its_bounds():
     assert split(65536, 1000, 4) == 1  # the launch has 65,536 threads already
     assert split(65535, 1000, 4) == 2
     assert split(1, 10**6, 4) == BLOCK  # at most a block's threads
+
+
+def test_a_thread_computes_up_to_four_channels_that_divide_the_axis():
+    assert [tile(n) for n in (1, 2, 3, 4, 6, 7, 8, 12, 64)] == [1, 2, 1, 4, 2, 1, 4, 4, 4]
 
 
 def _values(shape, bits):
@@ -121,7 +125,8 @@ def test_conv2d_is_bit_exact_on_the_emulated_grid(name, capfd):
     graph, bits = conv(name)
     source, specs = source_of(graph)
     assert ("__dp4a(" in source) == (bits <= 8)
-    assert ("<< 24" in source) == (name == "int8_gathered_masked")  # the byte-gathered word (byte 3)
+    body = source[source.index("void b_conv2d"):]
+    assert ("<< 24" in body) == (name == "int8_gathered_masked")  # the byte-gathered word (byte 3)
     assert ("__syncthreads();" in source) == (name != "int8_one_thread")
     check(graph)
     assert "runtime error" not in capfd.readouterr().err

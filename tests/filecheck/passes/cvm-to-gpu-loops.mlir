@@ -2,10 +2,12 @@
 
 // The GPU schedule of a conv2d whose operands fit int8 (cvm_loops_gpu): the input is packed as signed bytes in
 // zero-padded NHWC, one thread per element; the weight as rows of (kh, kw, c) bytes padded to whole words (108).
-// Each output's reduction of 27 words (four int8 products each, `cvmc.dp4a`) is too long for one thread
-// (4 * 27 > 64 multiply-adds), so 2 threads share it: a block kernel of 2 blocks of 105 outputs, each thread
-// summing every other word (14 steps, the 28th word masked off by a select) into shared memory (memory space 3),
-// a barrier, then one thread an output adding the 2 partial sums and running the requantization epilogue.
+// A thread computes 2 output channels (the largest of 4, 2, 1 dividing 6), so each input word is loaded once for
+// two `cvmc.dp4a` (four int8 products each). A unit's reduction of 27 words (8 multiply-adds a word) is too long
+// for one thread, so 4 threads share it: a block kernel of 2 blocks of 53 units (the last unit repeated once),
+// each thread summing every fourth word (7 steps, the 28th word masked off by a select) into shared memory
+// (memory space 3), a barrier, then one thread a unit adding the 4 partial sums of each channel and running the
+// requantization epilogue.
 
 func.func @main(%data: tensor<1x12x5x7xi32, #cvm.prec<8>>) -> tensor<1x6x5x7xi32, #cvm.prec<8>> {
   %w = cvm.param "w" dense<-127> : tensor<6x12x3x3xi32, #cvm.prec<8>>
@@ -20,34 +22,40 @@ func.func @main(%data: tensor<1x12x5x7xi32, #cvm.prec<8>>) -> tensor<1x6x5x7xi32
 // CHECK:           arith.trunci %{{.*}} : i32 to i8
 // CHECK-LABEL: func.func @conv2d_cvm_right_shift(%0: memref<1x6x5x7xi32>, %1: memref<1x7x9x12xi8>, %2: memref<6x108xi8>) {
 // CHECK-DAG:     %[[BLOCKS:.*]] = arith.constant 2 : index
-// CHECK-DAG:     %[[PER:.*]] = arith.constant 105 : index
-// CHECK-DAG:     %[[THREADS:.*]] = arith.constant 210 : index
-// CHECK-DAG:     %[[STEPS:.*]] = arith.constant 14 : index
-// CHECK:         %[[SHARED:.*]] = memref.alloca() : memref<210xi32, 3 : i64>
+// CHECK-DAG:     %[[PER:.*]] = arith.constant 53 : index
+// CHECK-DAG:     %[[THREADS:.*]] = arith.constant 212 : index
+// CHECK-DAG:     %[[STEPS:.*]] = arith.constant 7 : index
+// CHECK:         %[[SHARED:.*]] = memref.alloca() : memref<424xi32, 3 : i64>
 // CHECK-NEXT:    %[[B:.*]] = "gpu.block_id"() <{dimension = #gpu<dim x>}> : () -> index
 // CHECK-NEXT:    %[[G:.*]] = "gpu.grid_dim"() <{dimension = #gpu<dim x>}> : () -> index
 // CHECK-NEXT:    %[[T:.*]] = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
 // CHECK-NEXT:    %[[BD:.*]] = "gpu.block_dim"() <{dimension = #gpu<dim x>}> : () -> index
 // CHECK-NEXT:    scf.for %{{.*}} = %[[B]] to %[[BLOCKS]] step %[[G]] {
 // CHECK:           scf.for %[[V:.*]] = %[[T]] to %[[THREADS]] step %[[BD]] {
-// CHECK:             %[[SUM:.*]] = scf.for %{{.*}} = %{{.*}} to %[[STEPS]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (i32) {
+// CHECK:             %[[S0:[^,]*]], %[[S1:[^ ]*]] = scf.for %{{.*}} = %{{.*}} to %[[STEPS]] step %{{.*}} iter_args(%[[A0:[^ ]*]] = %{{[^,]*}}, %[[A1:[^ ]*]] = %{{.*}}) -> (i32, i32) {
 // CHECK:               %[[X:.*]] = "cvmc.load_word"(%1, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<1x7x9x12xi8>, index, index, index, index) -> i32
-// CHECK:               %[[W:.*]] = "cvmc.load_word"(%2, %{{.*}}, %{{.*}}) : (memref<6x108xi8>, index, index) -> i32
-// CHECK-NEXT:          %[[D:.*]] = "cvmc.dp4a"(%[[X]], %[[W]], %[[ACC]]) : (i32, i32, i32) -> i32
-// CHECK-NEXT:          %[[M:.*]] = arith.select %{{.*}}, %[[D]], %[[ACC]] : i32
-// CHECK-NEXT:          scf.yield %[[M]] : i32
-// CHECK:             memref.store %[[SUM]], %[[SHARED]][%[[V]]] : memref<210xi32, 3 : i64>
+// CHECK:               %[[W0:.*]] = "cvmc.load_word"(%2, %{{.*}}, %{{.*}}) : (memref<6x108xi8>, index, index) -> i32
+// CHECK-NEXT:          %[[D0:.*]] = "cvmc.dp4a"(%[[X]], %[[W0]], %[[A0]]) : (i32, i32, i32) -> i32
+// CHECK:               %[[W1:.*]] = "cvmc.load_word"(%2, %{{.*}}, %{{.*}}) : (memref<6x108xi8>, index, index) -> i32
+// CHECK-NEXT:          %[[D1:.*]] = "cvmc.dp4a"(%[[X]], %[[W1]], %[[A1]]) : (i32, i32, i32) -> i32
+// CHECK-NEXT:          %[[M0:.*]] = arith.select %{{.*}}, %[[D0]], %[[A0]] : i32
+// CHECK-NEXT:          %[[M1:.*]] = arith.select %{{.*}}, %[[D1]], %[[A1]] : i32
+// CHECK-NEXT:          scf.yield %[[M0]], %[[M1]] : i32, i32
+// CHECK:             memref.store %[[S0]], %[[SHARED]][%[[V]]] : memref<424xi32, 3 : i64>
+// CHECK:             memref.store %[[S1]], %[[SHARED]][%{{.*}}] : memref<424xi32, 3 : i64>
 // CHECK:           "gpu.barrier"() : () -> ()
 // CHECK-NEXT:      scf.for %{{.*}} = %[[T]] to %[[PER]] step %[[BD]] {
-// CHECK:             memref.load %[[SHARED]]
-// CHECK:             arith.shrsi
-// CHECK:             memref.store %{{.*}}, %0[
+// CHECK:             scf.if
+// CHECK:               memref.load %[[SHARED]]
+// CHECK:               arith.shrsi
+// CHECK:               memref.store %{{.*}}, %0[
+// CHECK:               memref.store %{{.*}}, %0[
 // CHECK:           "gpu.barrier"() : () -> ()
 
 // -----
 
 // A dense of int8 operands with a short reduction (12 -> 3 words, 12 multiply-adds an output): one thread per
-// output, an scf.parallel over the output the printer deals to the grid.
+// output (3 units: no tile), an scf.parallel over the output the printer deals to the grid.
 
 func.func @main(%data: tensor<2x12xi32, #cvm.prec<8>>) -> tensor<2x3xi32, #cvm.prec<20>> {
   %w = cvm.param "w" dense<5> : tensor<3x12xi32, #cvm.prec<8>>
