@@ -30,10 +30,10 @@ deals the units to the threads:
       ...
 
 (`u32` units while they fit 31 bits, else `i64`), so the result does not depend on the launch configuration
-(any grid of blocks of at most `BLOCK_SIZE` threads, fewer than 2**31 threads in all). Every other kernel has
-`work == 1` and runs on thread 0 of block 0 alone; nested `scf.parallel` loops run as sequential loops inside a
-thread. Nothing is shared between threads: no atomics, no shared memory, no barriers, so every launch computes
-the same bits.
+(any grid of blocks of at most `BLOCK_SIZE` threads, fewer than 2**31 threads in all). Every other kernel but the
+block kernels below has `work == 1` and runs on thread 0 of block 0 alone; nested `scf.parallel` loops run as
+sequential loops inside a thread. Only the threads of a block kernel's block share memory (and meet at barriers
+to do so); there are no atomics, so every launch computes the same bits.
 
 Block kernels. A kernel whose top level holds `scf.for %b = gpu.block_id to B step gpu.grid_dim` (the GPU
 schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`) deals B blocks to the grid by that block-stride loop,

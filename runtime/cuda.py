@@ -7,13 +7,14 @@ launched with the CUDA driver API (through `cuda-python`).
     emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles), out/host.mlir (buffers, launches) and
                                     # out/launches.json (grid, block and multiply-adds of every launch)
 
-One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline and `read_host` give the loop-level
-kernels and the host program (the arena's size, the views of it each kernel reads and writes, the calls in
-order), exactly as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner plans the device
-memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the arguments of every
-launch (device pointers, prepared once). A run copies the input in, launches the kernels in order on one stream, and
-copies the heads out. Kernels share no memory between threads and use no atomics, so every run and every launch
-configuration gives the same bits.
+One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline (built for the GPU: `gpu_target`)
+and `read_host` give the loop-level kernels and the host program (the arena's size, the views of it each kernel
+reads and writes, the calls in order), as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner
+plans the device memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the
+arguments of every launch (device pointers, prepared once). A run copies the input in, launches the kernels in
+order on one stream, and copies the heads out. Kernels use no atomics and share memory only within a block,
+behind barriers (the GPU schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`), so every run and every
+launch configuration gives the same bits.
 
 NVRTC compiles the whole module once for the device's architecture (a cubin; PTX for the newest architecture
 NVRTC knows when it does not know the device's), with `--fmad=false`. The cubin is kept in the on-disk cache next
