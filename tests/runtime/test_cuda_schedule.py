@@ -7,6 +7,8 @@ wrong; the split rule at its bounds."""
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 import pytest
 from cuda_host import HostDevice, host_compiler
@@ -172,3 +174,24 @@ def test_without_a_barrier_the_block_kernel_is_wrong(which, grid):
     np.testing.assert_array_equal(rc.compile_graph(graph, device=HostDevice(grid=grid))(x)[0], want)
     got = rc.compile_graph(graph, device=WithoutBarrier(which, grid))(x)[0]
     assert (got != want).any()
+
+
+@needs_host_compiler
+def test_computed_weights_are_packed_on_the_gpu(capfd):
+    """Weights that are no params are packed by kernels (conv weight rows, dense rows), one thread per byte."""
+    b = CvmBuilder()
+    x = b.create_input([1, 5, 6, 6], 8)
+    w = b.relu(b.create_param(_values((6, 5, 3, 3), 8), 8))
+    y = b.conv2d(x, w, channels=6, kernel_size=(3, 3), padding=(1, 1))
+    z = b.dense(b.flatten(b.cvm_clip(y, precision=8)), b.relu(b.create_param(_values((4, 216), 8), 8)), units=4)
+    graph = b.graph([y, z])
+    source, specs = source_of(graph)
+    assert sum(name.startswith("pack") for name in specs) == 4  # input and weight of each
+    assert all(spec.work == prod(spec.args[0].shape) for name, spec in specs.items() if name.startswith("pack"))
+    x = _values((1, 5, 6, 6), 8)
+    want = run_graph(graph, x)
+    for grid in ((2, 3), (1, 256)):
+        got = rc.compile_graph(graph, device=HostDevice(grid=grid))(x)
+        for g, w_ in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w_)
+    assert "runtime error" not in capfd.readouterr().err
