@@ -15,6 +15,7 @@ from cuda_host import HostDevice, host_compiler
 
 from cvmc import CvmBuilder
 from cvmc.codegen.cuda import emit_cuda, kernel_specs
+from cvmc.errors import CVMRuntimeError
 from cvmc.passes.cvm_loops_gpu import BLOCK, split, tile
 from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
@@ -24,6 +25,16 @@ from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
 
 needs_host_compiler = pytest.mark.skipif(host_compiler() is None, reason="no host C++ compiler to emulate CUDA")
+
+
+def real_gpu() -> rc.CudaDevice | None:
+    try:
+        return rc.default_device()
+    except CVMRuntimeError:
+        return None
+
+
+needs_gpu = pytest.mark.skipif(real_gpu() is None, reason="no CUDA device (a GPU, its driver and cuda-python) here")
 RNG = np.random.default_rng(15)
 
 
@@ -195,3 +206,13 @@ def test_computed_weights_are_packed_on_the_gpu(capfd):
         for g, w_ in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w_)
     assert "runtime error" not in capfd.readouterr().err
+
+
+@needs_gpu
+@pytest.mark.parametrize(("make", "name"), [(conv, n) for n in CONVS] + [(dense, n) for n in DENSES])
+def test_the_schedule_is_bit_exact_on_the_gpu(make, name):
+    graph, _ = make(name)
+    shape = graph_to_module(graph).body.block.first_op.function_type.inputs.data[0].get_shape()
+    runner = rc.compile_graph(graph)
+    for x in (_values(shape, 8), np.full(shape, 127, np.int32), np.full(shape, -127, np.int32)):
+        np.testing.assert_array_equal(runner(x)[0], run_graph(graph, x)[0])
