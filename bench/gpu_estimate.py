@@ -16,15 +16,21 @@ for compute capability 9.0):
   - `__dp4a` (four int8 products summed into an int32): assumed at the IMAD rate, 64 per clock per SM, i.e.
     256 int8 multiply-adds per clock per SM (the programming guide does not list it separately);
   - HBM3 bandwidth 3.35 TB/s (datasheet);
-  - at most 2,048 resident threads and 32 resident blocks per SM (programming guide, cc 9.0).
+  - at most 2,048 resident threads and 32 resident blocks per SM (programming guide, cc 9.0);
+  - loads: 32 load instructions of a thread (one 32-bit word each) per clock per SM (the whitepaper's SM: four
+    partitions of 8 LD/ST units), the same for global and shared memory.
 
 Assumptions of the model (not published figures; they make a lower bound on time, not a prediction):
   - a thread issues a dependent multiply-add chain at most once per `DEPENDENT_LATENCY` = 4 clocks (the
     integer pipeline's latency), so a launch's compute rate is min(peak, threads * clock / 4) multiply-adds a
     second (times 4 for a launch whose kernel uses `__dp4a`);
   - every argument byte is moved once between HBM and the SMs (the caches are ignored: a roofline bound);
+  - every load a launch issues (`loads` in launches.json: counted at the loop level like `macs`, global and
+    shared) takes one LD/ST slot, and hits the L1 or L2 cache whenever its bytes were already moved (so loads
+    bound issue, bytes bound HBM);
+  - integer index arithmetic and the epilogue are not counted (the compute bound is multiply-adds alone);
   - each launch costs `LAUNCH_OVERHEAD_S` = 3 us (a kernel launch on one stream, without CUDA graphs).
-A launch's time is max(compute, memory) + overhead; the model's is the sum over its launches.
+A launch's time is max(compute, loads, memory) + overhead; the model's is the sum over its launches.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ DP4A_PER_CLOCK_PER_SM = 64
 HBM_BYTES_PER_S = 3.35e12
 THREADS_PER_SM = 2048
 DEPENDENT_LATENCY = 4
+LOADS_PER_CLOCK_PER_SM = 32
 LAUNCH_OVERHEAD_S = 3e-6
 
 
@@ -70,9 +77,10 @@ def estimate(launch: dict[str, Any], dp4a: bool) -> dict[str, float]:
     peak = SMS * (DP4A_PER_CLOCK_PER_SM if dp4a else IMAD_PER_CLOCK_PER_SM) * per_instruction * CLOCK_HZ
     rate = min(peak, threads * CLOCK_HZ / DEPENDENT_LATENCY * per_instruction)
     compute = launch["macs"] / rate
+    loads = launch.get("loads", 0) / (SMS * LOADS_PER_CLOCK_PER_SM * CLOCK_HZ)
     memory = (launch["read_bytes"] + launch["written_bytes"]) / HBM_BYTES_PER_S
-    return {"threads": threads, "occupancy": occupancy, "compute_s": compute, "memory_s": memory,
-            "time_s": max(compute, memory) + LAUNCH_OVERHEAD_S}  # fmt: skip
+    return {"threads": threads, "occupancy": occupancy, "compute_s": compute, "loads_s": loads, "memory_s": memory,
+            "time_s": max(compute, loads, memory) + LAUNCH_OVERHEAD_S}  # fmt: skip
 
 
 def cpu_time(model_dir: pathlib.Path, repeat: int) -> float:
@@ -115,17 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     source_path = launches_path.with_name("kernels.cu")
     dp4a = kernels_using_dp4a(source_path.read_text()) if source_path.exists() else set()
     print(f"{'launch':<40} {'grid':>6} {'block':>5} {'threads':>8} {'occup.':>7} {'MMAC':>8} "
-          f"{'compute us':>10} {'memory us':>9} {'est. us':>8}")  # fmt: skip
+          f"{'compute us':>10} {'loads us':>8} {'memory us':>9} {'est. us':>8}")  # fmt: skip
     total = 0.0
     for launch in launches:
         e = estimate(launch, launch["kernel"] in dp4a)
         total += e["time_s"]
         print(f"{launch['kernel']:<40} {launch['grid'][0]:>6} {launch['block'][0]:>5} {e['threads']:>8} "
-              f"{100 * e['occupancy']:>6.2f}% {launch['macs'] / 1e6:>8.2f} {1e6 * e['compute_s']:>10.1f} "
-              f"{1e6 * e['memory_s']:>9.2f} {1e6 * e['time_s']:>8.1f}")  # fmt: skip
+              f"{100 * e['occupancy']:>6.2f}% {launch['macs'] / 1e6:>8.2f} {1e6 * e['compute_s']:>10.2f} "
+              f"{1e6 * e['loads_s']:>8.2f} {1e6 * e['memory_s']:>9.2f} {1e6 * e['time_s']:>8.1f}")  # fmt: skip
     macs = sum(launch["macs"] for launch in launches)
-    print(f"H100 SXM paper estimate: {len(launches)} launches, {macs / 1e6:.1f} M multiply-adds, "
-          f"{1e3 * total:.3f} ms")  # fmt: skip
+    on_dp4a = sum(launch["macs"] for launch in launches if launch["kernel"] in dp4a)
+    busy = total - LAUNCH_OVERHEAD_S * len(launches)
+    print(f"H100 SXM paper estimate: {len(launches)} launches, {macs / 1e6:.1f} M multiply-adds "
+          f"({on_dp4a / 1e6:.1f} M on __dp4a), {1e3 * total:.3f} ms "
+          f"({1e6 * busy:.1f} us of bounds, {1e6 * LAUNCH_OVERHEAD_S * len(launches):.0f} us of launch overhead)")
     if a.repeat > 0:
         cpu = cpu_time(model_dir, a.repeat)
         print(f"cpu device, measured median of {a.repeat}: {1e3 * cpu:.3f} ms (estimate / cpu = {total / cpu:.2f})")

@@ -30,10 +30,20 @@ deals the units to the threads:
       ...
 
 (`u32` units while they fit 31 bits, else `i64`), so the result does not depend on the launch configuration
-(any grid of blocks of at most `BLOCK_SIZE` threads, fewer than 2**31 threads in all). Every other kernel has
-`work == 1` and runs on thread 0 of block 0 alone; nested `scf.parallel` loops run as sequential loops inside a
-thread. Nothing is shared between threads: no atomics, no shared memory, no barriers, so every launch computes
-the same bits.
+(any grid of blocks of at most `BLOCK_SIZE` threads, fewer than 2**31 threads in all). Every other kernel but the
+block kernels below has `work == 1` and runs on thread 0 of block 0 alone; nested `scf.parallel` loops run as
+sequential loops inside a thread. Only the threads of a block kernel's block share memory (and meet at barriers
+to do so); there are no atomics, so every launch computes the same bits.
+
+Block kernels. A kernel whose top level holds `scf.for %b = gpu.block_id to B step gpu.grid_dim` (the GPU
+schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`) deals B blocks to the grid by that block-stride loop,
+and the loops `scf.for %v = gpu.thread_id to T step gpu.block_dim` inside it deal the block's T threads to the
+launch's: its `work` is B * T, and it computes the same bits under any launch as well. Threads of a block share
+`memref.alloca`s of memory space 3 (`__shared__` arrays; `shared_bytes` in the spec) and meet at `gpu.barrier`
+(`__syncthreads()`), which every thread of a block reaches the same number of times (the loops around a barrier
+have bounds the whole block agrees on). `cvmc.dp4a` (a, b, acc: i32) prints as `__dp4a(a, b, acc)` (four signed
+byte products added to acc, exact) and `cvmc.load_word` (an i8 memref and indices) as a 4-byte aligned load of
+the four bytes there as one i32.
 
 Values. Each op result is a local variable `vN` of its C type: an index is an `i64`, `iN` an `iN` typedef
 (`i8` is `signed char`), `i1` a `bool` in registers and a `u8` (0 or 1) in memory, `f32` / `f64` `float` /
@@ -58,6 +68,7 @@ Run `python -m cvmc.codegen.cuda FILE.mlir` to print the CUDA source of a loop-l
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 import sys
@@ -105,6 +116,9 @@ class CudaKernelSpec:
     parallel: bool  # the top-level scf.parallel is spread over the grid (else one thread runs everything)
     macs: int = 0  # integer multiply-adds one launch performs (`kernel_macs`)
     macs_exact: bool = True  # False where a loop around a multiply-add has a trip count known only at run time
+    loads: int = 0  # load instructions one launch issues (`kernel_loads`)
+    blocks: int = 0  # a block kernel (`_BlockLoop`): the blocks its block-stride loop deals out; 0: none
+    shared_bytes: int = 0  # static shared memory of a block
 
     def threads(self) -> int:
         """The most threads that can have work: `work` when parallel, else 1."""
@@ -119,10 +133,16 @@ def kernel_specs(module: ModuleOp) -> dict[str, CudaKernelSpec]:
     for op in _kernels(module):
         name = op.sym_name.data
         grid = _grid_loop(op)
-        work = 1 if grid is None else grid.work
+        blocks = _block_loop(op)
         macs, exact = kernel_macs(op)
+        loads = kernel_loads(op)
+        if blocks is not None:
+            specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, blocks.work, True, macs, exact,
+                                         loads, blocks.blocks, _shared_bytes(op))
+            continue
+        work = 1 if grid is None else grid.work
         specs[name] = CudaKernelSpec(name, symbols[name], llvm_specs[name].args, work, grid is not None, macs,
-                                     exact)
+                                     exact, loads)
     return specs
 
 
@@ -162,6 +182,58 @@ def _grid_loop(op: func.FuncOp) -> _GridLoop | None:
             break
         bounds.append((lb, step, max(0, -(-(ub - lb) // step))))
     return _GridLoop(loop, tuple(bounds)) if bounds else None
+
+
+@dataclass(frozen=True)
+class _BlockLoop:
+    """A block kernel: a top-level `scf.for %b = gpu.block_id to blocks step gpu.grid_dim` dealing `blocks` blocks
+    to the grid, inside which loops `for %v = gpu.thread_id to n step gpu.block_dim` deal a block's `threads`
+    (the largest such n) to its threads; barriers and shared memory are the block's."""
+
+    blocks: int
+    threads: int
+
+    @property
+    def work(self) -> int:
+        return self.blocks * self.threads
+
+
+_STRIDES = {"gpu.block_id": "gpu.grid_dim", "gpu.thread_id": "gpu.block_dim"}
+
+
+def _strided_by(loop: scf.ForOp) -> str | None:
+    """"gpu.block_id" or "gpu.thread_id" for a loop from that id by the grid's (block's) size, else None."""
+    lb, step = loop.lb.owner, loop.step.owner
+    if isinstance(lb, Operation) and isinstance(step, Operation) and _STRIDES.get(_name(lb)) == _name(step):
+        return _name(lb)
+    return None
+
+
+def _block_loop(op: func.FuncOp) -> _BlockLoop | None:
+    for top in op.body.block.ops:
+        if isinstance(top, scf.ForOp) and _strided_by(top) == "gpu.block_id":
+            blocks = _constant_int(top.ub)
+            threads = [_constant_int(inner.ub) for inner in top.walk()
+                       if isinstance(inner, scf.ForOp) and _strided_by(inner) == "gpu.thread_id"]
+            if blocks is None or not threads or None in threads:
+                raise CVMRuntimeError("cuda codegen: expected constant bounds in the block and thread loops")
+            return _BlockLoop(blocks, max(t for t in threads if t is not None))
+    return None
+
+
+def _is_shared(t: Attribute) -> bool:
+    """A memref in a block's shared memory (memory space 3, as in NVVM)."""
+    return isinstance(t, MemRefType) and isinstance(t.memory_space, IntegerAttr) and t.memory_space.value.data == 3
+
+
+def _shared_bytes(op: func.FuncOp) -> int:
+    total = 0
+    for inner in op.walk():
+        if _name(inner) == "memref.alloca" and _is_shared(inner.results[0].type):
+            t = inner.results[0].type
+            assert isinstance(t, MemRefType)
+            total += max(1, _width(t.element_type) // 8) * math.prod(t.get_shape())
+    return total
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -227,33 +299,51 @@ def _is_mac(op: Operation) -> bool:
     return any(_name(use.operation) == "arith.addi" for use in op.results[0].uses)
 
 
-def _has_mac(op: Operation) -> bool:
-    return any(_is_mac(inner) for inner in op.walk())
+def _macs_of(op: Operation) -> int:
+    """The multiply-adds of one op: 1 for a multiply-add, 4 for `cvmc.dp4a` (four int8 products)."""
+    if _name(op) == "cvmc.dp4a":
+        return 4
+    return 1 if _is_mac(op) else 0
+
+
+def _loads_of(op: Operation) -> int:
+    """The memory loads of one op (`memref.load`, `cvmc.load_word`: one instruction each)."""
+    return 1 if _name(op) in ("memref.load", "cvmc.load_word") else 0
+
+
+_Weight = Callable[[Operation], int]
+
+
+def _has(op: Operation, weight: _Weight) -> bool:
+    return any(weight(inner) for inner in op.walk())
 
 
 # At most this many iterations are enumerated to count a loop whose inner bounds depend on its variable.
 _ENUMERATION_LIMIT = 1 << 20
 
 
-def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+def _count_block(block: Block, env: dict[SSAValue, int], inexact: list[Operation], weight: _Weight) -> int:
     total = 0
     for op in block.ops:
-        if _is_mac(op):
-            total += 1
-        elif isinstance(op, scf.ForOp | scf.ParallelOp):
-            if _has_mac(op):
+        if isinstance(op, scf.ForOp | scf.ParallelOp):
+            if _has(op, weight):
                 try:
-                    total += _count_loop(op, env, inexact)
+                    total += _count_loop(op, env, inexact, weight)
                 except _NotStatic:  # a trip count known only at run time: not counted
                     inexact.append(op)
-        elif op.regions and _has_mac(op):  # scf.if and the like: the most any branch performs (an upper bound)
-            total += max(_count_block(b, env, inexact) for r in op.regions for b in r.blocks)
+        elif op.regions and _has(op, weight):  # scf.if and the like: the most any branch does (an upper bound)
+            total += max(_count_block(b, env, inexact, weight) for r in op.regions for b in r.blocks)
+        else:
+            total += weight(op)
     return total
 
 
-def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexact: list[Operation]) -> int:
+def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexact: list[Operation],
+                weight: _Weight) -> int:
     if isinstance(op, scf.ForOp):
         dims = [(op.lb, op.ub, op.step)]
+        if _strided_by(op) is not None:  # over all the grid's threads: every trip of [0, ub) once
+            return _count_times(_evaluate(op.ub, env), op, env, inexact, weight)
     else:
         dims = list(zip(op.lowerBound, op.upperBound, op.step))
     ivs = list(op.body.block.args[: len(dims)])
@@ -264,7 +354,7 @@ def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexac
     if trips == 0:
         return 0
     try:
-        return trips * _count_block(op.body.block, env, inexact)
+        return trips * _count_block(op.body.block, env, inexact, weight)
     except _NeedsIv:  # an inner bound depends on these variables: enumerate them
         if trips > _ENUMERATION_LIMIT:
             raise _NotStatic from None
@@ -272,21 +362,49 @@ def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexac
         for point in np.ndindex(*(len(r) for r in ranges)):
             inner = dict(env)
             inner.update({iv: r[i] for iv, r, i in zip(ivs, ranges, point)})
-            total += _count_block(op.body.block, inner, inexact)
+            total += _count_block(op.body.block, inner, inexact, weight)
         return total
+
+
+def _count_times(trips: int, op: scf.ForOp, env: dict[SSAValue, int], inexact: list[Operation],
+                 weight: _Weight) -> int:
+    """The count of `trips` trips of a loop striding over the grid's blocks or a block's threads (its body may
+    depend on the induction variable: enumerated then)."""
+    if trips <= 0:
+        return 0
+    try:
+        return trips * _count_block(op.body.block, env, inexact, weight)
+    except _NeedsIv:
+        if trips > _ENUMERATION_LIMIT:
+            raise _NotStatic from None
+        total = 0
+        for i in range(trips):
+            total += _count_block(op.body.block, {**env, op.body.block.args[0]: i}, inexact, weight)
+        return total
+
+
+def _count(op: func.FuncOp, weight: _Weight) -> tuple[int, bool]:
+    inexact: list[Operation] = []
+    try:
+        return _count_block(op.body.block, {}, inexact, weight), not inexact
+    except _NeedsIv:  # a bound depending on a variable that is not an enclosing loop's: not countable
+        return 0, False
 
 
 def kernel_macs(op: func.FuncOp) -> tuple[int, bool]:
     """(multiply-adds, exact): the integer multiply-adds one call of the kernel performs: every non-index
     `arith.muli` whose product feeds an `arith.addi` (the inner step of conv2d, dense and the like, zero padding
-    of the reduction included), times the trips of the loops around it (loops whose bounds depend on enclosing
-    variables are enumerated; of an `scf.if`, the branch with more). A loop whose trip count depends on memory
+    of the reduction included) and four for every `cvmc.dp4a`, times the trips of the loops around it (loops
+    whose bounds depend on enclosing variables are enumerated; a block kernel's block and thread loops count
+    every block and thread once; of an `scf.if`, the branch with more). A loop whose trip count depends on memory
     (NMS) is not counted, and `exact` is then False."""
-    inexact: list[Operation] = []
-    try:
-        return _count_block(op.body.block, {}, inexact), not inexact
-    except _NeedsIv:  # a bound depending on a variable that is not an enclosing loop's: not countable
-        return 0, False
+    return _count(op, _macs_of)
+
+
+def kernel_loads(op: func.FuncOp) -> int:
+    """The load instructions one call of the kernel issues (`memref.load` and `cvmc.load_word`, global memory and
+    shared), counted as `kernel_macs` counts (loops of run-time trips left out)."""
+    return _count(op, _loads_of)[0]
 
 
 _WRITING_OPS = ("memref.store", "memref.copy", "memref.alloc", "memref.dealloc")
@@ -520,6 +638,10 @@ _HELPERS: dict[str, str] = {
                       f"  return x < lo ? lo : (x > hi ? hi : x);\n}}\n",
     "cvmc_clamp_u32": f"{_DEVICE} u32 cvmc_clamp_u32(u32 x, u32 hi) {{\n"
                       f"  return x > hi ? hi : x;\n}}\n",
+    # four bytes as one word: NVRTC and nvcc make it one 32-bit load (the alignment is promised), no type punning
+    "cvmc_load_word": f"{_DEVICE} i32 cvmc_load_word(const i8 *p) {{\n"
+                      f"  const u8 *q = (const u8 *)__builtin_assume_aligned(p, 4);\n"
+                      f"  return (i32)((u32)q[0] | (u32)q[1] << 8 | (u32)q[2] << 16 | (u32)q[3] << 24);\n}}\n",
 }  # fmt: skip
 
 # --------------------------------------------------------------------------------------------------------------
@@ -701,7 +823,7 @@ class _KernelPrinter:
         body = body_symbol(self.spec.symbol)
         self.line(f"{_DEVICE} void {body}({', '.join(params)}) {{")
         self.depth += 1
-        if self.grid is None:
+        if self.grid is None and not self.spec.blocks:
             self.line("if (blockIdx.x != 0 || threadIdx.x != 0) return;  // one thread runs the kernel")
         self.emit_ops(block)
         self.depth -= 1
@@ -892,11 +1014,42 @@ class _KernelPrinter:
 
     @_handles("memref.alloca")
     def _alloca(self, op: Operation) -> None:
+        """A local array of the thread, or (memory space 3) a `__shared__` array of the block."""
         t = op.results[0].type
         assert isinstance(t, MemRefType)
         name = self.fresh()
-        self.line(f"{_memory_c_type(t.element_type)} {name}[{self._buffer_elements(t)}];")
+        shared = "__shared__ " if _is_shared(t) else ""
+        self.line(f"{shared}{_memory_c_type(t.element_type)} {name}[{self._buffer_elements(t)}];")
         self.values[op.results[0]] = name
+
+    # ---- gpu and the GPU schedule's own ops --------------------------------------------------------------
+
+    @_handles("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim")
+    def _gpu_index(self, op: Operation) -> None:
+        dimension = op.properties["dimension"]
+        axis = str(getattr(dimension, "data", "x")).lower().rsplit(".", 1)[-1]
+        if axis != "x":
+            raise CVMRuntimeError(f"cuda codegen: expected dimension x in {_name(op)}, got {axis}")
+        variable = {"gpu.thread_id": "threadIdx", "gpu.block_id": "blockIdx", "gpu.block_dim": "blockDim",
+                    "gpu.grid_dim": "gridDim"}[_name(op)]  # fmt: skip
+        self.define(op.results[0], f"(i64){variable}.x")
+
+    @_handles("gpu.barrier")
+    def _barrier(self, op: Operation) -> None:
+        self.line("__syncthreads();")
+
+    @_handles("cvmc.dp4a")
+    def _dp4a(self, op: Operation) -> None:
+        """acc + the sum of the four products of the signed bytes of a and b (exact, wrapping in int32)."""
+        a, b, acc = self.operands(op)
+        self.define(op.results[0], f"__dp4a({a}, {b}, {acc})")
+
+    @_handles("cvmc.load_word")
+    def _load_word(self, op: Operation) -> None:
+        """The four bytes at a 4-byte aligned element of an i8 memref, as one i32 (memory order: byte k at bits 8k
+        on the little-endian GPU)."""
+        memref_value, *indices = op.operands
+        self.define(op.results[0], f"{self.helper('cvmc_load_word')}(&{self.address(memref_value, indices)})")
 
     @_handles("memref.alloc")
     def _alloc(self, op: Operation) -> None:

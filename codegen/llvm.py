@@ -1088,11 +1088,11 @@ def emit_llvm(module: ModuleOp) -> ir.Module:
 def parse_loop_level(text: str) -> ModuleOp:
     """Parse and verify loop-level MLIR text (ops missing from xDSL, like `math.isnan`, in generic form)."""
     from xdsl.context import Context
-    from xdsl.dialects import builtin, math
+    from xdsl.dialects import builtin, gpu, math
     from xdsl.parser import Parser
 
     ctx = Context(allow_unregistered=True)
-    for dialect in (builtin.Builtin, func.Func, scf.Scf, arith.Arith, memref.MemRef, math.Math):
+    for dialect in (builtin.Builtin, func.Func, scf.Scf, arith.Arith, memref.MemRef, math.Math, gpu.GPU):
         ctx.load_dialect(dialect)
     module = Parser(ctx, text).parse_module()
     module.verify()

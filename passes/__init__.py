@@ -15,6 +15,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "cvm-plan-buffers": ("cvm_plan_buffers", "CvmPlanBuffersPass"),
     "convert-cvm-to-loops": ("convert_cvm_to_loops", "ConvertCvmToLoopsPass"),
     "cvm-to-loops": ("pipelines", "CvmToLoopsPass"),
+    "cvm-to-gpu-loops": ("pipelines", "CvmToGpuLoopsPass"),
     "cinn-mark-views": ("cinn_mark_views", "CinnMarkViewsPass"),
     "cinn-fuse": ("cinn_fuse", "CinnFusePass"),
     "convert-cinn-to-loops": ("convert_cinn_to_loops", "ConvertCinnToLoopsPass"),

@@ -31,6 +31,7 @@ from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.passes.cvm_loops_builder import INDEX, KernelBuilder, Value
+from cvmc.passes.cvm_loops_target import is_gpu_target
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
@@ -544,8 +545,10 @@ def is_byte(element: str) -> bool:
 
 def padded(k: int, element: str = "i16") -> int:
     """The packed length of a reduction of length k: a multiple of 16 from 16 up (zeros past k); for bytes a
-    multiple of 64 (one `vpdpbusd` step) from 64 up."""
+    multiple of 64 (one `vpdpbusd` step) from 64 up; for bytes on the GPU a multiple of 4 (one `__dp4a` word)."""
     if is_byte(element):
+        if is_gpu_target():
+            return max(1, -(-k // 4)) * 4
         return max(1, -(-k // 64)) * 64
     return k if k < 16 else -(-k // 16) * 16
 

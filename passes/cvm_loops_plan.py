@@ -31,6 +31,7 @@ from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_arena import Occupancy, disjoint
+from cvmc.passes.cvm_loops_target import is_gpu_target
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
@@ -492,7 +493,9 @@ class _Planner:
 def _dot_elements(data_bits: int, weight_bits: int) -> tuple[str, str]:
     """The packed element types of a conv2d's or dense's (data, weight) from their value bounds (precisions):
     u8 (x + 128) x s8 when both fit int8 and the host has AVX512-VNNI (`vpdpbusd`), else int16 when both fit
-    int16 (`vpdpwssd` / `vpmaddwd`), else int32."""
+    int16 (`vpdpwssd` / `vpmaddwd`), else int32. On the GPU both fitting int8 are signed bytes (`__dp4a`)."""
+    if data_bits <= 8 and weight_bits <= 8 and is_gpu_target():
+        return "i8", "i8"
     if data_bits <= 8 and weight_bits <= 8 and ops.vnni_available():
         return "u8", "i8"
     element = "i32" if data_bits > 16 or weight_bits > 16 else "i16"

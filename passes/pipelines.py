@@ -8,7 +8,8 @@ A pipeline is a plain string in `cvm-opt -p` syntax, so the same lowering can be
 
 `cvm-to-loops`: `cvm-mark-views` (which ops are strided views, no kernel), `cvm-fuse` (the kernel groups, one
 call each), `cvm-plan-buffers` (arena offsets by liveness), then `convert-cvm-to-loops` (kernels, param globals
-and the host `@main`, following those decisions).
+and the host `@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
+(what the `cuda` device runs).
 """
 
 from __future__ import annotations
@@ -67,3 +68,17 @@ class CvmToLoopsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.name, ctx)
+
+
+@dataclass(frozen=True)
+class CvmToGpuLoopsPass(ModulePass):
+    """The `cvm-to-loops` pipeline built for a CUDA GPU (`cvm_loops_target.gpu_target`: int8 operands as signed
+    bytes, and the GPU schedule of conv2d, dense and packing of `cvm_loops_gpu`), as the `cuda` device lowers."""
+
+    name = "cvm-to-gpu-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from cvmc.passes.cvm_loops_target import gpu_target
+
+        with gpu_target():
+            run_pipeline(op, "cvm-to-loops", ctx)

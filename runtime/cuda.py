@@ -7,13 +7,14 @@ launched with the CUDA driver API (through `cuda-python`).
     emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles), out/host.mlir (buffers, launches) and
                                     # out/launches.json (grid, block and multiply-adds of every launch)
 
-One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline and `read_host` give the loop-level
-kernels and the host program (the arena's size, the views of it each kernel reads and writes, the calls in
-order), exactly as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner plans the device
-memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the arguments of every
-launch (device pointers, prepared once). A run copies the input in, launches the kernels in order on one stream, and
-copies the heads out. Kernels share no memory between threads and use no atomics, so every run and every launch
-configuration gives the same bits.
+One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline (built for the GPU: `gpu_target`)
+and `read_host` give the loop-level kernels and the host program (the arena's size, the views of it each kernel
+reads and writes, the calls in order), as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner
+plans the device memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the
+arguments of every launch (device pointers, prepared once). A run copies the input in, launches the kernels in
+order on one stream, and copies the heads out. Kernels use no atomics and share memory only within a block,
+behind barriers (the GPU schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`), so every run and every
+launch configuration gives the same bits.
 
 NVRTC compiles the whole module once for the device's architecture (a cubin; PTX for the newest architecture
 NVRTC knows when it does not know the device's), with `--fmad=false`. The cubin is kept in the on-disk cache next
@@ -44,7 +45,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
-from cvmc.passes.cvm_loops_ops import without_vnni
+from cvmc.passes.cvm_loops_target import gpu_target
 from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.cache import open_cache
 from cvmc.runtime.cpu import HostProgram, View, read_host
@@ -316,18 +317,22 @@ def nvrtc_compile(source: str, options: Sequence[str], cubin: bool = True, nvrtc
 
 
 def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]:
-    """(grid, block) for a kernel: `BLOCK_SIZE` threads a block and enough blocks to cover its work, at most
-    32 per multiprocessor (the grid-stride loop covers the rest); one thread for a one-thread kernel."""
+    """(grid, block) for a kernel: `BLOCK_SIZE` threads a block and enough blocks to cover its work (a block
+    kernel: its blocks), at most 32 per multiprocessor (the grid-stride or block-stride loop covers the rest); one
+    thread for a one-thread kernel."""
     if not spec.parallel:
         return 1, 1
+    if spec.blocks:
+        return max(1, min(spec.blocks, 32 * max(1, multiprocessors))), BLOCK_SIZE
     blocks = -(-spec.work // BLOCK_SIZE)
     return max(1, min(blocks, 32 * max(1, multiprocessors))), BLOCK_SIZE
 
 
 def lower_graph(graph: Graph) -> tuple[HostProgram, ModuleOp, func.FuncOp]:
-    """The cpu device's pipeline: (host program, module of loop-level kernels, the host function `@main`)."""
+    """The cpu device's pipeline built for the GPU (`gpu_target`): (host program, module of loop-level kernels,
+    the host function `@main`)."""
     module = graph_to_module(graph)
-    with without_vnni():  # the u8 x s8 dot products are x86 (AVX512-VNNI) only
+    with gpu_target():  # the GPU schedule of conv2d, dense and packing (`cvm_loops_gpu`)
         run_pipeline(module, "cvm-to-loops")
     program, kernels = read_host(module)
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
@@ -487,10 +492,11 @@ EMIT_MULTIPROCESSORS = 132
 def launch_descriptions(program: HostProgram, specs: dict[str, CudaKernelSpec],
                         multiprocessors: int = EMIT_MULTIPROCESSORS) -> list[dict[str, Any]]:
     """Every launch of `program`, in order, as `launches.json` records it: the kernel's C symbol, `grid` and
-    `block` (three-element lists, as `launch_config` chooses them), `shared_bytes` (static shared memory),
-    `macs` (integer multiply-adds the launch performs, `macs_exact` False where that depends on the data),
-    `work` (units of its grid-stride loop) and the bytes of its arguments' spans, read and written
-    (`read_bytes`, `written_bytes`: what a roofline bound needs)."""
+    `block` (three-element lists, as `launch_config` chooses them), `shared_bytes` (static shared memory of a
+    block), `macs` (integer multiply-adds the launch performs, `macs_exact` False where that depends on the data),
+    `loads` (load instructions it issues, global and shared, counted the same way), `work` (units of its
+    grid-stride loop; of a block kernel, its blocks times the threads of each) and the bytes of its arguments'
+    spans, read and written (`read_bytes`, `written_bytes`: what a roofline bound needs)."""
     out: list[dict[str, Any]] = []
     for call in program.calls:
         spec = specs[call.kernel]
@@ -503,8 +509,10 @@ def launch_descriptions(program: HostProgram, specs: dict[str, CudaKernelSpec],
                 written += nbytes
             else:
                 read += nbytes
-        out.append({"kernel": spec.symbol, "grid": [grid, 1, 1], "block": [block, 1, 1], "shared_bytes": 0,
-                    "macs": spec.macs, "macs_exact": spec.macs_exact, "work": spec.work if spec.parallel else 1,
+        out.append({"kernel": spec.symbol, "grid": [grid, 1, 1], "block": [block, 1, 1],
+                    "shared_bytes": spec.shared_bytes,
+                    "macs": spec.macs, "macs_exact": spec.macs_exact, "loads": spec.loads,
+                    "work": spec.work if spec.parallel else 1,
                     "read_bytes": read, "written_bytes": written})
     return out
 

@@ -372,10 +372,10 @@ def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) ->
         return written
     import contextlib
 
-    from cvmc.passes.cvm_loops_ops import without_vnni
+    from cvmc.passes.cvm_loops_target import gpu_target
 
     ctx = Context()
-    with without_vnni() if device == "cuda" else contextlib.nullcontext():  # as runtime.cuda.lower_graph
+    with gpu_target() if device == "cuda" else contextlib.nullcontext():  # as runtime.cuda.lower_graph
         for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
             p.apply(ctx, module)
             write(f"{i:02d}-{p.name}.mlir", str(module))

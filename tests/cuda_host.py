@@ -146,6 +146,16 @@ static inline int __ffsll(unsigned long long x) { return __builtin_ffsll((long l
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline void __trap() { std::abort(); }
+// Four products of signed bytes (byte k: bits 8k to 8k + 7) added to c, wrapping in 32 bits.
+static inline int __dp4a(int a, int b, int c) {
+  unsigned s = (unsigned)c;
+  for (int k = 0; k < 4; k++) {
+    int x = (signed char)(unsigned char)((unsigned)a >> (8 * k));
+    int y = (signed char)(unsigned char)((unsigned)b >> (8 * k));
+    s += (unsigned)(x * y);
+  }
+  return (int)s;
+}
 """
 
 CXX_FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",

@@ -1,6 +1,7 @@
 """The emulated grid honours `__syncthreads()` (tests/cuda_host.py): a kernel that stages data in shared memory
 computes what the GPU does with its barriers, and the same kernel without one computes a wrong result, every
-run, not by luck. Kernels of this file are written by hand (the generated ones use no shared memory yet)."""
+run, not by luck. Kernels of this file are written by hand (the generated block kernels are tested so in
+tests/runtime/test_cuda_schedule.py)."""
 
 from __future__ import annotations
 

@@ -8,11 +8,12 @@ import importlib.util
 import json
 import math
 import pathlib
+import re
 
 import pytest
 from conftest import case_params, corpus_cases
 
-from cvmc.codegen.cuda import kernel_macs
+from cvmc.codegen.cuda import body_symbol, kernel_loads, kernel_macs
 from cvmc.codegen.llvm import parse_loop_level
 from cvmc.runtime import cuda as rc
 from cvmc.runtime.graph import load_graph
@@ -75,6 +76,28 @@ def test_a_bound_depending_on_an_enclosing_loop_is_enumerated():
     assert macs_of(parallel(3, loop(2, body, iv="%t"))) == (3 * 20, True)
 
 
+def test_loads_are_counted_as_multiply_adds_are():
+    module = parse_loop_level(kernel("k", parallel(4, loop(5, MAC) + "\n" + loop(3, MAC))))
+    assert kernel_loads(next(iter(module.ops))) == 4 * (5 + 3) * 3  # pyright: ignore[reportArgumentType]
+
+
+def test_a_block_kernel_counts_every_block_and_thread_once():
+    """`for b = block_id to 3 step grid_dim { for v = thread_id to 5 step block_dim { ... } }`: 3 * 5 trips, however
+    the launch deals them out; `cvmc.dp4a` is four multiply-adds."""
+    body = ('%z = arith.constant 0 : i32\n%c3 = arith.constant 3 : index\n%c5 = arith.constant 5 : index\n'
+            '%b = "gpu.block_id"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            '%g = "gpu.grid_dim"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            '%t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            '%d = "gpu.block_dim"() <{dimension = #gpu<dim x>}> : () -> index\n'
+            'scf.for %i = %b to %c3 step %g {\nscf.for %v = %t to %c5 step %d {\n'
+            '%a = memref.load %x[%v] : memref<64xi32>\n%r = "cvmc.dp4a"(%a, %a, %z) : (i32, i32, i32) -> i32\n'
+            'memref.store %r, %acc[%v] : memref<64xi32>\n}\n}')  # fmt: skip
+    module = parse_loop_level(kernel("k", body))
+    op = next(iter(module.ops))
+    assert kernel_macs(op) == (3 * 5 * 4, True)  # pyright: ignore[reportArgumentType]
+    assert kernel_loads(op) == 3 * 5  # pyright: ignore[reportArgumentType]
+
+
 def test_a_bound_read_from_memory_is_not_exact():
     body = ("%z = memref.load %x[%c0] : memref<64xi32>\n%n = arith.index_cast %z : i32 to index\n"
             + loop("%n", MAC) + "\n" + loop(3, MAC))  # fmt: skip
@@ -102,42 +125,83 @@ def graph_macs(case: pathlib.Path) -> int:
     return total
 
 
+def emitted(case: pathlib.Path, tmp_path: pathlib.Path) -> tuple[list[pathlib.Path], list[dict], str]:
+    paths = rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
+    return paths, json.loads(paths[2].read_text()), paths[0].read_text()
+
+
+def body_of(source: str, symbol: str) -> str:
+    """The device function holding kernel `symbol`'s body."""
+    match = re.search(rf"void {body_symbol(symbol)}\(.*?\n}}\n", source, re.S)
+    assert match, symbol
+    return match.group(0)
+
+
+SHARED = re.compile(r"__shared__ (i8|i16|i32|i64|u8) v\d+\[(\d+)\];")
+BYTES = {"i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8}
+
+
 @pytest.mark.parametrize("case", MAC_CASES, ids=lambda d: d.name)
 def test_launches_json_describes_every_launch(case, tmp_path):
-    paths = rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
+    paths, launches, source = emitted(case, tmp_path)
     assert [p.name for p in paths] == ["kernels.cu", "host.mlir", "launches.json"]
-    launches = json.loads(paths[2].read_text())
     assert len(launches) == paths[1].read_text().count("func.call")
-    source = paths[0].read_text()
     for launch in launches:
-        assert set(launch) == {"kernel", "grid", "block", "shared_bytes", "macs", "macs_exact", "work",
+        assert set(launch) == {"kernel", "grid", "block", "shared_bytes", "macs", "macs_exact", "loads", "work",
                                "read_bytes", "written_bytes"}  # fmt: skip
         assert f'__global__ void __launch_bounds__(256) {launch["kernel"]}(' in source
         assert len(launch["grid"]) == len(launch["block"]) == 3 and launch["grid"][1:] == launch["block"][1:] == [1, 1]
-        assert launch["block"][0] in (1, 256) and 1 <= launch["grid"][0] <= 32 * rc.EMIT_MULTIPROCESSORS
-        assert launch["shared_bytes"] == 0 and launch["macs_exact"]
+        grid, block, work = launch["grid"][0], launch["block"][0], launch["work"]
+        body = body_of(source, launch["kernel"])
+        if "one thread runs the kernel" in body:
+            assert (grid, block, work) == (1, 1, 1)
+        else:  # blocks of 256 threads, enough of them for the work, at most 32 a multiprocessor
+            assert block == 256 and 1 <= grid <= min(max(1, work), 32 * rc.EMIT_MULTIPROCESSORS)
+            assert grid * block >= min(work, 32 * rc.EMIT_MULTIPROCESSORS * block)
+        # shared memory: the kernel's own __shared__ arrays, and a kernel sharing them meets at barriers
+        shared = sum(BYTES[t] * int(n) for t, n in SHARED.findall(body))
+        assert launch["shared_bytes"] == shared <= 48 * 1024
+        assert ("__syncthreads();" in body) == (shared > 0)
+        assert launch["macs_exact"]
     macs, want = sum(launch["macs"] for launch in launches), graph_macs(case)
-    # the loop level pads the reduction of an im2col GEMM to a multiple of the vector width: at most 2x here
+    # the GPU schedule rounds an int8 reduction up to whole __dp4a words (4 products), pads a split reduction to
+    # a multiple of its threads and repeats the last output on a block kernel's spare threads: at most 2x here
     assert want <= macs <= 2 * want
     if case.name in UNPADDED:
         assert macs == want
 
 
-# cases whose every reduction is already a multiple of the vector width (or too short to be vectorized)
-UNPADDED = {"dense_000", "dense_001", "dense_002", "dense_003", "dense_005", "dense_007", "conv2d_000",
-            "conv2d_001", "conv2d_005", "model_digits_cnn_000", "model_digits_mlp_000"}
+# cases whose every reduction is a multiple of 4 (whole __dp4a words) and whose outputs need no spare threads
+UNPADDED = {"conv2d_000", "conv2d_005", "conv2d_006", "dense_003", "dense_004", "dense_006", "model_digits_mlp_000"}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 15: the CUDA path still prints the CPU schedule (a grid-stride loop over output "
-                          "rows); the GPU schedule that meets this bound is not built")
-def test_every_launch_with_multiply_adds_has_threads_for_them(tmp_path):
-    """The bound of issue 15: a launch with `macs > 0` has at least min(macs / 64, 65,536) threads with work."""
-    case = next(c for c in MAC_CASES if c.name.startswith("model_bench_resnet"))
-    rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
-    for launch in json.loads((tmp_path / "launches.json").read_text()):
+@pytest.mark.parametrize("case", MAC_CASES, ids=lambda d: d.name)
+def test_every_launch_with_multiply_adds_has_threads_for_them(case, tmp_path):
+    """The bound of issue 15: a launch with `macs > 0` has at least min(macs / 64, 65,536) threads with work, and
+    an int8 conv2d or dense (its packed operands are bytes) multiplies through `__dp4a`."""
+    _, launches, source = emitted(case, tmp_path)
+    assert any(launch["macs"] for launch in launches)
+    for launch in launches:
         threads = min(launch["grid"][0] * launch["block"][0], launch["work"])
         assert launch["macs"] == 0 or threads >= min(launch["macs"] // 64, 65536), launch
+        body = body_of(source, launch["kernel"])
+        if launch["macs"] and "const i8 *__restrict__" in body.split("{", 1)[0]:
+            assert "__dp4a(" in body, launch["kernel"]
+
+
+def test_the_bench_model_convolutions_are_int8_on_dp4a(tmp_path):
+    case = next(c for c in MAC_CASES if c.name.startswith("model_bench_resnet"))
+    _, launches, source = emitted(case, tmp_path)
+    convs = [launch for launch in launches if launch["kernel"].startswith("k_conv2d")]
+    nodes = json.loads((case / "model.json").read_text())["nodes"]
+    assert len(convs) == sum(n.get("attrs", {}).get("func_name") == "conv2d" for n in nodes) == 8
+    assert all("__dp4a(" in body_of(source, c["kernel"]) for c in convs)
+    big = [c for c in convs if c["macs"] >= 64 * 65536]
+    assert len(big) == 7 and all(min(c["grid"][0] * c["block"][0], c["work"]) >= 65536 for c in big)
+    # a thread computes 4 output channels: each input word is loaded once for 4 __dp4a, 1.25 loads a __dp4a (and
+    # the partial sums, bias and epilogue loads: under 1.4 in all), not 2
+    assert all(c["loads"] < 1.4 * c["macs"] / 4 for c in big)
+    assert all(c["shared_bytes"] for c in big)  # each output's reduction split over threads of a block
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -178,6 +242,11 @@ def test_estimate_bounds(estimator):
     # memory-bound: bytes over the bandwidth, plus the launch
     mem = e.estimate(launch(read_bytes=3 * 10**9, written_bytes=350 * 10**6), dp4a=False)
     assert mem["time_s"] == pytest.approx(1e-3 + e.LAUNCH_OVERHEAD_S)
+    # load-bound: load instructions over the LD/ST units' rate, past a compute bound below it
+    loads = e.SMS * e.LOADS_PER_CLOCK_PER_SM * e.CLOCK_HZ * 1e-3  # a millisecond of loads
+    got = e.estimate(launch(loads=loads, macs=10**6, grid=[4096, 1, 1], work=10**6), dp4a=True)
+    assert got["loads_s"] == pytest.approx(1e-3) and got["compute_s"] < 1e-3
+    assert got["time_s"] == pytest.approx(1e-3 + e.LAUNCH_OVERHEAD_S)
 
 
 def test_estimate_finds_the_dp4a_kernels(estimator):
@@ -192,4 +261,4 @@ def test_estimate_runs_on_a_launches_json(estimator, tmp_path, capsys):
     assert estimator.main([str(case), "--launches", str(tmp_path / "launches.json"), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "H100 SXM paper estimate:" in out and "cpu device, measured median of 1:" in out
-    assert f"{graph_macs(case) / 1e6:.1f} M multiply-adds" in out
+    assert f"{graph_macs(case) / 1e6:.1f} M multiply-adds ({graph_macs(case) / 1e6:.1f} M on __dp4a)" in out
