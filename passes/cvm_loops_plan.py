@@ -436,8 +436,15 @@ class _Planner:
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
                 inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
                                          (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), weight,
-                                         pos, (i, "pack", 1))
+                if (element == "i16" and node.attrs["groups"] == 1 and net.tensors[inputs[1]].kind == "param"
+                        and ops.blocked_available()):  # the register-blocked micro-kernel (ops.MMK_I16)
+                    width = prod(w[1:]) + prod(w[1:]) % 2  # pairs of int16: no padding beyond an even length
+                    lanes = ops.MMK_LANES
+                    inputs[1] = self._packed(inputs[1], {"to": "conv_weight_blocked", "width": width, "lanes": lanes},
+                                             (-(-w[0] // lanes), width // 2, 2 * lanes), weight, pos, (i, "pack", 1))
+                else:
+                    inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width),
+                                             weight, pos, (i, "pack", 1))
             else:
                 width = ops.padded(x[1], element)
                 inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width, **shift}, (x[0], width), element,
