@@ -510,7 +510,8 @@ DOT_ROWS = 8  # im2col rows (output pixels) one u8 x s8 dot product op computes,
 DOT_U8S8 = "cvmc.dot_u8s8"
 _DotU8S8 = UnregisteredOp.with_name(DOT_U8S8)
 MMK_I16 = "cvmc.mmk_i16"
-_MmkI16 = UnregisteredOp.with_name(MMK_I16)
+MMK_U8S8 = "cvmc.mmk_u8s8"
+_MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MMK_U8S8)}
 MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
 MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
 
@@ -552,6 +553,27 @@ def vnni_available() -> bool:
     return _host_vnni()
 
 
+@cache
+def _host_avx2() -> bool:
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("avx2"))
+    except (ImportError, RuntimeError):
+        return False
+
+
+def avx2_available() -> bool:
+    """Whether the blocked u8 x s8 micro-kernel (`vpmaddubsw`, an AVX2 intrinsic) may be used: as
+    `blocked_available`, and the host CPU has AVX2 (`$CVMC_AVX2` "0" / "1" overrides, for tests of the IR)."""
+    if not blocked_available():
+        return False
+    env = os.environ.get("CVMC_AVX2")
+    if env in ("0", "1"):
+        return env == "1"
+    return _host_avx2()
+
+
 def blocked_available() -> bool:
     """Whether an int16 conv2d may take the blocked micro-kernel `cvmc.mmk_i16`: never inside `without_vnni` (a
     target other than the host's JIT: the CUDA printer has no such op), else unless `$CVMC_MMK` is "0" (for A/B
@@ -574,13 +596,13 @@ def padded(k: int, element: str = "i16") -> int:
 def pack_values(pack: Attrs, array: np.ndarray, element: str) -> np.ndarray:
     """A param packed at compile time, as the `pack` kernel would pack it."""
     a = np.asarray(array, dtype=np.int64)
-    if pack["to"] == "conv_weight_blocked":  # (OC / lanes, width / 2, lanes, 2), zero-padded (see MMK_I16)
-        rows, lanes, width = a.shape[0], pack["lanes"], pack["width"]
+    if pack["to"] == "conv_weight_blocked":  # (OC / lanes, width / g, lanes, g), zero-padded (see MMK_I16)
+        rows, lanes, width, g = a.shape[0], pack["lanes"], pack["width"], pack["group"]
         a = a.transpose(0, 2, 3, 1).reshape(rows, -1)
         blocks = -(-rows // lanes)
-        out = np.zeros((blocks * lanes, width), dtype=np.int16)
+        out = np.zeros((blocks * lanes, width), dtype=np.int8 if element == "i8" else np.int16)
         out[:rows, :a.shape[1]] = a
-        return out.reshape(blocks, lanes, width // 2, 2).transpose(0, 2, 1, 3).reshape(blocks, width // 2, 2 * lanes)
+        return out.reshape(blocks, lanes, width // g, g).transpose(0, 2, 1, 3).reshape(blocks, width // g, g * lanes)
     if pack["to"] == "conv_weight":
         a = a.transpose(0, 2, 3, 1).reshape(a.shape[0], -1)  # (OC, KH, KW, C/g) rows
     dtype = {"i16": np.int16, "i8": np.int8, "u8": np.uint8}.get(element, np.int32)
@@ -678,23 +700,24 @@ def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: l
     return list(k.insert(op).results)
 
 
-def _mmk_i16(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], acc: Value,
-             acc_idx: list[Value], depth: int, rows: int, row_stride: int,
-             taps: tuple[int, int, int, int] = (1, 0, 1, 0)) -> None:
+def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], acc: Value,
+         acc_idx: list[Value], depth: int, rows: int, row_stride: int,
+         taps: tuple[int, int, int, int] = (1, 0, 1, 0)) -> None:
     """acc[acc_idx + (l, r)] = the int32 (wrapping) sum, over taps (th, tw) < taps (kh, stride_h, kw, stride_w)
-    and i < depth (even), of i16 a[a_idx + r * row_stride + th * stride_h + tw * stride_w + i] (flat, in
-    elements) * b[block at b_idx][(th * kw + tw) * depth / 2 + i / 2, l, i % 2], for r < rows and l < lanes (b's
-    last dimension / 2): the loop-level op `cvmc.mmk_i16` (operands: a, its indices, b, its indices, acc, its
-    indices; `split`, `acc_split`: where b and acc start). An im2col row is one tap; a padded NHWC input is read
-    in place, kh x kw taps of `depth` channels."""
-    lanes = b.type.get_shape()[-1] // 2  # type: ignore[attr-defined]
+    and i < depth (a multiple of g), of a[a_idx + r * row_stride + th * stride_h + tw * stride_w + i] (flat, in
+    elements) * b[block at b_idx][(th * kw + tw) * depth / g + i / g, l, i % g], for r < rows and l < lanes (b's
+    last dimension / g): the loop-level op `cvmc.mmk_i16` (int16 operands, g = 2) or `cvmc.mmk_u8s8` (u8 x s8,
+    g = 4) (operands: a, its indices, b, its indices, acc, its indices; `split`, `acc_split`: where b and acc
+    start). An im2col row is one tap; a padded NHWC input is read in place, kh x kw taps of `depth` channels."""
+    group = 4 if _is_byte_memref(a) else 2
+    lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
     kh, stride_h, kw, stride_w = taps
     attributes = {name: IntegerAttr(value, i64) for name, value in (
         ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
         ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
         ("stride_w", stride_w))}
-    k.insert(_MmkI16.create(operands=operands, result_types=[], attributes=attributes))
+    k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
 
 
 def _compensation(k: KernelBuilder, w: Value, w_idx: list[Value], width: int) -> Value:
@@ -842,22 +865,24 @@ MMK_TILE_PIXELS = 64  # at most this many output pixels per tile (an accumulator
 
 
 def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
-    """conv2d (one group) on an int16 weight packed in blocks of lanes (see MMK_I16). Per output row (the
-    parallel loop) and tile of its pixels, for each block of output channels, `cvmc.mmk_i16` computes MMK_ROWS
+    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight.
+    Per output row (the parallel loop) and tile of its pixels, for each block of output channels, the
+    micro-kernel (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS
     pixels at a time (then single pixels) into an accumulator buffer (lanes x tile, channel-major), then the bias
     and the epilogue run over each channel's contiguous pixels. The reduction reads the padded NHWC input in
     place (kh x kw taps of C channels) when C is even, else an im2col tile gathered first."""
     x, w = ins[0], ins[1]
     n_, oc_total, oh_, ow_ = out.layout.shape
-    blocks, pairs, two_lanes = w.layout.shape
-    width, lanes, rows = 2 * pairs, two_lanes // 2, MMK_ROWS
+    group = 4 if _is_byte_memref(x.mem) else 2  # reduction elements per 32-bit step of a lane
+    blocks, steps, group_lanes = w.layout.shape
+    width, lanes, rows = group * steps, group_lanes // group, MMK_ROWS
     _, _, _, c = x.layout.shape
     stride_h, stride_w = x.layout.strides[1:3]
     kh, kw = a["kernel_size"]
     (sh, sw), (dh, dw) = a["strides"], a["dilation"]
     depth = kh * kw * c
-    direct = c % 2 == 0
-    tile = min(ow_, MMK_TILE_PIXELS if direct else max(1, MMK_TILE_BYTES // (2 * width)))
+    direct = c % group == 0
+    tile = min(ow_, MMK_TILE_PIXELS if direct else max(1, MMK_TILE_BYTES * group // (4 * width)))
     tiles = -(-ow_ // tile)
     element = x.mem.type.element_type  # type: ignore[attr-defined]
     zero = k.const(0, element)
@@ -894,12 +919,12 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
 
                 def pixels(j: Value, n_rows: int) -> None:
                     if cols is not None:
-                        _mmk_i16(k, cols, [j, k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], width,
-                                 n_rows, width)
+                        _mmk(k, cols, [j, k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], width,
+                             n_rows, width)
                     else:
                         src = [n, k.muli(oh, sh), k.muli(k.addi(ow0, j), sw), k.idx(0)]
-                        _mmk_i16(k, x.mem, src, w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], c, n_rows,
-                                 sw * stride_w, (kh, dh * stride_h, kw, dw * stride_w))
+                        _mmk(k, x.mem, src, w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], c, n_rows,
+                             sw * stride_w, (kh, dh * stride_h, kw, dw * stride_w))
 
                 k.for_(blocked, lambda j: pixels(j, rows), step=rows)
                 k.for_(count, lambda j: pixels(j, 1), lb=blocked)
