@@ -214,10 +214,9 @@ class CpuRunner:
         self.heads = [(self._base(v), v) for v in program.heads]
         from cvmc.runtime.jit import Program, program_runner_available
 
-        # With threads, the calls run as one native program on all of them (`jit.Program`)
-        self.program = None
-        if threads > 1 and any(s for _, s in self.calls) and program_runner_available():
-            self.program = Program(self.calls, threads)
+        # The calls run as one native program (`jit.Program`): two ctypes calls per run instead of one per
+        # kernel, and with threads, one hand-off to the helpers per run
+        self.program = Program(self.calls, threads) if program_runner_available() else None
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 

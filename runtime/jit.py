@@ -648,7 +648,8 @@ class Program:
 
     def __call__(self) -> None:
         self._begin(self._pointer)
-        _WORKERS.submit([self._helper] * (self.threads - 1))
+        if self.threads > 1:
+            _WORKERS.submit([self._helper] * (self.threads - 1))
         self._main(self._pointer)
 
 

@@ -30,13 +30,17 @@ def _model():
 
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
-def test_threads_give_one_threads_bits(threads):
+def test_threads_give_one_threads_bits(monkeypatch, threads):
     graph, x = _model()
     one, many = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=threads, cache=False)
     assert many.program is not None and sum(split for _, split in many.calls) >= 2
+    monkeypatch.setattr(jit, "program_runner_available", lambda: False)  # elsewhere: a launch per split kernel
+    launched = compile_graph(graph, threads=threads, cache=False)
+    assert launched.program is None
     want = one(x)[0]
     for _ in range(5):
         np.testing.assert_array_equal(many(x)[0], want)
+        np.testing.assert_array_equal(launched(x)[0], want)
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05])
