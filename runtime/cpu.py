@@ -216,7 +216,7 @@ class CpuRunner:
 
         # The calls run as one native program (`jit.Program`): two ctypes calls per run instead of one per
         # kernel, and with threads, one hand-off to the helpers per run
-        self.program = Program(self.calls, threads) if program_runner_available() else None
+        self.native = Program(self.calls, threads) if program_runner_available() else None
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 
@@ -239,8 +239,8 @@ class CpuRunner:
         with self._lock:
             if self.input is not None:
                 np.copyto(self.input, np.asarray(data, dtype=np.int32).reshape(self.input.shape))
-            if self.program is not None:
-                self.program()
+            if self.native is not None:
+                self.native()
             else:
                 for call, split in self.calls:
                     if split and self.threads > 1:

@@ -33,10 +33,10 @@ def _model():
 def test_threads_give_one_threads_bits(monkeypatch, threads):
     graph, x = _model()
     one, many = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=threads, cache=False)
-    assert many.program is not None and sum(split for _, split in many.calls) >= 2
+    assert many.native is not None and sum(split for _, split in many.calls) >= 2
     monkeypatch.setattr(jit, "program_runner_available", lambda: False)  # elsewhere: a launch per split kernel
     launched = compile_graph(graph, threads=threads, cache=False)
-    assert launched.program is None
+    assert launched.native is None
     want = one(x)[0]
     for _ in range(5):
         np.testing.assert_array_equal(many(x)[0], want)
@@ -67,4 +67,4 @@ def test_late_or_missing_helpers_change_nothing(monkeypatch, delay):
     np.testing.assert_array_equal(two(x)[0], want)
     for t in started:
         t.join()
-    assert two.program.words[2] == 0  # every helper has left
+    assert two.native.words[2] == 0  # every helper has left
