@@ -212,11 +212,13 @@ class CpuRunner:
             split = call.work >= SPLIT_WORK and kernel.spec.splittable and kernel.trip > 1
             self.calls.append((prepared, split))
         self.heads = [(self._base(v), v) for v in program.heads]
-        from cvmc.runtime.jit import Program, program_runner_available
+        from cvmc.runtime.jit import PreparedCall, Program, program_runner_available
 
         # The calls run as one native program (`jit.Program`): two ctypes calls per run instead of one per
-        # kernel, and with threads, one hand-off to the helpers per run
-        self.native = Program(self.calls, threads) if program_runner_available() else None
+        # kernel, and with threads, one hand-off to the helpers per run (not for an engine of another kind:
+        # `cvm-aot` resolves the arguments with a checker of its own)
+        native = program_runner_available() and all(isinstance(c, PreparedCall) for c, _ in self.calls)
+        self.native = Program(self.calls, threads) if native else None
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 
