@@ -642,14 +642,18 @@ class Program:
             chunk = max(1, -(-trip // (4 * threads)))  # about 4 chunks per thread: a late helper costs little
             words += [call.kernel.address, ctypes.addressof(call._table), trip, int(split), chunk, 0, 0]
         self.words = np.array(words, dtype=np.int64)
-        _, self._begin, self._main, helper = _program_runner()
+        _, self._begin, self._main, self._helper = _program_runner()
         self._pointer = self.words.ctypes.data
-        self._helper = functools.partial(helper, self._pointer)
+
+    def _help(self) -> None:
+        """A helper's run. A bound method: a helper that starts late, even after the runner is gone, keeps this
+        program (its words, and through its calls the compiled code) alive until it has left."""
+        self._helper(self._pointer)
 
     def __call__(self) -> None:
         self._begin(self._pointer)
         if self.threads > 1:
-            _WORKERS.submit([self._helper] * (self.threads - 1))
+            _WORKERS.submit([self._help] * (self.threads - 1))
         self._main(self._pointer)
 
 

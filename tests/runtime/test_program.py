@@ -68,3 +68,19 @@ def test_late_or_missing_helpers_change_nothing(monkeypatch, delay):
     for t in started:
         t.join()
     assert two.native.words[2] == 0  # every helper has left
+
+
+def test_a_helper_that_starts_after_its_runner_is_gone_finds_its_program_alive(monkeypatch):
+    import gc
+
+    graph, x = _model()
+    pending: list = []
+    monkeypatch.setattr(jit._WORKERS, "submit", pending.extend)  # the helpers start only below
+    two = compile_graph(graph, threads=2, cache=False)
+    want = two(x)[0].copy()
+    np.testing.assert_array_equal(compile_graph(graph, threads=1, cache=False)(x)[0], want)
+    del two
+    gc.collect()
+    for helper in pending:  # the program, its tables and its code are still there: the helper sees `stop`
+        helper()
+    assert pending and pending[0].__self__.words[2] == 0
