@@ -14,8 +14,9 @@ precision. Timed, interleaved round by round (the order rotates), at each thread
 - OpenVINO int8 (the QDQ model; optional: skipped when `openvino` is not installed);
 - cvm-runtime's CPU backend where `--time-model` (default /work/oracle/time_model) exists (its own medians, in
   the same run but not interleaved: it is another process).
-It prints medians, GMAC/s, each peer's time over cvmc's, and % of the measured `vpdpbusd` limit (a microkernel
-of 16 independent `vpdpbusd` chains, JIT-compiled with llvmlite, on 1 and 2 threads, best of 5 runs), then per
+It prints medians, GMAC/s, each peer's time over cvmc's, and % of the measured int8 limit (a microkernel of 16
+independent multiply-add chains, JIT-compiled with llvmlite, on 1 and 2 threads, best of 60 runs: `vpdpbusd` with
+AVX512-VNNI, else AVX2's `vpmaddubsw` widened by `vpmaddwd`, exact as cvmc's u8 x s8 kernel uses it), then per
 conv layer cvmc's time alone (the layer with its requantization as a one-layer CVM model) and its % of the
 1-thread limit.
 """
@@ -47,15 +48,46 @@ TIME_MODEL = pathlib.Path("/work/oracle/time_model")
 # ---- the vpdpbusd limit ----------------------------------------------------------------------------------
 
 _CHAINS = 16
+# What one step of a chain is, per host: (name, LLVM IR of `%n = f(%a, %x, %y)` with {a}, {n} for the chain,
+# declarations, vector types of the operands and the accumulator, MACs per step)
+_AVX512 = {
+    "vpdpbusd": ("  {n} = call <16 x i32> @llvm.x86.avx512.vpdpbusd.512(<16 x i32> {a}, <64 x i8> %x, <64 x i8> %y)",
+                 "declare <16 x i32> @llvm.x86.avx512.vpdpbusd.512(<16 x i32>, <64 x i8>, <64 x i8>)",
+                 "<64 x i8>", "<16 x i32>", 64),
+    "vpdpwssd": ("  {n} = call <16 x i32> @llvm.x86.avx512.vpdpwssd.512(<16 x i32> {a}, <32 x i16> %x, <32 x i16> %y)",
+                 "declare <16 x i32> @llvm.x86.avx512.vpdpwssd.512(<16 x i32>, <32 x i16>, <32 x i16>)",
+                 "<32 x i16>", "<16 x i32>", 32),
+}
+_AVX2 = {  # no VNNI: u8 x s8 as cvmc's micro-kernel does it (vpmaddubsw, widened by vpmaddwd), and int16; each
+    # chain's multiplicand is its accumulator (else LLVM hoists the loop-invariant products out of the loop)
+    "vpmaddubsw": ("  {n}x = bitcast <8 x i32> {a} to <32 x i8>\n"
+                   "  {n}h = call <16 x i16> @llvm.x86.avx2.pmadd.ub.sw(<32 x i8> {n}x, <32 x i8> %y)\n"
+                   "  {n}w = call <8 x i32> @llvm.x86.avx2.pmadd.wd(<16 x i16> {n}h, <16 x i16> "
+                   "<i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, i16 1, "
+                   "i16 1, i16 1, i16 1>)\n  {n} = add <8 x i32> {a}, {n}w",
+                   "declare <16 x i16> @llvm.x86.avx2.pmadd.ub.sw(<32 x i8>, <32 x i8>)\n"
+                   "declare <8 x i32> @llvm.x86.avx2.pmadd.wd(<16 x i16>, <16 x i16>)",
+                   "<32 x i8>", "<8 x i32>", 32),
+    "vpmaddwd": ("  {n}x = bitcast <8 x i32> {a} to <16 x i16>\n"
+                 "  {n}w = call <8 x i32> @llvm.x86.avx2.pmadd.wd(<16 x i16> {n}x, <16 x i16> %y)\n"
+                 "  {n} = add <8 x i32> {a}, {n}w",
+                 "declare <8 x i32> @llvm.x86.avx2.pmadd.wd(<16 x i16>, <16 x i16>)", "<16 x i16>", "<8 x i32>", 16),
+}
 
 
-def _peak_ir(intrinsic: str, pair: str) -> str:
-    accs = "\n".join(f"  %a{k} = phi <16 x i32> [zeroinitializer, %entry], [%n{k}, %loop]" for k in range(_CHAINS))
-    steps = "\n".join(f"  %n{k} = call <16 x i32> @{intrinsic}(<16 x i32> %a{k}, {pair} %x, {pair} %y)"
-                      for k in range(_CHAINS))
-    total = "\n".join(f"  %s{k} = add <16 x i32> %s{k - 1}, %n{k}" for k in range(1, _CHAINS))
+def limit_kinds() -> dict[str, tuple[str, str, str, str, int]]:
+    """The chains this host runs: AVX512-VNNI's (`vpdpbusd` first), else AVX2's (`vpmaddubsw` first)."""
+    from cvmc.passes import cvm_loops_ops
+
+    return _AVX512 if cvm_loops_ops._host_vnni() else _AVX2
+
+
+def _peak_ir(step: str, declare: str, pair: str, acc: str, chains: int) -> str:
+    accs = "\n".join(f"  %a{k} = phi {acc} [zeroinitializer, %entry], [%n{k}, %loop]" for k in range(chains))
+    steps = "\n".join(step.format(a=f"%a{k}", n=f"%n{k}") for k in range(chains))
+    total = "\n".join(f"  %s{k} = add {acc} %s{k - 1}, %n{k}" for k in range(1, chains))
     return f"""
-declare <16 x i32> @{intrinsic}(<16 x i32>, {pair}, {pair})
+{declare}
 define void @peak(ptr %io, i64 %n) {{
 entry:
   %x = load {pair}, ptr %io, align 1
@@ -70,26 +102,28 @@ loop:
   %c = icmp ult i64 %i1, %n
   br i1 %c, label %loop, label %exit
 exit:
-  %s0 = add <16 x i32> zeroinitializer, %n0
+  %s0 = add {acc} zeroinitializer, %n0
 {total}
-  store <16 x i32> %s{_CHAINS - 1}, ptr %io, align 1
+  store {acc} %s{chains - 1}, ptr %io, align 1
   ret void
 }}
 """
 
 
-def vnni_limit(threads: int, seconds: float = 0.05, repeat: int = 5) -> dict[str, float]:
-    """Measured GMAC/s of `vpdpbusd` (u8 x s8, 4 MACs per lane) and `vpdpwssd` (i16, 2 per lane) on `threads`
-    threads at once (each its own chains), the best of `repeat` runs of about `seconds` each."""
+def vnni_limit(threads: int, seconds: float = 0.004, repeat: int = 60) -> dict[str, float]:
+    """Measured GMAC/s of this host's int8 and int16 multiply-add chains (`limit_kinds`: `vpdpbusd` and
+    `vpdpwssd` with AVX512-VNNI, else AVX2's `vpmaddubsw` + `vpmaddwd` and `vpmaddwd`) on `threads` threads at
+    once (each its own chains), the best of `repeat` runs of about `seconds` each (short runs, many: on a shared
+    machine some run alone on its core)."""
     import llvmlite.binding as llvm
 
     from cvmc.runtime.jit import host_target
 
     triple, cpu, features = host_target()
     out: dict[str, float] = {}
-    for name, intrinsic, pair, per_lane in (("vpdpbusd", "llvm.x86.avx512.vpdpbusd.512", "<64 x i8>", 4),
-                                             ("vpdpwssd", "llvm.x86.avx512.vpdpwssd.512", "<32 x i16>", 2)):
-        mod = llvm.parse_assembly(_peak_ir(intrinsic, pair))
+    for name, (step, declare, pair, acc, per_step) in limit_kinds().items():
+        chains = _CHAINS if acc.startswith("<16") else 12  # AVX2 has 16 vector registers: 12 chains, no spill
+        mod = llvm.parse_assembly(_peak_ir(step, declare, pair, acc, chains))
         tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
@@ -115,7 +149,7 @@ def vnni_limit(threads: int, seconds: float = 0.05, repeat: int = 5) -> dict[str
                 w.start()
             for w in workers:
                 w.join()
-            rates.append(threads * n * _CHAINS * 16 * per_lane / (time.perf_counter() - t) / 1e9)
+            rates.append(threads * n * chains * per_step / (time.perf_counter() - t) / 1e9)
         out[name] = max(rates)  # a peak: load only ever slows a run down
         del engine
     return out
@@ -272,7 +306,9 @@ def macs(graph) -> dict[str, int]:
 
 
 def layer_times(graph, rounds: int) -> dict[str, float]:
-    """cvmc's median time (1 thread) of each conv2d / dense layer alone with its requantization."""
+    """cvmc's median time (1 thread) of each conv2d / dense layer alone with its requantization (and the relu of
+    its input where the model's input to it is a relu's: a small kernel more than in the model, where the relu is
+    fused into the layer before)."""
     from cvmc import CvmBuilder
     from cvmc.runtime.cpu import compile_graph
 
@@ -286,6 +322,8 @@ def layer_times(graph, rounds: int) -> dict[str, float]:
         b = CvmBuilder()
         xs = graph.nodes[n.inputs[0][0]].shapes[0]
         x = b.create_input(list(xs), 8)
+        if graph.nodes[n.inputs[0][0]].op == "relu":  # as in the model: data >= 0 (the u8 x s8 kernel on AVX2)
+            x = b.relu(x)
         w = b.create_param(graph.params[graph.nodes[n.inputs[1][0]].name], 8)
         bias = b.create_param(graph.params[graph.nodes[n.inputs[2][0]].name],
                               graph.nodes[n.inputs[2][0]].precisions[0])
@@ -375,9 +413,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\n{model.parent.name}: {total / 1e6:.0f} M MACs ({len(counts)} conv2d/dense layers); load average "
           f"{load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f}; {a.rounds} interleaved rounds, medians")
+    int8 = next(iter(limit_kinds()))  # the % column's: the int8 chain of this host
     for n, lim in limits.items():
-        print(f"measured limit, {n} thread(s): vpdpbusd {lim['vpdpbusd']:.0f} GMAC/s, vpdpwssd "
-              f"{lim['vpdpwssd']:.0f} GMAC/s")
+        print(f"measured limit, {n} thread(s): " + ", ".join(f"{k} {v:.0f} GMAC/s" for k, v in lim.items()))
     head = f"{'system':18}" + "".join(f" {f'{n}T':>9} {'GMAC/s':>7} {'%limit':>6} {'/cvmc':>6}" for n in results)
     print(head)
     for k in results[next(iter(results))]:
@@ -388,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
                 line += f" {'-':>9} {'':>7} {'':>6} {'':>6}"
                 continue
             rate = total / v / 1e9
-            line += (f" {v * 1e3:7.2f}ms {rate:7.0f} {100 * rate / limits[n]['vpdpbusd']:5.0f}% "
+            line += (f" {v * 1e3:7.2f}ms {rate:7.0f} {100 * rate / limits[n][int8]:5.0f}% "
                      f"{v / res['cvmc']:5.2f}x")  # type: ignore[operator]
         print(line)
     if len(results) > 1:
@@ -397,12 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cvmc cold compile: {cold:.2f} s")
     for line in notes:
         print(line)
-    one = limits.get(1, next(iter(limits.values())))["vpdpbusd"]
+    one = limits.get(1, next(iter(limits.values())))[int8]
     print("\nper layer, cvmc alone (1 thread, layer + its requantization, pack included):")
     for name, t in layer_times(graph, a.rounds).items():
         rate = counts[name] / t / 1e9
         print(f"  {name:8} {counts[name] / 1e6:6.1f} M MACs {t * 1e3:7.3f} ms {rate:6.0f} GMAC/s "
-              f"{100 * rate / one:4.0f}% of vpdpbusd")
+              f"{100 * rate / one:4.0f}% of {int8}")
     return 0
 
 

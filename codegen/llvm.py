@@ -76,6 +76,7 @@ _Value = Any
 
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
+_I16 = ir.IntType(16)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
@@ -385,6 +386,102 @@ class _ModuleEmitter:
             fn.attributes.add(attr)
         return fn
 
+    def micro_kernel(self, rows: int, lanes: int, group: int = 2) -> ir.Function:
+        """`__cvmc_mmk_<i16|u8s8>_r<rows>_l<lanes>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
+        acc_stride)`, the body of every `cvmc.mmk_i16` (group 2) or `cvmc.mmk_u8s8` (group 4) of these rows and
+        lanes (one function, compiled once, for all the module's convolutions): rows x lanes / 8 int32
+        accumulators in vector registers; for each tap (th, tw) and step i < steps, the block's lanes x group
+        weights are loaded once (lanes / 8 vectors, at b + group * lanes * (t * steps + i), t = th * kw + tw)
+        and each row's group inputs (one 32-bit load at a + r * row_stride + th * stride_h + tw * stride_w +
+        group * i) are broadcast against them, then added to the accumulator:
+        - int16: sext, mul, the even and odd products added pairwise (wrapping only when all four are -32768: the
+          same sum modulo 2^32): LLVM selects `vpmaddwd` (or `vpdpwssd`);
+        - u8 x s8: `vpmaddubsw` (pairs of u8 x s8 products summed in int16, saturating: the caller guarantees
+          u8 <= 127 and |s8| <= 127, so |sum| <= 32258 never saturates), then `vpmaddwd` by ones (pairs of
+          those summed in int32): AVX2.
+        Then lane l's `rows` sums are stored at acc + l * acc_stride (channel-major). Offsets are in elements."""
+        kind = "u8s8" if group == 4 else "i16"
+        name = f"__cvmc_mmk_{kind}_r{rows}_l{lanes}"
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
+        fn.linkage = "internal"
+        for attr in ("nounwind", "noinline"):
+            fn.attributes.add(attr)
+        pa, pb, pacc, steps, row_stride, kh, stride_h, kw, stride_w, acc_stride = fn.args
+        for arg in (pa, pb, pacc):
+            arg.add_attribute("noalias")
+        emitter = _Builder(fn)
+        b = emitter.b
+        vectors = lanes // 8
+        item = _I8 if group == 4 else _I16
+        lanes8 = ir.VectorType(_I32, 8)
+        splat = ir.Constant(lanes8, [0] * 8)
+        if group == 2:
+            words, wide = ir.VectorType(_I16, 16), ir.VectorType(_I32, 16)
+            even = ir.Constant(lanes8, list(range(0, 16, 2)))
+            odd = ir.Constant(lanes8, list(range(1, 16, 2)))
+        else:
+            words, halves = ir.VectorType(_I8, 32), ir.VectorType(_I16, 16)
+            ubsw = self.function("llvm.x86.avx2.pmadd.ub.sw", halves, [words, words], ("nounwind", "readnone"))
+            wd = self.function("llvm.x86.avx2.pmadd.wd", lanes8, [halves, halves], ("nounwind", "readnone"))
+            ones = ir.Constant(halves, [1] * 16)
+
+        def i64(v: int) -> _Value:
+            return _const(_I64, v)
+
+        def weights(p: _Value) -> _Value:
+            w = b.load(p, typ=words, align=item.width // 8)
+            return b.sext(w, wide) if group == 2 else w
+
+        def madd(xs: _Value, w: _Value) -> _Value:
+            if group == 2:
+                m = b.mul(xs, w)  # each product of two int16 fits int32
+                return b.add(b.shuffle_vector(m, m, even), b.shuffle_vector(m, m, odd))
+            return b.call(wd, [b.call(ubsw, [xs, w]), ones])
+
+        def channels(base_a: _Value, base_b: _Value, accs: list[_Value]) -> list[_Value]:
+            def step(i: _Value, accs: list[_Value]) -> list[_Value]:
+                at = b.add(base_b, b.mul(i, i64(group * lanes), flags=["nsw"]), flags=["nsw"])
+                ws = [weights(b.gep(pb, [b.add(at, i64(8 * group * v), flags=["nsw"])], inbounds=True,
+                                    source_etype=item)) for v in range(vectors)]
+                out = []
+                first = b.add(base_a, b.mul(i, i64(group), flags=["nsw"]), flags=["nsw"])
+                for r in range(rows):
+                    index = b.add(first, b.mul(row_stride, i64(r), flags=["nsw"]), flags=["nsw"]) if r else first
+                    x = b.load(b.gep(pa, [index], inbounds=True, source_etype=item), typ=_I32, align=item.width // 8)
+                    one = b.insert_element(ir.Constant(lanes8, None), x, i64(0))
+                    xs = b.bitcast(b.shuffle_vector(one, one, splat), words)
+                    if group == 2:
+                        xs = b.sext(xs, wide)
+                    out.extend(b.add(accs[r * vectors + v], madd(xs, ws[v])) for v in range(vectors))
+                return out
+
+            return emitter._loop(i64(0), steps, i64(1), accs, step, "mmk")
+
+        def taps(th: _Value, accs: list[_Value]) -> list[_Value]:
+            def tap(tw: _Value, accs: list[_Value]) -> list[_Value]:
+                t = b.add(b.mul(th, kw, flags=["nsw"]), tw, flags=["nsw"])
+                base_a = b.add(b.mul(th, stride_h, flags=["nsw"]), b.mul(tw, stride_w, flags=["nsw"]), flags=["nsw"])
+                base_b = b.mul(b.mul(t, steps, flags=["nsw"]), i64(group * lanes), flags=["nsw"])
+                return channels(base_a, base_b, accs)
+
+            return emitter._loop(i64(0), kw, i64(1), accs, tap, "tap")
+
+        accs = emitter._loop(i64(0), kh, i64(1), [ir.Constant(lanes8, None)] * (rows * vectors), taps, "taps")
+        column = ir.VectorType(_I32, rows)
+        for v in range(vectors):
+            for lane in range(8):
+                col: _Value = ir.Constant(column, None)
+                for r in range(rows):
+                    col = b.insert_element(col, b.extract_element(accs[r * vectors + v], i64(lane)), i64(r))
+                p = b.gep(pacc, [b.mul(acc_stride, i64(8 * v + lane), flags=["nsw"])], inbounds=True,
+                          source_etype=_I32)
+                b.store(col, p, align=4)
+        b.ret_void()
+        return fn
+
     def intrinsic(self, base: str, ty: ir.Type, nargs: int) -> ir.Function:
         """`llvm.<base>.<suffix>` taking `nargs` operands of type `ty`."""
         return self.function(f"llvm.{base}.{_suffix(ty)}", ty, [ty] * nargs)
@@ -420,6 +517,18 @@ class _ModuleEmitter:
         )
         b.ret(b.select(b.icmp_signed("<", exp, zero), negative, result))
         return fn
+
+
+class _Builder:
+    """An IRBuilder at the entry of `fn`, with `_KernelEmitter`'s loop helper (for functions the module adds)."""
+
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def _loop(self, lb: _Value, ub: _Value, step: _Value, inits: Sequence[_Value],
+              body: Callable[[_Value, list[_Value]], list[_Value]], kind: str = "for") -> list[_Value]:
+        return _KernelEmitter._loop(self, lb, ub, step, inits, body, kind)  # type: ignore[arg-type]
 
 
 class _KernelEmitter:
@@ -1026,6 +1135,31 @@ class _KernelEmitter:
         accs = self._loop(_const(_I64, 0), _const(_I64, depth), _const(_I64, 64), [zero] * rows, step, "dot")
         for res, value in zip(op.results, self._row_sums(accs)):
             self.values[res] = value
+
+    @_handles("cvmc.mmk_i16", "cvmc.mmk_u8s8")
+    def _mmk(self, op: Operation) -> None:
+        """acc[(l, r)] = sum over taps (th, tw) and i < depth of a[r * row_stride + th * stride_h + tw * stride_w +
+        i] * b[block][(th * kw + tw) * depth / g + i / g, l, i % g] in int32 (wrapping), for r < rows, l < lanes
+        (a multiple of 8), all offsets in elements from each operand's indexed element; int16 operands (g = 2) or
+        u8 x s8 (g = 4): a call of the module's micro-kernel for (rows, lanes, g) (`_ModuleEmitter.micro_kernel`)."""
+        group = 4 if _op_name(op) == "cvmc.mmk_u8s8" else 2
+        names = ("depth", "split", "acc_split", "rows", "lanes", "row_stride", "kh", "stride_h", "kw", "stride_w")
+        depth, split, acc_split, rows, lanes, row_stride, kh, stride_h, kw, stride_w = (
+            _int_attr(op, name) for name in names)
+        if (depth <= 0 or depth % group or rows <= 0 or lanes <= 0 or lanes % 8 or kh <= 0 or kw <= 0 or op.results
+                or not 1 <= split < acc_split < len(op.operands)):
+            raise CVMRuntimeError(f"expected {_op_name(op)} with a depth a positive multiple of {group}, rows, kh, "
+                                  f"kw > 0, lanes a "
+                                  f"positive multiple of 8, 1 <= split < acc_split < {len(op.operands)} and no "
+                                  f"results, got depth {depth}, rows {rows}, lanes {lanes}, kh {kh}, kw {kw}, split "
+                                  f"{split}, acc_split {acc_split}, {len(op.results)} results")
+        a, b, acc = op.operands[0], op.operands[split], op.operands[acc_split]
+        pa, _ = self._access(a, op.operands[1:split])
+        pb, _ = self._access(b, op.operands[split + 1:acc_split])
+        pacc, _ = self._access(acc, op.operands[acc_split + 1:])
+        assert isinstance(acc.type, MemRefType)
+        sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, _layout(acc.type)[1][0])
+        self.b.call(self.mod.micro_kernel(rows, lanes, group), [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
 
     def _row_sums(self, accs: list[_Value]) -> list[_Value]:
         """The sum of the 16 lanes of each accumulator. For a power-of-two count, a tree that halves every

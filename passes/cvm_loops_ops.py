@@ -493,13 +493,28 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 #   128 * sum(w) over the whole weight row is subtracted: sum((x + 128) * w) - 128 * sum(w) = sum(x * w). No
 #   step saturates and int32 wraps, so the result is the reference's whenever the true sum fits int32 (and
 #   wraps like it otherwise: every step is the same sum modulo 2^32). Rows are padded to a multiple of 64.
-# - "i16" when both fit int16: `vpmaddwd` / `vpdpwssd` from LLVM's vectorizer;
+# - "i16" when both fit int16: a conv2d (one group) whose weight is a param takes the register-blocked micro-kernel
+#   `cvmc.mmk_i16` (below); otherwise `vpmaddwd` / `vpdpwssd` from LLVM's vectorizer;
 # - "i32" otherwise.
+#
+# The i16 micro-kernel (`blocked_available`): the weight is packed once, at compile time, in blocks of MMK_LANES
+# output channels, (OC / lanes, width / 2, lanes, 2): for each pair of reduction elements, the lanes' two weights
+# side by side. `cvmc.mmk_i16` keeps MMK_ROWS output pixels x MMK_LANES output channels of int32 accumulators
+# in registers (output channels across the lanes of a vector); each step broadcasts a pixel's pair of int16
+# inputs (one 32-bit load) against a vector of the block's weights: `vpmaddwd` (two products summed in each
+# int32 lane, wrapping only when all four values are -32768: the same sum modulo 2^32) and an add, or
+# `vpdpwssd` where the CPU has it; LLVM selects either from plain IR. The accumulators go to a small buffer,
+# from which the bias and the epilogue run per (channel, pixel).
 
 ZERO_POINT = 128  # what the "u8" packing adds to an int8 value
 DOT_ROWS = 8  # im2col rows (output pixels) one u8 x s8 dot product op computes, sharing each weight load
 DOT_U8S8 = "cvmc.dot_u8s8"
 _DotU8S8 = UnregisteredOp.with_name(DOT_U8S8)
+MMK_I16 = "cvmc.mmk_i16"
+MMK_U8S8 = "cvmc.mmk_u8s8"
+_MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MMK_U8S8)}
+MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
+MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
 
 
 @cache
@@ -539,6 +554,34 @@ def vnni_available() -> bool:
     return _host_vnni()
 
 
+@cache
+def _host_avx2() -> bool:
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("avx2"))
+    except (ImportError, RuntimeError):
+        return False
+
+
+def avx2_available() -> bool:
+    """Whether the blocked u8 x s8 micro-kernel (`vpmaddubsw`, an AVX2 intrinsic) may be used: as
+    `blocked_available`, and the host CPU has AVX2 (`$CVMC_AVX2` "0" / "1" overrides, for tests of the IR)."""
+    if not blocked_available():
+        return False
+    env = os.environ.get("CVMC_AVX2")
+    if env in ("0", "1"):
+        return env == "1"
+    return _host_avx2()
+
+
+def blocked_available() -> bool:
+    """Whether an int16 conv2d may take the blocked micro-kernel `cvmc.mmk_i16`: never inside `without_vnni` (a
+    target other than the host's JIT: the CUDA printer has no such op), else unless `$CVMC_MMK` is "0" (for A/B
+    comparisons). Its IR is plain LLVM (no intrinsic), so it compiles for any CPU."""
+    return not _NO_VNNI.get() and os.environ.get("CVMC_MMK") != "0"
+
+
 def is_byte(element: str) -> bool:
     return element in ("u8", "i8")
 
@@ -556,6 +599,13 @@ def padded(k: int, element: str = "i16") -> int:
 def pack_values(pack: Attrs, array: np.ndarray, element: str) -> np.ndarray:
     """A param packed at compile time, as the `pack` kernel would pack it."""
     a = np.asarray(array, dtype=np.int64)
+    if pack["to"] == "conv_weight_blocked":  # (OC / lanes, width / g, lanes, g), zero-padded (see MMK_I16)
+        rows, lanes, width, g = a.shape[0], pack["lanes"], pack["width"], pack["group"]
+        a = a.transpose(0, 2, 3, 1).reshape(rows, -1)
+        blocks = -(-rows // lanes)
+        out = np.zeros((blocks * lanes, width), dtype=np.int8 if element == "i8" else np.int16)
+        out[:rows, :a.shape[1]] = a
+        return out.reshape(blocks, lanes, width // g, g).transpose(0, 2, 1, 3).reshape(blocks, width // g, g * lanes)
     if pack["to"] == "conv_weight":
         a = a.transpose(0, 2, 3, 1).reshape(a.shape[0], -1)  # (OC, KH, KW, C/g) rows
     dtype = {"i16": np.int16, "i8": np.int8, "u8": np.uint8}.get(element, np.int32)
@@ -653,6 +703,26 @@ def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: l
     return list(k.insert(op).results)
 
 
+def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], acc: Value,
+         acc_idx: list[Value], depth: int, rows: int, row_stride: int,
+         taps: tuple[int, int, int, int] = (1, 0, 1, 0)) -> None:
+    """acc[acc_idx + (l, r)] = the int32 (wrapping) sum, over taps (th, tw) < taps (kh, stride_h, kw, stride_w)
+    and i < depth (a multiple of g), of a[a_idx + r * row_stride + th * stride_h + tw * stride_w + i] (flat, in
+    elements) * b[block at b_idx][(th * kw + tw) * depth / g + i / g, l, i % g], for r < rows and l < lanes (b's
+    last dimension / g): the loop-level op `cvmc.mmk_i16` (int16 operands, g = 2) or `cvmc.mmk_u8s8` (u8 x s8,
+    g = 4) (operands: a, its indices, b, its indices, acc, its indices; `split`, `acc_split`: where b and acc
+    start). An im2col row is one tap; a padded NHWC input is read in place, kh x kw taps of `depth` channels."""
+    group = 4 if _is_byte_memref(a) else 2
+    lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
+    operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
+    kh, stride_h, kw, stride_w = taps
+    attributes = {name: IntegerAttr(value, i64) for name, value in (
+        ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
+        ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
+        ("stride_w", stride_w))}
+    k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
+
+
 def _compensation(k: KernelBuilder, w: Value, w_idx: list[Value], width: int) -> Value:
     """ZERO_POINT * sum of the s8 weight row w[w_idx...] (padding is 0): what the u8 input's zero point adds."""
     def step(i: Value, acc: Value) -> list[Value]:
@@ -716,6 +786,9 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
     buffer (contiguous copies of C/g channels from the padded NHWC input), then each output channel takes one
     dot product per pixel of the tile."""
     x, w = ins[0], ins[1]
+    if len(w.layout.shape) == 3:
+        _conv2d_blocked(k, a, out, ins, epilogue)
+        return
     n_, oc_total, oh_, ow_ = out.layout.shape
     _, _, _, c = x.layout.shape
     width = w.layout.shape[1]
@@ -783,6 +856,98 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
                 k.for_(count, lambda j: finish(j, _dot_u8s8(k, cols, [g, j], w.mem, [oc], width)[0]), lb=blocked)
 
             k.for_(oc_total, channel)
+
+        k.for_(tiles, over_tile)
+
+    k.loops([n_, oh_], row, parallel=True)
+
+
+# The blocked conv2d's im2col tile (bytes): with one weight block (lanes x width int16) it stays in the L1 cache.
+MMK_TILE_BYTES = 12 * 1024
+MMK_TILE_PIXELS = 64  # at most this many output pixels per tile (an accumulator buffer of lanes x pixels int32)
+
+
+def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
+    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight.
+    Per output row (the parallel loop) and tile of its pixels, for each block of output channels, the
+    micro-kernel (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS
+    pixels at a time (then single pixels) into an accumulator buffer (lanes x tile, channel-major), then the bias
+    and the epilogue run over each channel's contiguous pixels. The reduction reads the padded NHWC input in
+    place (kh x kw taps of C channels) when C is even, else an im2col tile gathered first."""
+    x, w = ins[0], ins[1]
+    n_, oc_total, oh_, ow_ = out.layout.shape
+    group = 4 if _is_byte_memref(x.mem) else 2  # reduction elements per 32-bit step of a lane
+    blocks, steps, group_lanes = w.layout.shape
+    width, lanes, rows = group * steps, group_lanes // group, MMK_ROWS
+    _, _, _, c = x.layout.shape
+    stride_h, stride_w = x.layout.strides[1:3]
+    kh, kw = a["kernel_size"]
+    (sh, sw), (dh, dw) = a["strides"], a["dilation"]
+    depth = kh * kw * c
+    direct = c % group == 0
+    tile = min(ow_, MMK_TILE_PIXELS if direct else max(1, MMK_TILE_BYTES * group // (4 * width)))
+    tiles = -(-ow_ // tile)
+    element = x.mem.type.element_type  # type: ignore[attr-defined]
+    zero = k.const(0, element)
+
+    def row(ivs: list[Value]) -> None:
+        n, oh = ivs
+        acc = k.alloca(MemRefType(i32, [lanes, tile]))
+        cols = None if direct else k.alloca(MemRefType(element, [tile, width]))
+
+        def over_tile(t: Value) -> None:
+            ow0 = k.muli(t, tile)
+            count = k.minsi(k.idx(tile), k.subi(k.idx(ow_), ow0))
+            blocked = k.subi(count, k.remsi(count, rows))
+
+            if cols is not None:
+                def gather(j: Value) -> None:
+                    iw0 = k.muli(k.addi(ow0, j), sw)
+
+                    def tap(ivs: list[Value]) -> None:
+                        i, jj = ivs
+                        ih = k.addi(k.muli(oh, sh), k.muli(i, dh))
+                        iw = k.addi(iw0, k.muli(jj, dw))
+                        base = k.muli(k.addi(k.muli(i, kw), jj), c)
+                        k.for_(c, lambda ci: k.store(x.load(k, [n, ih, iw, ci]), cols, [j, k.addi(base, ci)]))
+
+                    k.loops([kh, kw], tap)
+                    k.for_(width, lambda i: k.store(zero, cols, [j, i]), lb=depth)
+
+                k.for_(count, gather)
+
+            def block(ob: Value) -> None:
+                oc0 = k.muli(ob, lanes)
+                live = lanes if oc_total % lanes == 0 else k.minsi(k.idx(lanes), k.subi(k.idx(oc_total), oc0))
+
+                def pixels(j: Value, n_rows: int) -> None:
+                    if cols is not None:
+                        _mmk(k, cols, [j, k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], width,
+                             n_rows, width)
+                    else:
+                        src = [n, k.muli(oh, sh), k.muli(k.addi(ow0, j), sw), k.idx(0)]
+                        _mmk(k, x.mem, src, w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], c, n_rows,
+                             sw * stride_w, (kh, dh * stride_h, kw, dw * stride_w))
+
+                k.for_(blocked, lambda j: pixels(j, rows), step=rows)
+                k.for_(count, lambda j: pixels(j, 1), lb=blocked)
+
+                def channel(o: Value) -> None:
+                    oc = k.addi(oc0, o)
+                    bias = ins[2].load(k, [oc]) if len(ins) > 2 else None
+
+                    def pixel(p: Value) -> None:
+                        v = k.load(acc, [o, p])
+                        if bias is not None:
+                            v = k.addi(v, bias)
+                        dst = [n, oc, oh, k.addi(ow0, p)]
+                        k.store(epilogue(v, dst), out.mem, dst)
+
+                    k.for_(count, pixel)
+
+                k.for_(live, channel)
+
+            k.for_(blocks, block)
 
         k.for_(tiles, over_tile)
 

@@ -307,6 +307,7 @@ class _Planner:
                 self.consumers[t] = self.consumers.get(t, 0) + 1
         self.heads = set(net.heads)
         self.bits = value_bits(net)
+        self.nonnegative = nonnegative(net)
         self.tensors = list(net.tensors)
         self.buffers: list[Buffer] = []
         self.refs: dict[int, Ref] = {}
@@ -429,7 +430,11 @@ class _Planner:
         if kind in ("conv2d", "dense"):
             element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]])
             x, w = (net.tensors[t].shape for t in inputs[:2])
-            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}
+            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}  # VNNI's u8: x + 128
+            blocked = (kind == "conv2d" and element == "i16" and node.attrs["groups"] == 1
+                       and net.tensors[inputs[1]].kind == "param" and ops.blocked_available())
+            if blocked and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]]):
+                element, weight = "u8", "i8"  # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`)
             if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             elif kind == "conv2d":
@@ -437,8 +442,16 @@ class _Planner:
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
                 inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
                                          (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width), weight,
-                                         pos, (i, "pack", 1))
+                if blocked:  # the register-blocked micro-kernel (ops.MMK_I16, ops.MMK_U8S8)
+                    group = 4 if element == "u8" else 2  # reduction elements per 32-bit lane step
+                    width = -(-prod(w[1:]) // group) * group  # no padding beyond a multiple of the group
+                    lanes = ops.MMK_LANES
+                    pack = {"to": "conv_weight_blocked", "width": width, "lanes": lanes, "group": group}
+                    inputs[1] = self._packed(inputs[1], pack, (-(-w[0] // lanes), width // group, group * lanes),
+                                             weight, pos, (i, "pack", 1))
+                else:
+                    inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width),
+                                             weight, pos, (i, "pack", 1))
             else:
                 width = ops.padded(x[1], element)
                 inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width, **shift}, (x[0], width), element,
@@ -488,6 +501,24 @@ class _Planner:
         self.refs[tid] = self._new_buffer(shape, owner, element)
         self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
         return tid
+
+
+def _fits_u8s8(data_bits: int, weight_bits: int) -> bool:
+    """Whether a non-negative data of `data_bits` against weights of `weight_bits` may take the blocked u8 x s8
+    micro-kernel (`vpmaddubsw`, AVX2): both fit int8 and the host has AVX2, so x in [0, 127] and |w| <= 127, and
+    a pair of products never leaves int16 (2 * 127 * 127 = 32258 <= 32767: no saturation)."""
+    return data_bits <= 8 and weight_bits <= 8 and ops.avx2_available()
+
+
+def nonnegative(net: Net) -> list[bool]:
+    """Which tensors are provably >= 0: a relu's output, and a cvm_right_shift or cvm_clip of such a tensor
+    (a rounding shift and a symmetric clip keep a value >= 0), whatever the bounds of `value_bits`."""
+    out = [False] * len(net.tensors)
+    for node in net.nodes:
+        if node.op == "relu" or (node.op in ("cvm_right_shift", "cvm_clip") and out[node.inputs[0]]):
+            for t in node.outputs:
+                out[t] = True
+    return out
 
 
 def _dot_elements(data_bits: int, weight_bits: int) -> tuple[str, str]:

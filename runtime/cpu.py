@@ -212,6 +212,13 @@ class CpuRunner:
             split = call.work >= SPLIT_WORK and kernel.spec.splittable and kernel.trip > 1
             self.calls.append((prepared, split))
         self.heads = [(self._base(v), v) for v in program.heads]
+        from cvmc.runtime.jit import PreparedCall, Program, program_runner_available
+
+        # The calls run as one native program (`jit.Program`): two ctypes calls per run instead of one per
+        # kernel, and with threads, one hand-off to the helpers per run (not for an engine of another kind:
+        # `cvm-aot` resolves the arguments with a checker of its own)
+        native = program_runner_available() and all(isinstance(c, PreparedCall) for c, _ in self.calls)
+        self.native = Program(self.calls, threads) if native else None
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 
@@ -234,11 +241,14 @@ class CpuRunner:
         with self._lock:
             if self.input is not None:
                 np.copyto(self.input, np.asarray(data, dtype=np.int32).reshape(self.input.shape))
-            for call, split in self.calls:
-                if split and self.threads > 1:
-                    call.launch(self.threads)
-                else:
-                    call()
+            if self.native is not None:
+                self.native()
+            else:
+                for call, split in self.calls:
+                    if split and self.threads > 1:
+                        call.launch(self.threads)
+                    else:
+                        call()
             out = []
             for base, v in self.heads:
                 item = base.itemsize
@@ -258,7 +268,8 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 def lower_graph(graph: Graph) -> tuple[HostProgram, str, list[KernelSpec], float]:
     """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`,
     its host program, its kernels as LLVM IR and their specs, and the milliseconds the lowering took. Kernels that
-    use AVX512-VNNI (`$CVMC_VNNI`) on a host without it are a CVMLogicError: they would not run here."""
+    use AVX512-VNNI (`$CVMC_VNNI`) or AVX2 (`$CVMC_AVX2`) on a host without it are a CVMLogicError: they would not
+    run here."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
     from cvmc.passes import cvm_loops_ops
     from cvmc.passes.pipelines import gc_paused, run_pipeline
@@ -275,6 +286,9 @@ def lower_graph(graph: Graph) -> tuple[HostProgram, str, list[KernelSpec], float
     if "llvm.x86.avx512.vpdpbusd" in ir_text and not cvm_loops_ops._host_vnni():
         raise CVMLogicError("expected $CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got "
                             f"{os.environ.get('CVMC_VNNI')!r}: the u8 x s8 kernels would not run here")
+    if "llvm.x86.avx2.pmadd.ub.sw" in ir_text and not cvm_loops_ops._host_avx2():
+        raise CVMLogicError("expected $CVMC_AVX2 unset or 0 on a CPU without AVX2, got "
+                            f"{os.environ.get('CVMC_AVX2')!r}: the u8 x s8 micro-kernel would not run here")
     return program, ir_text, specs, lower_ms
 
 

@@ -33,7 +33,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +50,12 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 # Bump when the optimization pipeline or the target options change: it is part of the cache key.
-_PIPELINE_VERSION = "o3-vec-slp-2"
+_PIPELINE_VERSION = "o3-vec-slp-unroll150-3"
 # Let the loop vectorizer pick the widest vectors for narrow types: i16 dot products then become full-width
-# `vpmaddwd` on AVX2 (30 -> 49 GMAC/s on the bench model) instead of half-width ones.
-_LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth",)
+# `vpmaddwd` on AVX2 (30 -> 49 GMAC/s on the bench model) instead of half-width ones. A lower unroll threshold
+# than O3's 300: LLVM unrolled the epilogue loops of small static tiles (16 x 16 outputs) in full, 0.28 s of O3
+# each for no speed; at 150 the bench model's O3 + code generation takes 0.4-0.6 s instead of 1.2-1.6 s.
+_LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth", "-unroll-threshold=150")
 
 _NUMPY_KINDS = {
     "i1": ("b", 1),
@@ -249,6 +251,7 @@ class Kernel:
         self.spec = spec
         self.name = spec.name
         self.trip = spec.trip
+        self.address = address
         self._fn: Any = _KERNEL_TYPE(address)
         self._fn.argtypes = None  # arguments are prepared as ctypes objects: the fastest call
 
@@ -316,7 +319,7 @@ class _Workers:
     for a two-thread launch), which matters for kernels of a few microseconds."""
 
     def __init__(self):
-        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], queue.SimpleQueue[BaseException | None]]]
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], queue.SimpleQueue[BaseException | None] | None]]
         self._tasks = queue.SimpleQueue()
         self._count = 0
         self._lock = threading.Lock()
@@ -327,9 +330,25 @@ class _Workers:
             try:
                 call()
             except BaseException as e:  # handed to the launching thread
+                if done is None:
+                    raise
                 done.put(e)
             else:
-                done.put(None)
+                if done is not None:
+                    done.put(None)
+
+    def _grow(self, count: int) -> None:
+        if self._count < count:
+            with self._lock:
+                while self._count < count:
+                    threading.Thread(target=self._work, name=f"cvmc-kernel-{self._count}", daemon=True).start()
+                    self._count += 1
+
+    def submit(self, calls: list[Callable[[], None]]) -> None:
+        """Start `calls` on worker threads and return: nobody waits for them (`Program`'s helpers)."""
+        self._grow(len(calls))
+        for call in calls:
+            self._tasks.put((call, None))
 
     def run(self, calls: list[Callable[[], None]]) -> None:
         """Run `calls[1:]` on worker threads and `calls[0]` on this one; return when all are done."""
@@ -349,6 +368,293 @@ class _Workers:
 
 
 _WORKERS = _Workers()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A whole program on several threads
+# --------------------------------------------------------------------------------------------------------------
+
+# A run of a whole program on several threads, without a barrier per kernel: the calling thread ("main") runs
+# every call in order; the split ones (flag 1) are cut into chunks of units that main and helper threads claim
+# from a counter per call, and main goes on once the call's done-counter reaches its trip. A helper (another
+# thread, `cvmc_program_helper`) claims chunks of each split call once the call before it is done, and leaves
+# when the run has stopped. So a helper that the OS schedules late (the machine may be shared) never holds main
+# up beyond the chunk it is running: main does whatever no helper has claimed, and 2 threads are never much
+# slower than 1.
+# prog, int64 words: [calls, stop, active helpers, sleepers, then per call: kernel entry, its argument table,
+# trip, flags, chunk, next unit, units done]. A waiting thread spins a while, then sleeps on the counter it waits
+# for (futex); whoever adds to a counter wakes its sleepers. `cvmc_program_begin` (main, before each run) waits
+# for the helpers of the previous run to leave, then zeroes the counters and clears `stop`.
+# Linux on x86-64 only (the futex system call's number, `pause`); elsewhere the split calls launch one by one.
+_PROGRAM_WORDS, _CALL_WORDS = 4, 7
+_PROGRAM_IR = r"""
+declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
+declare void @llvm.x86.sse2.pause()
+
+define internal void @wake(ptr %word, ptr %sleepers) {
+entry:
+  %n = load atomic i64, ptr %sleepers seq_cst, align 8
+  %any = icmp sgt i64 %n, 0
+  br i1 %any, label %go, label %exit
+go:
+  %w = call i64 (i64, ...) @syscall(i64 202, ptr %word, i32 129, i32 2147483647)
+  br label %exit
+exit:
+  ret void
+}
+
+; wait until *word >= target (true), or until *stop != 0 when stop is not null (false)
+define internal i1 @wait_for(ptr %word, i64 %target, ptr %sleepers, ptr %stop) {
+entry:
+  %check_stop = icmp ne ptr %stop, null
+  br label %spin
+spin:
+  %tries = phi i64 [0, %entry], [%next, %pause], [0, %slept]
+  %now = load atomic i64, ptr %word seq_cst, align 8
+  %done = icmp sge i64 %now, %target
+  br i1 %done, label %yes, label %stopped
+stopped:
+  br i1 %check_stop, label %read_stop, label %wait
+read_stop:
+  %s = load atomic i64, ptr %stop seq_cst, align 8
+  %is_stopped = icmp ne i64 %s, 0
+  br i1 %is_stopped, label %no, label %wait
+wait:
+  %next = add i64 %tries, 1
+  %long = icmp ugt i64 %tries, SPIN_TRIES
+  br i1 %long, label %sleep, label %pause
+pause:
+  call void @llvm.x86.sse2.pause()
+  br label %spin
+sleep:
+  %in = atomicrmw add ptr %sleepers, i64 1 seq_cst, align 8
+  %again = load atomic i64, ptr %word seq_cst, align 8
+  %moved = icmp sge i64 %again, %target
+  br i1 %moved, label %slept, label %futex
+futex:
+  %low = trunc i64 %again to i32
+  %z = call i64 (i64, ...) @syscall(i64 202, ptr %word, i32 128, i32 %low, ptr null)
+  br label %slept
+slept:
+  %out = atomicrmw sub ptr %sleepers, i64 1 seq_cst, align 8
+  br label %spin
+yes:
+  ret i1 true
+no:
+  ret i1 false
+}
+
+; claim chunks of call %c until none is left; returns after running its last claimed chunk
+define internal void @claim(ptr %call, ptr %sleepers) {
+entry:
+  %pfn = getelementptr i64, ptr %call, i64 0
+  %fn_i = load i64, ptr %pfn, align 8
+  %fn = inttoptr i64 %fn_i to ptr
+  %ptab = getelementptr i64, ptr %call, i64 1
+  %tab_i = load i64, ptr %ptab, align 8
+  %tab = inttoptr i64 %tab_i to ptr
+  %ptrip = getelementptr i64, ptr %call, i64 2
+  %trip = load i64, ptr %ptrip, align 8
+  %pchunk = getelementptr i64, ptr %call, i64 4
+  %chunk = load i64, ptr %pchunk, align 8
+  %pnext = getelementptr i64, ptr %call, i64 5
+  %pdone = getelementptr i64, ptr %call, i64 6
+  br label %loop
+loop:
+  %u = atomicrmw add ptr %pnext, i64 %chunk seq_cst, align 8
+  %left = icmp slt i64 %u, %trip
+  br i1 %left, label %run, label %exit
+run:
+  %e0 = add i64 %u, %chunk
+  %over = icmp sgt i64 %e0, %trip
+  %e = select i1 %over, i64 %trip, i64 %e0
+  call void %fn(ptr %tab, i64 %u, i64 %e)
+  %n = sub i64 %e, %u
+  %d = atomicrmw add ptr %pdone, i64 %n seq_cst, align 8
+  %d1 = add i64 %d, %n
+  %all = icmp sge i64 %d1, %trip
+  br i1 %all, label %wake, label %loop
+wake:
+  call void @wake(ptr %pdone, ptr %sleepers)
+  br label %loop
+exit:
+  ret void
+}
+
+define void @cvmc_program_begin(ptr %prog) {
+entry:
+  %calls = load i64, ptr %prog, align 8
+  %pactive = getelementptr i64, ptr %prog, i64 2
+  br label %drain
+drain:
+  %a = load atomic i64, ptr %pactive seq_cst, align 8
+  %busy = icmp sgt i64 %a, 0
+  br i1 %busy, label %yield, label %reset
+yield:
+  %y = call i32 @sched_yield()
+  br label %drain
+reset:
+  %c = phi i64 [0, %drain], [%c1, %zero]
+  %more = icmp slt i64 %c, %calls
+  br i1 %more, label %zero, label %go
+zero:
+  %base = mul i64 %c, CALL_WORDS
+  %at = add i64 %base, PROGRAM_WORDS_PLUS_5
+  %pnext = getelementptr i64, ptr %prog, i64 %at
+  store i64 0, ptr %pnext, align 8
+  %pdone = getelementptr i64, ptr %pnext, i64 1
+  store i64 0, ptr %pdone, align 8
+  %c1 = add i64 %c, 1
+  br label %reset
+go:
+  %pstop = getelementptr i64, ptr %prog, i64 1
+  store atomic i64 0, ptr %pstop seq_cst, align 8
+  ret void
+}
+
+define void @cvmc_program_main(ptr %prog) {
+entry:
+  %calls = load i64, ptr %prog, align 8
+  %sleepers = getelementptr i64, ptr %prog, i64 3
+  br label %loop
+loop:
+  %c = phi i64 [0, %entry], [%c1, %next]
+  %more = icmp slt i64 %c, %calls
+  br i1 %more, label %body, label %exit
+body:
+  %base = mul i64 %c, CALL_WORDS
+  %at = add i64 %base, PROGRAM_WORDS
+  %call = getelementptr i64, ptr %prog, i64 %at
+  %pflags = getelementptr i64, ptr %call, i64 3
+  %flags = load i64, ptr %pflags, align 8
+  %split = icmp ne i64 %flags, 0
+  %ptrip = getelementptr i64, ptr %call, i64 2
+  %trip = load i64, ptr %ptrip, align 8
+  %pdone = getelementptr i64, ptr %call, i64 6
+  br i1 %split, label %share, label %whole
+share:
+  call void @claim(ptr %call, ptr %sleepers)
+  %ok = call i1 @wait_for(ptr %pdone, i64 %trip, ptr %sleepers, ptr null)
+  br label %next
+whole:
+  %fn_i = load i64, ptr %call, align 8
+  %fn = inttoptr i64 %fn_i to ptr
+  %ptab = getelementptr i64, ptr %call, i64 1
+  %tab_i = load i64, ptr %ptab, align 8
+  %tab = inttoptr i64 %tab_i to ptr
+  call void %fn(ptr %tab, i64 0, i64 %trip)
+  store atomic i64 %trip, ptr %pdone seq_cst, align 8
+  call void @wake(ptr %pdone, ptr %sleepers)
+  br label %next
+next:
+  %c1 = add i64 %c, 1
+  br label %loop
+exit:
+  %pstop = getelementptr i64, ptr %prog, i64 1
+  store atomic i64 1, ptr %pstop seq_cst, align 8
+  ret void
+}
+
+define void @cvmc_program_helper(ptr %prog) {
+entry:
+  %calls = load i64, ptr %prog, align 8
+  %pstop = getelementptr i64, ptr %prog, i64 1
+  %pactive = getelementptr i64, ptr %prog, i64 2
+  %sleepers = getelementptr i64, ptr %prog, i64 3
+  %in = atomicrmw add ptr %pactive, i64 1 seq_cst, align 8
+  %s = load atomic i64, ptr %pstop seq_cst, align 8
+  %stopped = icmp ne i64 %s, 0
+  br i1 %stopped, label %exit, label %loop
+loop:
+  %c = phi i64 [0, %entry], [%c1, %next]
+  %more = icmp slt i64 %c, %calls
+  br i1 %more, label %body, label %exit
+body:
+  %base = mul i64 %c, CALL_WORDS
+  %at = add i64 %base, PROGRAM_WORDS
+  %call = getelementptr i64, ptr %prog, i64 %at
+  %first = icmp eq i64 %c, 0
+  br i1 %first, label %ready, label %wait_previous
+wait_previous:
+  %prev_at = sub i64 %at, CALL_WORDS
+  %prev = getelementptr i64, ptr %prog, i64 %prev_at
+  %pptrip = getelementptr i64, ptr %prev, i64 2
+  %ptrip = load i64, ptr %pptrip, align 8
+  %ppdone = getelementptr i64, ptr %prev, i64 6
+  %ok = call i1 @wait_for(ptr %ppdone, i64 %ptrip, ptr %sleepers, ptr %pstop)
+  br i1 %ok, label %ready, label %exit
+ready:
+  %pflags = getelementptr i64, ptr %call, i64 3
+  %flags = load i64, ptr %pflags, align 8
+  %split = icmp ne i64 %flags, 0
+  br i1 %split, label %share, label %next
+share:
+  call void @claim(ptr %call, ptr %sleepers)
+  br label %next
+next:
+  %c1 = add i64 %c, 1
+  br label %loop
+exit:
+  %out = atomicrmw sub ptr %pactive, i64 1 seq_cst, align 8
+  ret void
+}
+"""
+
+
+_PROGRAM_RUNNER: list[Any] = []  # [engine, begin, main, helper]: compiled once per process, on first use
+_PROGRAM_LOCK = threading.Lock()
+_SPIN_TRIES = 2000  # about 10-50 us of `pause` before a waiting thread sleeps
+
+
+def _program_runner() -> list[Any]:
+    with _PROGRAM_LOCK:
+        if not _PROGRAM_RUNNER:
+            ir_text = (_PROGRAM_IR.replace("SPIN_TRIES", str(_SPIN_TRIES))
+                       .replace("PROGRAM_WORDS_PLUS_5", str(_PROGRAM_WORDS + 5))
+                       .replace("PROGRAM_WORDS", str(_PROGRAM_WORDS)).replace("CALL_WORDS", str(_CALL_WORDS)))
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir_text), _target_machine())
+            engine.finalize_object()
+            one = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+            _PROGRAM_RUNNER.extend([engine, *(one(engine.get_function_address(f"cvmc_program_{name}"))
+                                              for name in ("begin", "main", "helper"))])
+        return _PROGRAM_RUNNER
+
+
+def program_runner_available() -> bool:
+    """Whether `Program` may run here: Linux on x86-64 (its futex system call and `pause`)."""
+    import sys
+
+    return sys.platform.startswith("linux") and llvm.get_process_triple().startswith("x86_64")
+
+
+class Program:
+    """Prepared calls run in order by this thread, the split ones shared with `threads - 1` helper threads that
+    claim chunks of their units (`cvmc_program_main`, `cvmc_program_helper`): one hand-off to the helpers per
+    run, none per kernel, and this thread never waits for a helper that has not started."""
+
+    def __init__(self, calls: Sequence[tuple[PreparedCall, bool]], threads: int):
+        self.calls = calls  # keeps the argument tables alive
+        self.threads = threads
+        words = [len(calls), 1, 0, 0]
+        for call, split in calls:
+            trip = call.kernel.trip
+            chunk = max(1, -(-trip // (4 * threads)))  # about 4 chunks per thread: a late helper costs little
+            words += [call.kernel.address, ctypes.addressof(call._table), trip, int(split), chunk, 0, 0]
+        self.words = np.array(words, dtype=np.int64)
+        _, self._begin, self._main, self._helper = _program_runner()
+        self._pointer = self.words.ctypes.data
+
+    def _help(self) -> None:
+        """A helper's run. A bound method: a helper that starts late, even after the runner is gone, keeps this
+        program (its words, and through its calls the compiled code) alive until it has left."""
+        self._helper(self._pointer)
+
+    def __call__(self) -> None:
+        self._begin(self._pointer)
+        if self.threads > 1:
+            _WORKERS.submit([self._help] * (self.threads - 1))
+        self._main(self._pointer)
 
 
 # --------------------------------------------------------------------------------------------------------------

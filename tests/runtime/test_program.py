@@ -1,0 +1,86 @@
+"""Threads run a compiled model as one native program (`jit.Program`): the calling thread runs every call, the split
+ones shared by chunks with helper threads. Bit-exact with one thread whatever the helpers do: none, late, or
+more than the work has chunks for; a helper that lags one run never touches the next."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from cvmc import CvmBuilder
+from cvmc.runtime import jit
+from cvmc.runtime.cpu import compile_graph
+
+pytestmark = pytest.mark.skipif(not jit.program_runner_available(), reason="Linux on x86-64 only")
+RNG = np.random.default_rng(5)
+
+
+def _model():
+    """Two convolutions and a residual add: split calls (the convolutions' rows) and unsplit ones (small packs)."""
+    b = CvmBuilder()
+    x = b.create_input([1, 16, 24, 20], 8)
+    y = x
+    for i in range(2):
+        w = b.create_param(RNG.integers(-127, 128, size=(16, 16, 3, 3)).astype(np.int32), 8, name=f"w{i}")
+        y = b.relu(b.cvm_right_shift(b.conv2d(y, w, channels=16, kernel_size=(3, 3), padding=(1, 1),
+                                              use_bias=False), precision=8, shift_bit=10))
+    y = b.elemwise_add(y, x)
+    return b.graph([y]), RNG.integers(-127, 128, size=(1, 16, 24, 20)).astype(np.int32)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_threads_give_one_threads_bits(monkeypatch, threads):
+    graph, x = _model()
+    one, many = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=threads, cache=False)
+    assert many.native is not None and sum(split for _, split in many.calls) >= 2
+    monkeypatch.setattr(jit, "program_runner_available", lambda: False)  # elsewhere: a launch per split kernel
+    launched = compile_graph(graph, threads=threads, cache=False)
+    assert launched.native is None
+    want = one(x)[0]
+    for _ in range(5):
+        np.testing.assert_array_equal(many(x)[0], want)
+        np.testing.assert_array_equal(launched(x)[0], want)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05])
+def test_late_or_missing_helpers_change_nothing(monkeypatch, delay):
+    """Helpers that start `delay` seconds late (the run ends without them, they leave on `stop`), or never."""
+    graph, x = _model()
+    one, two = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=2, cache=False)
+    want = one(x)[0]
+    started: list[threading.Thread] = []
+
+    def late(calls):
+        def run():
+            time.sleep(delay)
+            for call in calls:
+                call()
+
+        started.append(threading.Thread(target=run))
+        started[-1].start()
+
+    monkeypatch.setattr(jit._WORKERS, "submit", late)
+    for _ in range(4):
+        np.testing.assert_array_equal(two(x)[0], want)
+    monkeypatch.setattr(jit._WORKERS, "submit", lambda calls: None)  # no helper at all: the caller does it all
+    np.testing.assert_array_equal(two(x)[0], want)
+    for t in started:
+        t.join()
+    assert two.native.words[2] == 0  # every helper has left
+
+
+def test_a_helper_that_starts_after_its_runner_is_gone_finds_its_program_alive(monkeypatch):
+    import gc
+
+    graph, x = _model()
+    pending: list = []
+    monkeypatch.setattr(jit._WORKERS, "submit", pending.extend)  # the helpers start only below
+    two = compile_graph(graph, threads=2, cache=False)
+    want = two(x)[0].copy()
+    np.testing.assert_array_equal(compile_graph(graph, threads=1, cache=False)(x)[0], want)
+    del two
+    gc.collect()
+    for helper in pending:  # the program, its tables and its code are still there: the helper sees `stop`
+        helper()
+    assert pending and pending[0].__self__.words[2] == 0
