@@ -576,10 +576,10 @@ def avx2_available() -> bool:
 
 
 def blocked_available() -> bool:
-    """Whether an int16 conv2d may take the blocked micro-kernel `cvmc.mmk_i16`: never inside `without_vnni` (a
-    target other than the host's JIT: the CUDA printer has no such op), else unless `$CVMC_MMK` is "0" (for A/B
-    comparisons). Its IR is plain LLVM (no intrinsic), so it compiles for any CPU."""
-    return not _NO_VNNI.get() and os.environ.get("CVMC_MMK") != "0"
+    """Whether an int16 conv2d may take the blocked micro-kernel `cvmc.mmk_i16`: never for the GPU (`gpu_target`:
+    it has a schedule of its own) nor inside `without_vnni` (a target other than the host's JIT), else unless
+    `$CVMC_MMK` is "0" (for A/B comparisons). Its IR is plain LLVM (no intrinsic), so it compiles for any CPU."""
+    return not is_gpu_target() and not _NO_VNNI.get() and os.environ.get("CVMC_MMK") != "0"
 
 
 def is_byte(element: str) -> bool:
