@@ -198,10 +198,12 @@ def test_the_bench_model_convolutions_are_int8_on_dp4a(tmp_path):
     assert all("__dp4a(" in body_of(source, c["kernel"]) for c in convs)
     big = [c for c in convs if c["macs"] >= 64 * 65536]
     assert len(big) == 7 and all(min(c["grid"][0] * c["block"][0], c["work"]) >= 65536 for c in big)
-    # a thread computes 4 output channels: each input word is loaded once for 4 __dp4a, 1.25 loads a __dp4a (and
-    # the partial sums, bias and epilogue loads: under 1.4 in all), not 2
-    assert all(c["loads"] < 1.4 * c["macs"] / 4 for c in big)
-    assert all(c["shared_bytes"] for c in big)  # each output's reduction split over threads of a block
+    # a thread computes 4 output channels: each input word is loaded once for 4 __dp4a, 1.25 loads a __dp4a (with
+    # the staged weight rows, the partial sums, bias and epilogue: under 1.5 in all), not 2
+    assert all(c["loads"] < 1.5 * c["macs"] / 4 for c in big)
+    # each output's reduction split over threads of a block, the block's weight rows staged in shared memory
+    assert all(c["shared_bytes"] > 4 * 256 and body_of(source, c["kernel"]).count("__syncthreads();") == 2
+               for c in big)
 
 
 # --------------------------------------------------------------------------------------------------------------

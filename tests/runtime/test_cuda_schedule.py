@@ -159,31 +159,37 @@ def test_dense_is_bit_exact_on_the_emulated_grid(name, capfd):
 class WithoutBarrier(HostDevice):
     """Runs the generated CUDA with its `which`-th `__syncthreads()` taken out."""
 
-    def __init__(self, which: int, grid: tuple[int, int]):
+    def __init__(self, which: int, barriers: int, grid: tuple[int, int]):
         super().__init__(grid=grid)
-        self.which = which
+        self.which, self.barriers = which, barriers
 
     def compile(self, source):
         parts = source.split("__syncthreads();")
-        assert len(parts) == 3  # one block kernel: its two barriers
-        kept = ["__syncthreads();", "__syncthreads();"]
+        assert len(parts) == self.barriers + 1  # one block kernel: its barriers
+        kept = ["__syncthreads();"] * self.barriers
         kept[self.which] = "/* barrier taken out */"
-        return super().compile(parts[0] + kept[0] + parts[1] + kept[1] + parts[2])
+        return super().compile(parts[0] + "".join(b + p for b, p in zip(kept, parts[1:])))
 
 
 @needs_host_compiler
-@pytest.mark.parametrize(("which", "grid"), [(0, (2, 3)), (1, (1, 3))])
-def test_without_a_barrier_the_block_kernel_is_wrong(which, grid):
-    """Barrier 0 orders the partial sums before they are added (read after write); barrier 1 keeps the next block
-    from overwriting them before they are read (write after read: a launch of one block runs both blocks)."""
-    graph, bits = conv("int8_words_masked_spare")
-    assert kernel_specs(rc.lower_graph(graph)[1])["conv2d_relu_cvm_right_shift"].blocks == 2
+@pytest.mark.parametrize(("name", "which", "barriers", "grid"), [
+    ("int8_words_masked_spare", 0, 2, (2, 3)), ("int8_words_masked_spare", 1, 2, (1, 3)),
+    ("int8_by_taps", 0, 2, (2, 3)), ("int8_by_taps", 0, 2, (1, 3)), ("int8_by_taps", 1, 2, (2, 3))])  # fmt: skip
+def test_without_a_barrier_the_block_kernel_is_wrong(name, which, barriers, grid):
+    """The barrier before the partial sums are added orders them after they are written (read after write); the
+    last one keeps the next block from overwriting them before they are read (write after read: a launch of one
+    block runs every block). With the weight rows staged in shared memory (`int8_by_taps`), the barrier after the
+    staging orders it before the reads (read after write), and the next block's partial sums after the reads of
+    this one's (write after read): no third barrier."""
+    graph, bits = conv(name)
+    spec = next(s for n, s in kernel_specs(rc.lower_graph(graph)[1]).items() if n.startswith("conv2d"))
+    assert spec.blocks >= 2
     shape = graph_to_module(graph).body.block.first_op.function_type.inputs.data[0].get_shape()
     x = _values(shape, bits)
     want = run_graph(graph, x)[0]
     assert want.any()
     np.testing.assert_array_equal(rc.compile_graph(graph, device=HostDevice(grid=grid))(x)[0], want)
-    got = rc.compile_graph(graph, device=WithoutBarrier(which, grid))(x)[0]
+    got = rc.compile_graph(graph, device=WithoutBarrier(which, barriers, grid))(x)[0]
     assert (got != want).any()
 
 
