@@ -78,6 +78,7 @@ class _Call(Protocol):
     @property
     def types(self) -> Sequence[MemRefType]: ...
 
+
 BLOCK = 256  # threads of a block (the CUDA printer's BLOCK_SIZE)
 MACS_PER_THREAD = 64  # a thread's share of a reduction: at most this many multiply-adds ...
 THREADS_WANTED = 1 << 16  # ... unless the launch already has this many threads
@@ -102,8 +103,9 @@ def load_word(k: KernelBuilder, mem: Value, ivs: Sequence[Value | int]) -> Value
 
 
 def split(outputs: int, steps: int, macs_per_step: int) -> int:
-    """The threads sharing each output's reduction of `steps` steps (see the module docstring): the fewest, a power
-    of two up to BLOCK, with at most MACS_PER_THREAD multiply-adds a thread or THREADS_WANTED threads."""
+    """The threads sharing the reduction of each of `outputs` units, `steps` steps of `macs_per_step` multiply-adds
+    (see the module docstring): the fewest, a power of two up to BLOCK, with at most MACS_PER_THREAD multiply-adds
+    a thread or THREADS_WANTED threads."""
     s = 1
     while s < BLOCK and outputs * s < THREADS_WANTED and -(-steps // s) * macs_per_step > MACS_PER_THREAD:
         s *= 2
