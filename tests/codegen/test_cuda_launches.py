@@ -125,9 +125,15 @@ def graph_macs(case: pathlib.Path) -> int:
     return total
 
 
+_EMITTED: dict[pathlib.Path, tuple[list[pathlib.Path], list[dict], str]] = {}
+
+
 def emitted(case: pathlib.Path, tmp_path: pathlib.Path) -> tuple[list[pathlib.Path], list[dict], str]:
-    paths = rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
-    return paths, json.loads(paths[2].read_text()), paths[0].read_text()
+    """What `emit_sources` writes for a case (once per case and session: several tests read it)."""
+    if case not in _EMITTED:
+        paths = rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
+        _EMITTED[case] = paths, json.loads(paths[2].read_text()), paths[0].read_text()
+    return _EMITTED[case]
 
 
 def body_of(source: str, symbol: str) -> str:
