@@ -2,8 +2,10 @@
 
 Built instead of the CPU's kernels of these groups when lowering inside `cvm_loops_target.gpu_target()` (what
 `cvmc.runtime.cuda` does); every other group is built as for the CPU (elementwise ops, pooling, reductions and
-the like are already one `scf.parallel` over their output, one GPU thread per output element).
+the like are already one `scf.parallel` over their output, one GPU thread per output element; get_valid_counts
+and non_max_suppression stay one thread, exact).
 
+- concatenate: one thread per output element, reading the input whose slice of the axis holds it.
 - Packing (`pack`): one thread per element of the packed operand (zero-padded NHWC input, weight rows, rows).
 - conv2d and dense reduce over the packed operands of the plan: signed bytes when both operands fit int8, read
   four at a time as one 32-bit word (`cvmc.load_word`) and multiplied by `cvmc.dp4a` (CUDA's `__dp4a`: four int8
@@ -484,10 +486,35 @@ def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
     k.loops(out.layout.shape, element_row, parallel=True)
 
 
+def concatenate(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
+    """One thread per output element, reading the input whose slice of the axis holds it (the CPU's kernel copies
+    the inputs one after another: loops a grid cannot share)."""
+    ax = a["axis"] % len(out.layout.shape)
+    starts = [0]
+    for arg in ins:
+        starts.append(starts[-1] + arg.layout.shape[ax])
+
+    def element(ivs: list[Value]) -> None:
+        def read(i: int) -> Value:
+            src = list(ivs)
+            src[ax] = k.subi(ivs[ax], starts[i])
+            return ins[i].load(k, src)
+
+        def pick(i: int) -> Value:  # input i or a later one
+            if i == len(ins) - 1:
+                return read(i)
+            inside = k.cmpi("slt", ivs[ax], starts[i + 1])
+            return k.if_(inside, lambda: [read(i)], lambda: [pick(i + 1)], [i32])[0]
+
+        k.store(epilogue(pick(0), ivs), out.mem, ivs)
+
+    k.loops(out.layout.shape, element, parallel=True)
+
+
 def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
-    """The GPU kernel of a conv2d, dense or pack group, or None for a group built as for the CPU."""
+    """The GPU kernel of a conv2d, dense, pack or concatenate group, or None for a group built as for the CPU."""
     group = call.group
-    if group.kind not in ("conv2d", "dense", "pack"):
+    if group.kind not in ("conv2d", "dense", "pack", "concatenate"):
         return None
     k = KernelBuilder(name, call.types)
     args = [ops.Arg(m, arg.layout) for m, arg in zip(k.args, call.args)]
@@ -505,6 +532,8 @@ def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
         pack(k, group.anchor.attrs, out, ins[0])
     elif group.kind == "conv2d":
         conv2d(k, group.anchor.attrs, out, ins, epilogue)
+    elif group.kind == "concatenate":
+        concatenate(k, group.anchor.attrs, out, ins, epilogue)
     else:
         dense(k, out, ins, epilogue)
     return k.finish()

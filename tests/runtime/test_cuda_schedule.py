@@ -222,3 +222,21 @@ def test_the_schedule_is_bit_exact_on_the_gpu(make, name):
     runner = rc.compile_graph(graph)
     for x in (_values(shape, 8), np.full(shape, 127, np.int32), np.full(shape, -127, np.int32)):
         np.testing.assert_array_equal(runner(x)[0], run_graph(graph, x)[0])
+
+
+@needs_host_compiler
+@pytest.mark.parametrize("n", [3, 130])  # 130: more than MAX_CONCAT_INPUTS = 64, calls writing parts of the output
+def test_concatenate_has_a_thread_per_output_element(n, capfd):
+    b = CvmBuilder()
+    x = b.create_input([2, 3, 4], 8)
+    sources = [x, b.relu(x), b.transpose(b.negative(b.transpose(x, axes=[0, 2, 1])), axes=[0, 2, 1])]
+    y = b.relu(b.concatenate(*(sources[i % 3] for i in range(n)), axis=1))  # a view input, an epilogue
+    graph = b.graph([y])
+    _, specs = source_of(graph)
+    concats = [spec for name, spec in specs.items() if name.startswith("concatenate")]
+    assert concats and all(spec.parallel and spec.work == prod(spec.args[0].shape) for spec in concats)
+    x = _values((2, 3, 4), 8)
+    want = run_graph(graph, x)[0]
+    for grid in ((2, 3), (1, 256)):
+        np.testing.assert_array_equal(rc.compile_graph(graph, device=HostDevice(grid=grid))(x)[0], want)
+    assert "runtime error" not in capfd.readouterr().err
