@@ -37,13 +37,13 @@ to do so); there are no atomics, so every launch computes the same bits.
 
 Block kernels. A kernel whose top level holds `scf.for %b = gpu.block_id to B step gpu.grid_dim` (the GPU
 schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`) deals B blocks to the grid by that block-stride loop,
-and the loops `scf.for %v = gpu.thread_id to T step gpu.block_dim` inside it deal the block's T threads to the
-launch's: its `work` is B * T, and it computes the same bits under any launch as well. Threads of a block share
-`memref.alloca`s of memory space 3 (`__shared__` arrays; `shared_bytes` in the spec) and meet at `gpu.barrier`
-(`__syncthreads()`), which every thread of a block reaches the same number of times (the loops around a barrier
-have bounds the whole block agrees on). `cvmc.dp4a` (a, b, acc: i32) prints as `__dp4a(a, b, acc)` (four signed
-byte products added to acc, exact) and `cvmc.load_word` (an i8 memref and indices) as a 4-byte aligned load of
-the four bytes there as one i32.
+and the loops `scf.for %v = gpu.thread_id to T step gpu.block_dim` inside it deal the block's work to the
+launch's threads: its `work` is B * min(T, BLOCK_SIZE) (T of the loops holding the multiply-adds), and it
+computes the same bits under any launch as well. Threads of a block share `memref.alloca`s of memory space 3
+(`__shared__` arrays; `shared_bytes` in the spec) and meet at `gpu.barrier` (`__syncthreads()`), which every
+thread of a block reaches the same number of times (the loops around a barrier have bounds the whole block agrees
+on). `cvmc.dp4a` (a, b, acc: i32) prints as `__dp4a(a, b, acc)` (four signed byte products added to acc, exact)
+and `cvmc.load_word` (an i8 memref and indices) as a 4-byte aligned load of the four bytes there as one i32.
 
 Values. Each op result is a local variable `vN` of its C type: an index is an `i64`, `iN` an `iN` typedef
 (`i8` is `signed char`), `i1` a `bool` in registers and a `u8` (0 or 1) in memory, `f32` / `f64` `float` /
@@ -187,8 +187,9 @@ def _grid_loop(op: func.FuncOp) -> _GridLoop | None:
 @dataclass(frozen=True)
 class _BlockLoop:
     """A block kernel: a top-level `scf.for %b = gpu.block_id to blocks step gpu.grid_dim` dealing `blocks` blocks
-    to the grid, inside which loops `for %v = gpu.thread_id to n step gpu.block_dim` deal a block's `threads`
-    (the largest such n) to its threads; barriers and shared memory are the block's."""
+    to the grid, inside which loops `for %v = gpu.thread_id to n step gpu.block_dim` deal a block's work to its
+    threads (`threads`: how many of a block of BLOCK_SIZE have some; see `_block_loop`); barriers and shared
+    memory are the block's."""
 
     blocks: int
     threads: int
@@ -210,14 +211,18 @@ def _strided_by(loop: scf.ForOp) -> str | None:
 
 
 def _block_loop(op: func.FuncOp) -> _BlockLoop | None:
+    """The block loop of a block kernel; its `threads`: of a block's `BLOCK_SIZE` threads, those that have work in
+    the thread loops holding multiply-adds (in every thread loop where none holds any)."""
     for top in op.body.block.ops:
         if isinstance(top, scf.ForOp) and _strided_by(top) == "gpu.block_id":
             blocks = _constant_int(top.ub)
-            threads = [_constant_int(inner.ub) for inner in top.walk()
-                       if isinstance(inner, scf.ForOp) and _strided_by(inner) == "gpu.thread_id"]
+            loops = [inner for inner in top.walk() if isinstance(inner, scf.ForOp)
+                     and _strided_by(inner) == "gpu.thread_id"]  # fmt: skip
+            loops = [inner for inner in loops if _has(inner, _macs_of)] or loops
+            threads = [_constant_int(inner.ub) for inner in loops]
             if blocks is None or not threads or None in threads:
                 raise CVMRuntimeError("cuda codegen: expected constant bounds in the block and thread loops")
-            return _BlockLoop(blocks, max(t for t in threads if t is not None))
+            return _BlockLoop(blocks, min(BLOCK_SIZE, max(t for t in threads if t is not None)))
     return None
 
 

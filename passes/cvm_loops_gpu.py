@@ -2,8 +2,10 @@
 
 Built instead of the CPU's kernels of these groups when lowering inside `cvm_loops_target.gpu_target()` (what
 `cvmc.runtime.cuda` does); every other group is built as for the CPU (elementwise ops, pooling, reductions and
-the like are already one `scf.parallel` over their output, one GPU thread per output element).
+the like are already one `scf.parallel` over their output, one GPU thread per output element; get_valid_counts
+and non_max_suppression stay one thread, exact).
 
+- concatenate: one thread per output element, reading the input whose slice of the axis holds it.
 - Packing (`pack`): one thread per element of the packed operand (zero-padded NHWC input, weight rows, rows).
 - conv2d and dense reduce over the packed operands of the plan: signed bytes when both operands fit int8, read
   four at a time as one 32-bit word (`cvmc.load_word`) and multiplied by `cvmc.dp4a` (CUDA's `__dp4a`: four int8
@@ -26,6 +28,10 @@ the like are already one `scf.parallel` over their output, one GPU thread per ou
   same for threads), so any launch computes the same bits; the spare threads of the last block (fewer than the
   blocks) repeat the last unit and their sums are never stored. A step past the end of a reduction (when S does
   not divide it) reads the last step's operands and adds nothing (`select`).
+- A conv2d block kernel whose blocks each lie within two rows of units (a row: the units of one image and output
+  channel unit; one row when the blocks divide it) first stages those rows' int8 weight rows in shared memory
+  (`_weight_staging`, at most `STAGE_BYTES`), all the block's threads copying, then a barrier; its threads read
+  weights from there. Input tiles are not staged.
 
 Integer sums wrap in int32 in any order, so the split gives the reference's bits.
 
@@ -44,6 +50,7 @@ Integer sums wrap in int32 in any order, so the split gives the reference's bits
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from math import prod
 from typing import Protocol
 
@@ -73,6 +80,7 @@ class _Call(Protocol):
     @property
     def types(self) -> Sequence[MemRefType]: ...
 
+
 BLOCK = 256  # threads of a block (the CUDA printer's BLOCK_SIZE)
 MACS_PER_THREAD = 64  # a thread's share of a reduction: at most this many multiply-adds ...
 THREADS_WANTED = 1 << 16  # ... unless the launch already has this many threads
@@ -97,8 +105,9 @@ def load_word(k: KernelBuilder, mem: Value, ivs: Sequence[Value | int]) -> Value
 
 
 def split(outputs: int, steps: int, macs_per_step: int) -> int:
-    """The threads sharing each output's reduction of `steps` steps (see the module docstring): the fewest, a power
-    of two up to BLOCK, with at most MACS_PER_THREAD multiply-adds a thread or THREADS_WANTED threads."""
+    """The threads sharing the reduction of each of `outputs` units, `steps` steps of `macs_per_step` multiply-adds
+    (see the module docstring): the fewest, a power of two up to BLOCK, with at most MACS_PER_THREAD multiply-adds
+    a thread or THREADS_WANTED threads."""
     s = 1
     while s < BLOCK and outputs * s < THREADS_WANTED and -(-steps // s) * macs_per_step > MACS_PER_THREAD:
         s *= 2
@@ -152,31 +161,73 @@ def strided(k: KernelBuilder, steps: int, tiles: int, prepare: Callable[[list[Va
     return partial
 
 
-def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], tiles: int, steps: int, macs_per_step: int,
-                   reduction: Reduction, finish: Callable[[list[Value], Value], None]) -> None:
-    """Every output of `shape` as a sum of `steps` steps of `macs_per_step` multiply-adds, `tiles` outputs along
-    axis 1 a unit: a unit shared by `split(...)` threads, each thread's partial sums `reduction(unit ivs, lane,
-    S)`; `finish(ivs, sum)` stores an output."""
+@dataclass(frozen=True)
+class Schedule:
+    """How the units of `tiles` outputs (along axis 1 of the output) are dealt to threads: `s` threads a unit;
+    for s > 1, `blocks` blocks of `per` units."""
+
+    units: tuple[int, ...]
+    tiles: int
+    s: int
+    blocks: int
+    per: int
+
+    @property
+    def count(self) -> int:
+        return prod(self.units)
+
+
+def schedule(shape: tuple[int, ...], tiles: int, steps: int, macs_per_step: int) -> Schedule:
+    """The schedule of the outputs of `shape` as sums of `steps` steps of `macs_per_step` multiply-adds."""
     units = (shape[0], shape[1] // tiles, *shape[2:])
     count = prod(units)
     s = split(count, steps, macs_per_step * tiles)
+    blocks = -(-count // (BLOCK // s))
+    return Schedule(units, tiles, s, blocks, -(-count // blocks))  # per: balanced, fewer than `blocks` spare
+
+
+class Staging:
+    """Operands a block stages in its shared memory before its threads reduce (`words` i32 words): `fill` copies
+    them (all the block's threads together), then a barrier; `first` is the block's first unit meanwhile. That
+    barrier also orders a block's partial sums after the reads of the block before, so the block loop needs no
+    barrier at its end."""
+
+    def __init__(self, words: int, fill: Callable[[Value, Value, Value, Value], None]):
+        self.words = words
+        self.fill = fill  # (shared, first unit, thread, threads)
+        self.shared: Value | None = None
+        self.first: Value | None = None
+
+
+def reduce_outputs(k: KernelBuilder, plan: Schedule, reduction: Reduction,
+                   finish: Callable[[list[Value], Value], None], staging: Staging | None = None) -> None:
+    """Every output as the sum of its unit's partial sums: each thread's are `reduction(unit ivs, lane, S)`;
+    `finish(ivs, sum)` stores an output. A block kernel may stage operands first (`staging`)."""
+    units, tiles, s, count = plan.units, plan.tiles, plan.s, plan.count
 
     def finish_unit(ivs: list[Value], sums: list[Value]) -> None:
         for r, v in enumerate(sums):
             finish([ivs[0], k.addi(k.muli(ivs[1], tiles), r), *ivs[2:]], v)
 
     if s == 1:
+        assert staging is None, "only a block kernel stages operands"
         k.loops(units, lambda ivs: finish_unit(ivs, reduction(ivs, k.idx(0), 1)), parallel=True)
         return
-    blocks = -(-count // (BLOCK // s))
-    per = -(-count // blocks)  # units of a block, balanced: fewer than `blocks` spare threads in all
+    blocks, per = plan.blocks, plan.per
     lanes = per * s  # threads of a block with work
     shared = k.insert(memref.AllocaOp.get(i32, shape=[tiles * lanes], memory_space=SHARED)).results[0]
+    if staging is not None:
+        staging.shared = k.insert(memref.AllocaOp.get(i32, shape=[staging.words], memory_space=SHARED)).results[0]
     block_id, grid = _gpu_index(k, gpu.BlockIdOp), _gpu_index(k, gpu.GridDimOp)
     thread, threads = _gpu_index(k, gpu.ThreadIdOp), _gpu_index(k, gpu.BlockDimOp)
 
     def block(b: Value) -> None:
         first = k.muli(b, per)
+        if staging is not None:
+            assert staging.shared is not None
+            staging.first = first
+            staging.fill(staging.shared, first, thread, threads)
+            k.insert(gpu.BarrierOp())  # the staged operands are whole before any thread reads them
 
         def partial(v: Value) -> None:
             unit = k.minsi(k.addi(first, k.divsi(v, s)), count - 1)  # spare threads repeat the last unit
@@ -203,7 +254,8 @@ def reduce_outputs(k: KernelBuilder, shape: tuple[int, ...], tiles: int, steps: 
                 k.if_(k.cmpi("slt", unit, count), write)
 
         k.for_(per, total, lb=thread, step=threads)
-        k.insert(gpu.BarrierOp())
+        if staging is None:  # else the next block's staging barrier keeps its partial sums after these reads
+            k.insert(gpu.BarrierOp())
 
     k.for_(blocks, block, lb=block_id, step=grid)
 
@@ -234,6 +286,21 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
     byte = x.mem.type.element_type == i8  # type: ignore[attr-defined]
     steps = -(-depth // 4) if byte else depth
     tiles = tile(ocg)  # output channels of one group a thread computes
+    plan = schedule(shape, tiles, steps, 4 if byte else 1)
+    staging = _weight_staging(k, plan, w, shape) if byte else None
+
+    def weight_word(ivs: list[Value], r: int, oc: Value, at: Value) -> Value:
+        """The weight word of output channel `oc` (the unit's r-th) at byte `at` of its row: from the block's
+        staged rows where they are staged, else from global memory."""
+        if staging is None:
+            return load_word(k, w.mem, [oc, at])
+        assert staging.shared is not None and staging.first is not None
+        slot = k.idx(r)
+        if staging.words > tiles * (w.layout.shape[1] // 4):  # two rows of units: which one
+            q = k.addi(k.muli(ivs[0], plan.units[1]), ivs[1])  # the unit's (n, channel unit) row of units
+            q0 = k.divsi(staging.first, plan.units[2] * plan.units[3])
+            slot = k.addi(k.muli(k.minsi(k.maxsi(k.subi(q, q0), 0), 1), tiles), r)
+        return k.load(staging.shared, [k.addi(k.muli(slot, w.layout.shape[1] // 4), k.divsi(at, 4))])
 
     def origin(ivs: list[Value]) -> tuple[list[Value], Value, Value, Value]:  # channels, first c, row, column
         n, unit, oh, ow = ivs
@@ -241,13 +308,15 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
         c0 = k.muli(k.divsi(ocs[0], ocg), cg) if groups > 1 else k.idx(0)
         return ocs, c0, k.muli(oh, sh), k.muli(ow, sw)
 
-    def steps_of(ocs: list[Value], x_of: Callable[[], Value], w_at: Callable[[Value], list[Value]]) -> Step:
-        """A step: one input value (a word of 4 bytes, or one element), times each channel's weight."""
+    def steps_of(ivs: list[Value], ocs: list[Value], x_of: Callable[[], Value], w_at: Callable[[Value], Value]) -> Step:
+        """A step: one input value (a word of 4 bytes, or one element), times each channel's weight (at index
+        `w_at(oc)` of its row)."""
         def step(_: Value, accs: list[Value]) -> list[Value]:
             xv = x_of()
             if byte:
-                return [dp4a(k, xv, load_word(k, w.mem, w_at(oc)), acc) for oc, acc in zip(ocs, accs)]
-            return [k.addi(acc, k.muli(xv, _widen(k, w.load(k, w_at(oc))))) for oc, acc in zip(ocs, accs)]
+                return [dp4a(k, xv, weight_word(ivs, r, oc, w_at(oc)), acc)
+                        for r, (oc, acc) in enumerate(zip(ocs, accs))]
+            return [k.addi(acc, k.muli(xv, _widen(k, w.load(k, [oc, w_at(oc)])))) for oc, acc in zip(ocs, accs)]
 
         return step
 
@@ -271,7 +340,7 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
             else:
                 def x_of() -> Value:
                     return _widen(k, x.load(k, at(j)))
-            return steps_of(ocs, x_of, lambda oc: [oc, k.muli(j, unit)])(j, accs)
+            return steps_of(ivs, ocs, x_of, lambda oc: k.muli(j, unit))(j, accs)
 
         return step
 
@@ -297,7 +366,7 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
                     c = k.muli(k.addi(k.muli(q, s), lane), unit)
                     at = [n, ih, iw, k.addi(c0, c)]
                     x_of = (lambda: load_word(k, x.mem, at)) if byte else (lambda: _widen(k, x.load(k, at)))
-                    return steps_of(ocs, x_of, lambda oc: [oc, k.addi(tap, c)])(q, list(accs))
+                    return steps_of(ivs, ocs, x_of, lambda oc: k.addi(tap, c))(q, list(accs))
 
                 return k.for_(per_tap // s, over_q, inits=list(accs))
 
@@ -310,7 +379,36 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
             v = k.addi(v, ins[2].load(k, [ivs[1]]))
         k.store(epilogue(v, ivs), out.mem, ivs)
 
-    reduce_outputs(k, shape, tiles, steps, 4 if byte else 1, by_taps, finish)
+    reduce_outputs(k, plan, by_taps, finish, staging)
+
+
+STAGE_BYTES = 16 * 1024  # the most shared memory a block stages weight rows in
+
+
+def _weight_staging(k: KernelBuilder, plan: Schedule, w: ops.Arg, shape: tuple[int, ...]) -> Staging | None:
+    """The weight rows of a conv2d block kernel's block, staged as words in shared memory: the units of a block
+    lie in at most two consecutive (n, channel unit) rows of units when a row holds at least a block's units, so
+    2 * tiles weight rows hold every weight the block reads (tiles rows when the blocks divide a row). None where
+    that does not hold, the rows would take more than STAGE_BYTES, or the kernel is no block kernel."""
+    pixels = shape[2] * shape[3]
+    words = w.layout.shape[1] // 4
+    rows = plan.tiles if pixels % plan.per == 0 else 2 * plan.tiles  # blocks that never cross a row: one
+    if plan.s == 1 or pixels < plan.per or rows * words * 4 > STAGE_BYTES:
+        return None
+    channel_units = plan.units[1]
+
+    def fill(shared: Value, first: Value, thread: Value, threads: Value) -> None:
+        q0 = k.divsi(first, pixels)
+
+        def copy(e: Value) -> None:
+            slot = k.divsi(e, words)
+            unit = k.remsi(k.addi(q0, k.divsi(slot, plan.tiles)), channel_units)  # the next row may wrap
+            oc = k.addi(k.muli(unit, plan.tiles), k.remsi(slot, plan.tiles))
+            k.store(load_word(k, w.mem, [oc, k.muli(k.remsi(e, words), 4)]), shared, [e])
+
+        k.for_(rows * words, copy, lb=thread, step=threads)
+
+    return Staging(rows * words, fill)
 
 
 def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
@@ -339,7 +437,8 @@ def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue
         k.store(epilogue(v, ivs), out.mem, ivs)
 
     steps = width // 4 if byte else width
-    reduce_outputs(k, out.layout.shape, tiles, steps, 4 if byte else 1, strided(k, steps, tiles, prepare), finish)
+    reduce_outputs(k, schedule(out.layout.shape, tiles, steps, 4 if byte else 1), strided(k, steps, tiles, prepare),
+                   finish)
 
 
 def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
@@ -387,10 +486,35 @@ def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
     k.loops(out.layout.shape, element_row, parallel=True)
 
 
+def concatenate(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
+    """One thread per output element, reading the input whose slice of the axis holds it (the CPU's kernel copies
+    the inputs one after another: loops a grid cannot share)."""
+    ax = a["axis"] % len(out.layout.shape)
+    starts = [0]
+    for arg in ins:
+        starts.append(starts[-1] + arg.layout.shape[ax])
+
+    def element(ivs: list[Value]) -> None:
+        def read(i: int) -> Value:
+            src = list(ivs)
+            src[ax] = k.subi(ivs[ax], starts[i])
+            return ins[i].load(k, src)
+
+        def pick(i: int) -> Value:  # input i or a later one
+            if i == len(ins) - 1:
+                return read(i)
+            inside = k.cmpi("slt", ivs[ax], starts[i + 1])
+            return k.if_(inside, lambda: [read(i)], lambda: [pick(i + 1)], [i32])[0]
+
+        k.store(epilogue(pick(0), ivs), out.mem, ivs)
+
+    k.loops(out.layout.shape, element, parallel=True)
+
+
 def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
-    """The GPU kernel of a conv2d, dense or pack group, or None for a group built as for the CPU."""
+    """The GPU kernel of a conv2d, dense, pack or concatenate group, or None for a group built as for the CPU."""
     group = call.group
-    if group.kind not in ("conv2d", "dense", "pack"):
+    if group.kind not in ("conv2d", "dense", "pack", "concatenate"):
         return None
     k = KernelBuilder(name, call.types)
     args = [ops.Arg(m, arg.layout) for m, arg in zip(k.args, call.args)]
@@ -408,6 +532,8 @@ def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
         pack(k, group.anchor.attrs, out, ins[0])
     elif group.kind == "conv2d":
         conv2d(k, group.anchor.attrs, out, ins, epilogue)
+    elif group.kind == "concatenate":
+        concatenate(k, group.anchor.attrs, out, ins, epilogue)
     else:
         dense(k, out, ins, epilogue)
     return k.finish()

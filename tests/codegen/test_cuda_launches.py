@@ -125,9 +125,15 @@ def graph_macs(case: pathlib.Path) -> int:
     return total
 
 
+_EMITTED: dict[pathlib.Path, tuple[list[pathlib.Path], list[dict], str]] = {}
+
+
 def emitted(case: pathlib.Path, tmp_path: pathlib.Path) -> tuple[list[pathlib.Path], list[dict], str]:
-    paths = rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
-    return paths, json.loads(paths[2].read_text()), paths[0].read_text()
+    """What `emit_sources` writes for a case (once per case and session: several tests read it)."""
+    if case not in _EMITTED:
+        paths = rc.emit_sources(load_graph((case / "model.json").read_bytes(), case_params(case)), tmp_path)
+        _EMITTED[case] = paths, json.loads(paths[2].read_text()), paths[0].read_text()
+    return _EMITTED[case]
 
 
 def body_of(source: str, symbol: str) -> str:
@@ -198,10 +204,12 @@ def test_the_bench_model_convolutions_are_int8_on_dp4a(tmp_path):
     assert all("__dp4a(" in body_of(source, c["kernel"]) for c in convs)
     big = [c for c in convs if c["macs"] >= 64 * 65536]
     assert len(big) == 7 and all(min(c["grid"][0] * c["block"][0], c["work"]) >= 65536 for c in big)
-    # a thread computes 4 output channels: each input word is loaded once for 4 __dp4a, 1.25 loads a __dp4a (and
-    # the partial sums, bias and epilogue loads: under 1.4 in all), not 2
-    assert all(c["loads"] < 1.4 * c["macs"] / 4 for c in big)
-    assert all(c["shared_bytes"] for c in big)  # each output's reduction split over threads of a block
+    # a thread computes 4 output channels: each input word is loaded once for 4 __dp4a, 1.25 loads a __dp4a (with
+    # the staged weight rows, the partial sums, bias and epilogue: under 1.5 in all), not 2
+    assert all(c["loads"] < 1.5 * c["macs"] / 4 for c in big)
+    # each output's reduction split over threads of a block, the block's weight rows staged in shared memory
+    assert all(c["shared_bytes"] > 4 * 256 and body_of(source, c["kernel"]).count("__syncthreads();") == 2
+               for c in big)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -159,31 +159,37 @@ def test_dense_is_bit_exact_on_the_emulated_grid(name, capfd):
 class WithoutBarrier(HostDevice):
     """Runs the generated CUDA with its `which`-th `__syncthreads()` taken out."""
 
-    def __init__(self, which: int, grid: tuple[int, int]):
+    def __init__(self, which: int, barriers: int, grid: tuple[int, int]):
         super().__init__(grid=grid)
-        self.which = which
+        self.which, self.barriers = which, barriers
 
     def compile(self, source):
         parts = source.split("__syncthreads();")
-        assert len(parts) == 3  # one block kernel: its two barriers
-        kept = ["__syncthreads();", "__syncthreads();"]
+        assert len(parts) == self.barriers + 1  # one block kernel: its barriers
+        kept = ["__syncthreads();"] * self.barriers
         kept[self.which] = "/* barrier taken out */"
-        return super().compile(parts[0] + kept[0] + parts[1] + kept[1] + parts[2])
+        return super().compile(parts[0] + "".join(b + p for b, p in zip(kept, parts[1:])))
 
 
 @needs_host_compiler
-@pytest.mark.parametrize(("which", "grid"), [(0, (2, 3)), (1, (1, 3))])
-def test_without_a_barrier_the_block_kernel_is_wrong(which, grid):
-    """Barrier 0 orders the partial sums before they are added (read after write); barrier 1 keeps the next block
-    from overwriting them before they are read (write after read: a launch of one block runs both blocks)."""
-    graph, bits = conv("int8_words_masked_spare")
-    assert kernel_specs(rc.lower_graph(graph)[1])["conv2d_relu_cvm_right_shift"].blocks == 2
+@pytest.mark.parametrize(("name", "which", "barriers", "grid"), [
+    ("int8_words_masked_spare", 0, 2, (2, 3)), ("int8_words_masked_spare", 1, 2, (1, 3)),
+    ("int8_by_taps", 0, 2, (2, 3)), ("int8_by_taps", 0, 2, (1, 3)), ("int8_by_taps", 1, 2, (2, 3))])  # fmt: skip
+def test_without_a_barrier_the_block_kernel_is_wrong(name, which, barriers, grid):
+    """The barrier before the partial sums are added orders them after they are written (read after write); the
+    last one keeps the next block from overwriting them before they are read (write after read: a launch of one
+    block runs every block). With the weight rows staged in shared memory (`int8_by_taps`), the barrier after the
+    staging orders it before the reads (read after write), and the next block's partial sums after the reads of
+    this one's (write after read): no third barrier."""
+    graph, bits = conv(name)
+    spec = next(s for n, s in kernel_specs(rc.lower_graph(graph)[1]).items() if n.startswith("conv2d"))
+    assert spec.blocks >= 2
     shape = graph_to_module(graph).body.block.first_op.function_type.inputs.data[0].get_shape()
     x = _values(shape, bits)
     want = run_graph(graph, x)[0]
     assert want.any()
     np.testing.assert_array_equal(rc.compile_graph(graph, device=HostDevice(grid=grid))(x)[0], want)
-    got = rc.compile_graph(graph, device=WithoutBarrier(which, grid))(x)[0]
+    got = rc.compile_graph(graph, device=WithoutBarrier(which, barriers, grid))(x)[0]
     assert (got != want).any()
 
 
@@ -216,3 +222,21 @@ def test_the_schedule_is_bit_exact_on_the_gpu(make, name):
     runner = rc.compile_graph(graph)
     for x in (_values(shape, 8), np.full(shape, 127, np.int32), np.full(shape, -127, np.int32)):
         np.testing.assert_array_equal(runner(x)[0], run_graph(graph, x)[0])
+
+
+@needs_host_compiler
+@pytest.mark.parametrize("n", [3, 130])  # 130: more than MAX_CONCAT_INPUTS = 64, calls writing parts of the output
+def test_concatenate_has_a_thread_per_output_element(n, capfd):
+    b = CvmBuilder()
+    x = b.create_input([2, 3, 4], 8)
+    sources = [x, b.relu(x), b.transpose(b.negative(b.transpose(x, axes=[0, 2, 1])), axes=[0, 2, 1])]
+    y = b.relu(b.concatenate(*(sources[i % 3] for i in range(n)), axis=1))  # a view input, an epilogue
+    graph = b.graph([y])
+    _, specs = source_of(graph)
+    concats = [spec for name, spec in specs.items() if name.startswith("concatenate")]
+    assert concats and all(spec.parallel and spec.work == prod(spec.args[0].shape) for spec in concats)
+    x = _values((2, 3, 4), 8)
+    want = run_graph(graph, x)[0]
+    for grid in ((2, 3), (1, 256)):
+        np.testing.assert_array_equal(rc.compile_graph(graph, device=HostDevice(grid=grid))(x)[0], want)
+    assert "runtime error" not in capfd.readouterr().err
