@@ -702,7 +702,7 @@ def _cdiv_rem(a: int, b: int) -> int:
     return a - _cdiv(a, b) * b
 
 
-def conv2d_weight_geometry(a: Attrs, s: list[Shape]) -> tuple[int, int] | None:
+def conv2d_weight_geometry(a: Attrs, s: Sequence[Sequence[int]]) -> tuple[int, int] | None:
     """The kernel size the runtime convolves with when the weight's shape is not (channels, in_channels / groups,
     kernel_size) but its run is still defined: None when it is that shape, else (FH, FW) of the weight.
 
@@ -713,7 +713,7 @@ def conv2d_weight_geometry(a: Attrs, s: list[Shape]) -> tuple[int, int] | None:
     output's height and width (C++ divisions). Anything else reads or writes past a tensor or leaves output
     unwritten: DEVIATIONS row 1, a CVMLogicError."""
     want = (a["channels"], s[0][1] // a["groups"], *a["kernel_size"])
-    if s[1] == want:
+    if tuple(s[1]) == want:
         return None
     oc, fc, fh, fw = s[1]
     (sh, sw), (ph, pw), (dh, dw) = a["strides"], a["padding"], a["dilation"]
