@@ -928,7 +928,7 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
             blocked = k.subi(count, k.remsi(count, rows))
 
             if cols is not None:
-                def gather(j: Value) -> None:
+                def gather(j: Value, buf: Value = cols) -> None:
                     iw0 = k.muli(k.addi(ow0, j), sw)
 
                     def tap(ivs: list[Value]) -> None:
@@ -936,10 +936,10 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
                         ih = k.addi(k.muli(oh, sh), k.muli(i, dh))
                         iw = k.addi(iw0, k.muli(jj, dw))
                         base = k.muli(k.addi(k.muli(i, kw), jj), c)
-                        k.for_(c, lambda ci: k.store(x.load(k, [n, ih, iw, ci]), cols, [j, k.addi(base, ci)]))
+                        k.for_(c, lambda ci: k.store(x.load(k, [n, ih, iw, ci]), buf, [j, k.addi(base, ci)]))
 
                     k.loops([kh, kw], tap)
-                    k.for_(width, lambda i: k.store(zero, cols, [j, i]), lb=depth)
+                    k.for_(width, lambda i: k.store(zero, buf, [j, i]), lb=depth)
 
                 k.for_(count, gather)
 
