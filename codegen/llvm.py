@@ -123,6 +123,8 @@ def _written_args(op: func.FuncOp) -> set[SSAValue]:
             target = inner.operands[1]
         elif name == "memref.copy":
             target = inner.operands[1]
+        elif name == "cvmc.pack_tile":
+            target = inner.operands[_int_attr(inner, "split")]
         else:
             continue
         while isinstance(target.owner, Operation) and _op_name(target.owner) in _VIEW_OPS:
@@ -1160,6 +1162,44 @@ class _KernelEmitter:
         assert isinstance(acc.type, MemRefType)
         sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, _layout(acc.type)[1][0])
         self.b.call(self.mod.micro_kernel(rows, lanes, group), [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
+
+    @_handles("cvmc.pack_tile")
+    def _pack_tile(self, op: Operation) -> None:
+        """out[j, i] (out's last two dimensions) = inside ? byte(src[i, j] + zero_point) : byte(zero_point), for
+        i, j < 8, src's rows its channels (its second dimension) and columns its last: 8 vector loads of 8 int32,
+        narrowed, the 8 x 8 bytes transposed by one shuffle, 8 stores of 8 bytes."""
+        split, zero_point = _int_attr(op, "split"), _int_attr(op, "zero_point")
+        src, out, inside = op.operands[0], op.operands[split], op.operands[-1]
+        assert isinstance(src.type, MemRefType) and isinstance(out.type, MemRefType)
+        src_stride, out_stride = _layout(src.type)[1][1], _layout(out.type)[1][-2]
+        if len(op.operands) != 2 * split + 1 or _layout(src.type)[1][-1] != 1 or _layout(out.type)[1][-1] != 1:
+            raise CVMRuntimeError(f"expected {_op_name(op)} over unit-stride rows and columns, got {src.type} and "
+                                  f"{out.type}")
+        ps, _ = self._access(src, op.operands[1:split])
+        po, _ = self._access(out, op.operands[split + 1:-1])
+        words, bytes8 = ir.VectorType(_I32, 8), ir.VectorType(_I8, 8)
+        keep = self.values[inside]
+        rows = []
+        for i in range(8):
+            p = self.b.gep(ps, [_const(_I64, i * src_stride)], inbounds=True, source_etype=_I32)
+            v = self.b.load(p, typ=words, align=4)
+            if zero_point:
+                v = self.b.add(v, ir.Constant(words, [zero_point] * 8))
+            rows.append(self.b.trunc(v, bytes8))
+        pairs = [self.b.shuffle_vector(rows[i], rows[i + 1], ir.Constant(ir.VectorType(_I32, 16), list(range(16))))
+                 for i in range(0, 8, 2)]
+        quads = [self.b.shuffle_vector(pairs[i], pairs[i + 1], ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
+                 for i in range(0, 4, 2)]
+        whole = self.b.shuffle_vector(quads[0], quads[1], ir.Constant(ir.VectorType(_I32, 64), list(range(64))))
+        transposed = self.b.shuffle_vector(whole, whole, ir.Constant(ir.VectorType(_I32, 64),
+                                                                     [i * 8 + j for j in range(8) for i in range(8)]))
+        padding = ir.Constant(ir.VectorType(_I8, 64), [zero_point & 0xFF] * 64)
+        transposed = self.b.select(keep, transposed, padding)
+        for j in range(8):
+            col = self.b.shuffle_vector(transposed, transposed, ir.Constant(ir.VectorType(_I32, 8),
+                                                                             list(range(8 * j, 8 * j + 8))))
+            p = self.b.gep(po, [_const(_I64, j * out_stride)], inbounds=True, source_etype=_I8)
+            self.b.store(col, p, align=1)
 
     def _row_sums(self, accs: list[_Value]) -> list[_Value]:
         """The sum of the 16 lanes of each accumulator. For a power-of-two count, a tree that halves every

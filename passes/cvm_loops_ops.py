@@ -623,6 +623,15 @@ def _narrow(k: KernelBuilder, v: Value, element: Attribute) -> Value:
     return k.trunci(v, element) if isinstance(element, IntegerType) and element != i32 else v
 
 
+PACK_TILE = 8  # `cvmc.pack_tile`: 8 channels x 8 columns of int32 -> their bytes, transposed
+PACK_TILE_OP = "cvmc.pack_tile"
+_PackTile = UnregisteredOp.with_name(PACK_TILE_OP)
+
+
+def is_byte_type(element: Attribute) -> bool:
+    return element == i8
+
+
 def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
     """`out` = `src` packed (`a["to"]`): zero-padded NHWC, conv weight rows (kh, kw, c), or rows, zero-extended
     to the packed width; narrowed to the packed element type (the values fit it). With `a["zero_point"]` (the u8
@@ -638,11 +647,32 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
         _, c, h, w = src.layout.shape
         ph, pw = a["padding"]
 
+        # the bytes of the u8 x s8 micro-kernel: tiles of 8 channels x 8 columns transposed in registers
+        # (`cvmc.pack_tile`; VNNI's x + 128 keeps the loop below)
+        tiled = (is_byte_type(element) and not zero_point and c % PACK_TILE == 0 and w % PACK_TILE == 0
+                 and src.layout.strides[3] == 1 and blocked_available())
+
         def row(ivs: list[Value]) -> None:
             n, hp = ivs
             ih = k.subi(hp, ph)
             inside = _in_range(k, ih, h)
             ih_c = _clamp_index(k, ih, h)
+
+            if tiled:
+                def border(wp: Value) -> None:
+                    k.for_(c, lambda ci: k.store(zero, out.mem, [n, hp, wp, ci]))
+
+                def tile(ivs: list[Value]) -> None:
+                    c0, w0 = (k.muli(v, PACK_TILE) for v in ivs)
+                    operands = [src.mem, *(k.idx(i) for i in (n, c0, ih_c, w0)), out.mem,
+                                *(k.idx(i) for i in (n, hp, k.addi(w0, pw), c0)), inside]
+                    attributes = {"split": IntegerAttr(5, i64), "zero_point": IntegerAttr(zero_point, i64)}
+                    k.insert(_PackTile.create(operands=operands, result_types=[], attributes=attributes))
+
+                k.for_(pw, border)
+                k.loops([c // PACK_TILE, w // PACK_TILE], tile)
+                k.for_(w + 2 * pw, border, lb=w + pw)
+                return
 
             def channel(ci: Value) -> None:
                 def col(wp: Value) -> None:
@@ -901,7 +931,7 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
             blocked = k.subi(count, k.remsi(count, rows))
 
             if cols is not None:
-                def gather(j: Value) -> None:
+                def gather(j: Value, buf: Value = cols) -> None:
                     iw0 = k.muli(k.addi(ow0, j), sw)
 
                     def tap(ivs: list[Value]) -> None:
@@ -909,10 +939,10 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
                         ih = k.addi(k.muli(oh, sh), k.muli(i, dh))
                         iw = k.addi(iw0, k.muli(jj, dw))
                         base = k.muli(k.addi(k.muli(i, kw), jj), c)
-                        k.for_(c, lambda ci: k.store(x.load(k, [n, ih, iw, ci]), cols, [j, k.addi(base, ci)]))
+                        k.for_(c, lambda ci: k.store(x.load(k, [n, ih, iw, ci]), buf, [j, k.addi(base, ci)]))
 
                     k.loops([kh, kw], tap)
-                    k.for_(width, lambda i: k.store(zero, cols, [j, i]), lb=depth)
+                    k.for_(width, lambda i: k.store(zero, buf, [j, i]), lb=depth)
 
                 k.for_(count, gather)
 

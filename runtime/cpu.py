@@ -37,8 +37,10 @@ from cvmc.runtime.graph import Graph
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
 
-# A kernel call with at least this much work (gas) is split over the threads.
+# A kernel call with at least this much work (gas) is split over the threads; in the native program
+# (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK.
 SPLIT_WORK = 1 << 18
+NATIVE_SPLIT_WORK = 1 << 13
 # The name of the module of kernels (its LLVM ModuleID).
 KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
@@ -218,7 +220,11 @@ class CpuRunner:
         # kernel, and with threads, one hand-off to the helpers per run (not for an engine of another kind:
         # `cvm-aot` resolves the arguments with a checker of its own)
         native = program_runner_available() and all(isinstance(c, PreparedCall) for c, _ in self.calls)
-        self.native = Program(self.calls, threads) if native else None
+        self.native = None
+        if native:
+            shares = [(c, split or (call.work >= NATIVE_SPLIT_WORK and c.kernel.spec.splittable and c.kernel.trip > 1))
+                      for (c, split), call in zip(self.calls, program.calls)]
+            self.native = Program(shares, threads)
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 

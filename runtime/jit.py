@@ -639,7 +639,7 @@ class Program:
         words = [len(calls), 1, 0, 0]
         for call, split in calls:
             trip = call.kernel.trip
-            chunk = max(1, -(-trip // (4 * threads)))  # about 4 chunks per thread: a late helper costs little
+            chunk = max(1, -(-trip // (16 * threads)))  # small chunks: the threads finish a call together
             words += [call.kernel.address, ctypes.addressof(call._table), trip, int(split), chunk, 0, 0]
         self.words = np.array(words, dtype=np.int64)
         _, self._begin, self._main, self._helper = _program_runner()

@@ -174,3 +174,18 @@ def test_forcing_avx2_on_a_cpu_without_it_is_refused(monkeypatch):
         compile_graph(_conv((1, 4, 6, 6), 20, relu=True), cache=False)
     monkeypatch.delenv("CVMC_AVX2")  # the host check: int16
     assert _weights(_conv((1, 4, 6, 6), 20, relu=True))[0][0] == "i16"
+
+
+@needs_avx2
+@pytest.mark.parametrize(("x_shape", "padding", "tiled"), [((1, 16, 5, 16), (2, 1), True), ((2, 8, 3, 8), (0, 0), True),
+                                                          ((1, 12, 4, 16), (1, 1), False)])  # 12 channels: the loop
+def test_the_u8_input_is_packed_by_tiles_of_8_x_8(x_shape, padding, tiled):
+    """The NHWC bytes of the u8 x s8 kernel's input: `cvmc.pack_tile` transposes 8 channels x 8 columns at once
+    (rows of padding, columns of padding by the loop); bit-exact either way."""
+    graph = _conv(x_shape, 16, padding=padding, relu=True)
+    from cvmc.passes.pipelines import run_pipeline
+
+    module = graph_to_module(graph)
+    run_pipeline(module, "cvm-to-loops")
+    assert ("cvmc.pack_tile" in str(module)) == tiled
+    _check(graph, _rand(x_shape))

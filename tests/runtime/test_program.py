@@ -19,14 +19,14 @@ RNG = np.random.default_rng(5)
 def _model():
     """Two convolutions and a residual add: split calls (the convolutions' rows) and unsplit ones (small packs)."""
     b = CvmBuilder()
-    x = b.create_input([1, 16, 24, 20], 8)
+    x = b.create_input([1, 16, 24, 24], 8)
     y = x
     for i in range(2):
         w = b.create_param(RNG.integers(-127, 128, size=(16, 16, 3, 3)).astype(np.int32), 8, name=f"w{i}")
         y = b.relu(b.cvm_right_shift(b.conv2d(y, w, channels=16, kernel_size=(3, 3), padding=(1, 1),
                                               use_bias=False), precision=8, shift_bit=10))
     y = b.elemwise_add(y, x)
-    return b.graph([y]), RNG.integers(-127, 128, size=(1, 16, 24, 20)).astype(np.int32)
+    return b.graph([y]), RNG.integers(-127, 128, size=(1, 16, 24, 24)).astype(np.int32)
 
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
@@ -34,6 +34,9 @@ def test_threads_give_one_threads_bits(monkeypatch, threads):
     graph, x = _model()
     one, many = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=threads, cache=False)
     assert many.native is not None and sum(split for _, split in many.calls) >= 2
+    shared = [(c.kernel.name, split) for c, split in many.native.calls]
+    # the packs (16 x 24 x 24 = 9216 units of work) are split in the native program alone
+    assert ("pack", True) in shared and ("pack", False) in [(c.kernel.name, s) for c, s in many.calls]
     monkeypatch.setattr(jit, "program_runner_available", lambda: False)  # elsewhere: a launch per split kernel
     launched = compile_graph(graph, threads=threads, cache=False)
     assert launched.native is None
