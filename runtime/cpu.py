@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
-# (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK.
+# (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,
+# but only in a program whose split calls hold SPLIT_WORK in all: waking the helpers once a run costs more than
+# a small model's whole run (the digits MLP: 60 us alone, 150-250 us with a helper on a loaded machine).
 SPLIT_WORK = 1 << 18
 NATIVE_SPLIT_WORK = 1 << 13
 # The name of the module of kernels (its LLVM ModuleID).
@@ -224,7 +226,8 @@ class CpuRunner:
         if native:
             shares = [(c, split or (call.work >= NATIVE_SPLIT_WORK and c.kernel.spec.splittable and c.kernel.trip > 1))
                       for (c, split), call in zip(self.calls, program.calls)]
-            self.native = Program(shares, threads)
+            shared = sum(call.work for (_, split), call in zip(shares, program.calls) if split)
+            self.native = Program(shares, threads if shared >= SPLIT_WORK else 1)
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 

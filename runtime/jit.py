@@ -635,7 +635,8 @@ class Program:
 
     def __init__(self, calls: Sequence[tuple[PreparedCall, bool]], threads: int):
         self.calls = calls  # keeps the argument tables alive
-        self.threads = threads
+        # no split call, nothing to share: no hand-off (waking a helper costs more than a small model's run)
+        self.threads = threads if any(split for _, split in calls) else 1
         words = [len(calls), 1, 0, 0]
         for call, split in calls:
             trip = call.kernel.trip

@@ -87,3 +87,21 @@ def test_a_helper_that_starts_after_its_runner_is_gone_finds_its_program_alive(m
     for helper in pending:  # the program, its tables and its code are still there: the helper sees `stop`
         helper()
     assert pending and pending[0].__self__.words[2] == 0
+
+
+def test_helpers_are_woken_only_for_enough_split_work(monkeypatch):
+    """A program shares with helpers when its split calls hold `cpu.SPLIT_WORK` of work in all, at the bound, and
+    runs alone one past it: waking a helper costs more than a small model's whole run."""
+    from cvmc.runtime import cpu
+
+    graph, x = _model()
+    want = compile_graph(graph, threads=1, cache=False)(x)[0]
+    probe = compile_graph(graph, threads=2, cache=False)
+    shared = sum(call.work for (_, split), call in zip(probe.native.calls, probe.program.calls) if split)
+    assert shared >= cpu.SPLIT_WORK and probe.native.threads == 2
+    for bound, threads in ((shared, 2), (shared + 1, 1)):
+        monkeypatch.setattr(cpu, "SPLIT_WORK", bound)
+        run = compile_graph(graph, threads=2, cache=False)
+        assert run.native.threads == threads
+        assert any(split for _, split in run.native.calls)  # the same calls are split either way
+        np.testing.assert_array_equal(run(x)[0], want)
