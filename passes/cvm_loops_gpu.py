@@ -522,11 +522,7 @@ def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
     n_in = len(group.inputs)
     ins, extras = rest[:n_in], rest[n_in:n_in + len(group.extras)]
 
-    def epilogue(v: Value, ivs: list[Value]) -> Value:
-        for step in group.epilogue:
-            xs = [v if s is None else extras[s].load(k, ivs) for s in step.sources]
-            v = ops.scalar(k, step.node.op, step.node.attrs, xs)
-        return v
+    epilogue = ops.fused_epilogue(k, group.epilogue, extras)
 
     if group.kind == "pack":
         pack(k, group.anchor.attrs, out, ins[0])

@@ -98,11 +98,7 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
     scratch = rest[n_in + len(group.extras):]
     node = group.anchor
 
-    def epilogue(v: Value, ivs: list[Value]) -> Value:
-        for step in group.epilogue:
-            xs = [v if s is None else extras[s].load(k, ivs) for s in step.sources]
-            v = ops.scalar(k, step.node.op, step.node.attrs, xs)
-        return v
+    epilogue = ops.fused_epilogue(k, group.epilogue, extras)
 
     if group.kind == "map":
         def body(ivs: list[Value]) -> None:

@@ -129,6 +129,20 @@ class Arg:
         return k.load(self.mem, ivs)
 
 
+def fused_epilogue(k: KernelBuilder, steps: Sequence[Any],
+                   extras: Sequence[Arg]) -> Callable[[Value, list[Value]], Value]:
+    """A group's fused epilogue as a function of the anchor's value at an output index: each step (`Group.epilogue`)
+    applies its node's op to the value and to the extra inputs it names, read at that index."""
+
+    def epilogue(v: Value, ivs: list[Value]) -> Value:
+        for step in steps:
+            xs = [v if src is None else extras[src].load(k, ivs) for src in step.sources]
+            v = scalar(k, step.node.op, step.node.attrs, xs)
+        return v
+
+    return epilogue
+
+
 Compute = Callable[[list[Value]], Value]
 ComputeFactory = Callable[[KernelBuilder, Attrs, list[Arg], tuple[int, ...]], Compute]
 COMPUTE: dict[str, ComputeFactory] = {}
