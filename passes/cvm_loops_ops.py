@@ -547,8 +547,8 @@ _NO_VNNI: ContextVar[bool] = ContextVar("cvmc_no_vnni", default=False)
 
 @contextmanager
 def without_vnni() -> Iterator[None]:
-    """Lower without the u8 x s8 path in this context: for a target other than the host CPU (the CUDA printer
-    has no `cvmc.dot_u8s8`)."""
+    """Lower without the host's u8 x s8 path and micro-kernels in this context: for a CPU other than the host
+    (`cvm-aot build --cpu`). The GPU has a switch of its own (`cvm_loops_target.gpu_target`)."""
     token = _NO_VNNI.set(True)
     try:
         yield

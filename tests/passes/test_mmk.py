@@ -74,7 +74,7 @@ def test_an_int16_conv_with_a_param_weight_takes_the_blocked_weight(monkeypatch)
     monkeypatch.delenv("CVMC_MMK")
     assert _weights(_conv((1, 4, 6, 6), 4, groups=2)) == [("i16", (4, 32), "conv_weight")]  # one group only
     assert "__cvmc_mmk_i16_r4_l16" in lower_graph(_conv((1, 4, 6, 6), 20))[1]
-    with cvm_loops_ops.without_vnni():  # another target's lowering (CUDA) has no micro-kernel
+    with cvm_loops_ops.without_vnni():  # another CPU's lowering (cvm-aot --cpu) has no micro-kernel
         assert _weights(_conv((1, 4, 6, 6), 20)) == [("i16", (20, 48), "conv_weight")]
         assert _weights(_conv((1, 4, 6, 6), 20, relu=True)) == [("i16", (20, 48), "conv_weight")]
 
