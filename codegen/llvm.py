@@ -388,7 +388,7 @@ class _ModuleEmitter:
             fn.attributes.add(attr)
         return fn
 
-    def micro_kernel(self, rows: int, lanes: int, group: int = 2) -> ir.Function:
+    def micro_kernel(self, rows: int, lanes: int, group: int = 2, pixel_major: bool = False) -> ir.Function:
         """`__cvmc_mmk_<i16|u8s8>_r<rows>_l<lanes>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
         acc_stride)`, the body of every `cvmc.mmk_i16` (group 2) or `cvmc.mmk_u8s8` (group 4) of these rows and
         lanes (one function, compiled once, for all the module's convolutions): rows x lanes / 8 int32
@@ -401,9 +401,10 @@ class _ModuleEmitter:
         - u8 x s8: `vpmaddubsw` (pairs of u8 x s8 products summed in int16, saturating: the caller guarantees
           u8 <= 127 and |s8| <= 127, so |sum| <= 32258 never saturates), then `vpmaddwd` by ones (pairs of
           those summed in int32): AVX2.
-        Then lane l's `rows` sums are stored at acc + l * acc_stride (channel-major). Offsets are in elements."""
+        Then lane l's `rows` sums are stored at acc + l * acc_stride (channel-major), or with `pixel_major` row r's
+        lanes at acc + r * acc_stride (the registers as they are: `__cvmc_mmk_..._pm`). Offsets are in elements."""
         kind = "u8s8" if group == 4 else "i16"
-        name = f"__cvmc_mmk_{kind}_r{rows}_l{lanes}"
+        name = f"__cvmc_mmk_{kind}_r{rows}_l{lanes}" + ("_pm" if pixel_major else "")
         existing = self.module.globals.get(name)
         if isinstance(existing, ir.Function):
             return existing
@@ -472,6 +473,14 @@ class _ModuleEmitter:
             return emitter._loop(i64(0), kw, i64(1), accs, tap, "tap")
 
         accs = emitter._loop(i64(0), kh, i64(1), [ir.Constant(lanes8, None)] * (rows * vectors), taps, "taps")
+        if pixel_major:
+            for r in range(rows):
+                for v in range(vectors):
+                    p = b.gep(pacc, [b.add(b.mul(acc_stride, i64(r), flags=["nsw"]), i64(8 * v), flags=["nsw"])],
+                              inbounds=True, source_etype=_I32)
+                    b.store(accs[r * vectors + v], p, align=4)
+            b.ret_void()
+            return fn
         column = ir.VectorType(_I32, rows)
         for v in range(vectors):
             for lane in range(8):
@@ -1161,7 +1170,9 @@ class _KernelEmitter:
         pacc, _ = self._access(acc, op.operands[acc_split + 1:])
         assert isinstance(acc.type, MemRefType)
         sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, _layout(acc.type)[1][0])
-        self.b.call(self.mod.micro_kernel(rows, lanes, group), [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
+        pixel_major = _int_attr(op, "pixel_major") == 1
+        self.b.call(self.mod.micro_kernel(rows, lanes, group, pixel_major),
+                    [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
 
     @_handles("cvmc.pack_tile")
     def _pack_tile(self, op: Operation) -> None:

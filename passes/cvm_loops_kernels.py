@@ -44,6 +44,7 @@ class KernelCall:
     args: list[KernelArg]
     types: list[MemRefType]
     key: tuple[object, ...]
+    out_shape: tuple[int, ...] = ()  # the anchor's output shape (also when no output is stored)
 
 
 def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
@@ -63,12 +64,12 @@ def kernel_call(plan: Plan, group: Group) -> KernelCall:
         outs = [Layout(tuple(shape), whole.strides)]
         shift = group.part * whole.strides[axis]
     else:
-        outs = [Layout.contiguous(plan.tensors[t].shape) for t in group.outputs]
+        outs = [Layout.contiguous(plan.tensors[t].shape) for t in written(group)]
     layouts = [*outs, *operand_layouts(plan, group), *(Layout.contiguous((plan.buffers[s].elements,))
                                                           for s in group.scratch)]
     if group.kind == "map":
         layouts = collapse(layouts)
-    buffers = [plan.refs[t].buffer for t in group.outputs] + [plan.refs[t].buffer for t in group_inputs(group)]
+    buffers = [plan.refs[t].buffer for t in written(group)] + [plan.refs[t].buffer for t in group_inputs(group)]
     buffers += group.scratch
     args = [KernelArg(b, l, plan.buffers[b].element) for b, l in zip(buffers, layouts)]
     if shift:
@@ -76,8 +77,16 @@ def kernel_call(plan: Plan, group: Group) -> KernelCall:
     types = [a.type for a in args]
     nodes = tuple((n.op, _freeze(n.attrs)) for n in group.nodes)
     steps = tuple(tuple(s.sources) for s in group.epilogue)
-    key = (group.kind, nodes, steps, tuple(types))
-    return KernelCall(group, args, types, key)
+    packs = tuple(_freeze(how) for _, how in group.packed)
+    out_shape = plan.tensors[group.outputs[0]].shape
+    key = (group.kind, nodes, steps, tuple(types), packs, group.stores_output, out_shape)
+    return KernelCall(group, args, types, key, out_shape)
+
+
+def written(group: Group) -> list[int]:
+    """The tensors a group's kernel writes, its first arguments: its outputs (unless it stores none), then the
+    packs of its output that its epilogue writes."""
+    return [*(group.outputs if group.stores_output else []), *(t for t, _ in group.packed)]
 
 
 def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
@@ -91,7 +100,7 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
     group = call.group
     k = KernelBuilder(name, call.types)
     args = [ops.Arg(m, a.layout) for m, a in zip(k.args, call.args)]
-    n_out = 1 if group.kind == "copy" else len(group.outputs)
+    n_out = 1 if group.kind == "copy" else len(written(group))
     outs, rest = args[:n_out], args[n_out:]
     n_in = len(group.inputs)
     ins, extras = rest[:n_in], rest[n_in:n_in + len(group.extras)]
@@ -106,6 +115,10 @@ def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
             k.store(epilogue(v, ivs), outs[0].mem, ivs)
 
         k.loops(outs[0].layout.shape, body, parallel=True)
+    elif group.kind == "conv2d" and group.packed:
+        stored = outs[0] if group.stores_output else None
+        packs = [(arg, how) for arg, (_, how) in zip(outs[int(group.stores_output):], group.packed)]
+        ops.conv2d_packing(k, node.attrs, call.out_shape, stored, packs, ins, epilogue)
     elif group.kind == "conv2d":
         ops.conv2d(k, node.attrs, outs[0], ins, epilogue)
     elif group.kind == "dense":

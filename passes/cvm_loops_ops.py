@@ -749,13 +749,15 @@ def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: l
 
 def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], acc: Value,
          acc_idx: list[Value], depth: int, rows: int, row_stride: int,
-         taps: tuple[int, int, int, int] = (1, 0, 1, 0)) -> None:
+         taps: tuple[int, int, int, int] = (1, 0, 1, 0), pixel_major: bool = False) -> None:
     """acc[acc_idx + (l, r)] = the int32 (wrapping) sum, over taps (th, tw) < taps (kh, stride_h, kw, stride_w)
     and i < depth (a multiple of g), of a[a_idx + r * row_stride + th * stride_h + tw * stride_w + i] (flat, in
     elements) * b[block at b_idx][(th * kw + tw) * depth / g + i / g, l, i % g], for r < rows and l < lanes (b's
     last dimension / g): the loop-level op `cvmc.mmk_i16` (int16 operands, g = 2) or `cvmc.mmk_u8s8` (u8 x s8,
     g = 4) (operands: a, its indices, b, its indices, acc, its indices; `split`, `acc_split`: where b and acc
-    start). An im2col row is one tap; a padded NHWC input is read in place, kh x kw taps of `depth` channels."""
+    start). An im2col row is one tap; a padded NHWC input is read in place, kh x kw taps of `depth` channels.
+    `pixel_major`: the sums go to acc[acc_idx + (r, l)] instead (attribute `pixel_major` = 1: each pixel's lanes
+    stored as they are in the vector registers, no transposition)."""
     group = 4 if _is_byte_memref(a) else 2
     lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
@@ -764,6 +766,8 @@ def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
         ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
         ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
         ("stride_w", stride_w))}
+    if pixel_major:
+        attributes["pixel_major"] = IntegerAttr(1, i64)
     k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
 
 
@@ -906,20 +910,57 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
     k.loops([n_, oh_], row, parallel=True)
 
 
+def _pack_borders(k: KernelBuilder, pk: Arg, how: Attrs, n: Value, oh: Value, oh_: int, ow_: int) -> None:
+    """The padding of the packed row of output row `oh` (its left and right columns), and for the first and the
+    last output rows the padded rows above and below: the zero point, as `pack` stores it."""
+    (ph, pw), zero_point = how["padding"], how.get("zero_point", 0)
+    element = pk.mem.type.element_type  # type: ignore[attr-defined]
+    c = pk.layout.shape[3]
+    zero = k.const(zero_point, element)
+
+    def fill(hp: Value, lb: int, ub: int) -> None:
+        k.for_(ub, lambda wp: k.for_(c, lambda ci: k.store(zero, pk.mem, [n, hp, wp, ci])), lb=lb)
+
+    hp = k.addi(oh, ph)
+    fill(hp, 0, pw)
+    fill(hp, ow_ + pw, ow_ + 2 * pw)
+    if ph:
+        top = k.select(k.cmpi("eq", oh, 0), k.idx(ph), k.idx(0))
+        k.for_(top, lambda r: fill(r, 0, ow_ + 2 * pw))
+        bottom = k.select(k.cmpi("eq", oh, oh_ - 1), k.idx(oh_ + 2 * ph), k.idx(oh_ + ph))
+        k.for_(bottom, lambda r: fill(r, 0, ow_ + 2 * pw), lb=oh_ + ph)
+
+
 # The blocked conv2d's im2col tile (bytes): with one weight block (lanes x width int16) it stays in the L1 cache.
 MMK_TILE_BYTES = 12 * 1024
 MMK_TILE_PIXELS = 64  # at most this many output pixels per tile (an accumulator buffer of lanes x pixels int32)
 
 
-def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
+def conv2d_packing(k: KernelBuilder, a: Attrs, out_shape: tuple[int, ...], out: Arg | None,
+                   packs: list[tuple[Arg, Attrs]], ins: list[Arg], epilogue: Epilogue) -> None:
+    """A blocked conv2d (`_conv2d_blocked`) whose epilogue also writes its output packed for the next conv2d, as
+    the `pack` kernel would (`pack`, "nhwc": zero-padded NHWC, narrowed, plus the zero point), borders included:
+    `packs` are (buffer, how it is packed); `out` is None when nothing else reads the int32 output."""
+    _conv2d_blocked(k, a, out, ins, epilogue, out_shape, packs)
+
+
+def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg], epilogue: Epilogue,
+                    out_shape: tuple[int, ...] | None = None, packs: Sequence[tuple[Arg, Attrs]] = ()) -> None:
     """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight.
     Per output row (the parallel loop) and tile of its pixels, for each block of output channels, the
     micro-kernel (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS
     pixels at a time (then single pixels) into an accumulator buffer (lanes x tile, channel-major), then the bias
     and the epilogue run over each channel's contiguous pixels. The reduction reads the padded NHWC input in
-    place (kh x kw taps of C channels) when C is even, else an im2col tile gathered first."""
+    place (kh x kw taps of C channels) when C is even, else an im2col tile gathered first.
+
+    With `packs` (`conv2d_packing`), the accumulator buffer is pixel-major (lanes x pixels transposed: the
+    micro-kernel stores its registers as they are) and the epilogue runs pixel by pixel over the block's
+    channels, storing each value to `out` (if any) and, narrowed, to each pack at [n, oh + ph, ow + pw, oc]; each
+    output row also writes its packed row's left and right borders, the first and last rows the top and bottom
+    ones (a row is one parallel iteration: every byte has one writer)."""
     x, w = ins[0], ins[1]
-    n_, oc_total, oh_, ow_ = out.layout.shape
+    n_, oc_total, oh_, ow_ = out_shape if out_shape is not None else out.layout.shape  # type: ignore[union-attr]
+    pixel_major = bool(packs)
     group = 4 if _is_byte_memref(x.mem) else 2  # reduction elements per 32-bit step of a lane
     blocks, steps, group_lanes = w.layout.shape
     width, lanes, rows = group * steps, group_lanes // group, MMK_ROWS
@@ -936,8 +977,10 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
 
     def row(ivs: list[Value]) -> None:
         n, oh = ivs
-        acc = k.alloca(MemRefType(i32, [lanes, tile]))
+        acc = k.alloca(MemRefType(i32, [tile, lanes] if pixel_major else [lanes, tile]))
         cols = None if direct else k.alloca(MemRefType(element, [tile, width]))
+        for pk, how in packs:
+            _pack_borders(k, pk, how, n, oh, oh_, ow_)
 
         def over_tile(t: Value) -> None:
             ow0 = k.muli(t, tile)
@@ -965,31 +1008,37 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilog
                 live = lanes if oc_total % lanes == 0 else k.minsi(k.idx(lanes), k.subi(k.idx(oc_total), oc0))
 
                 def pixels(j: Value, n_rows: int) -> None:
+                    at = [j, k.idx(0)] if pixel_major else [k.idx(0), j]
                     if cols is not None:
-                        _mmk(k, cols, [j, k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], width,
-                             n_rows, width)
+                        _mmk(k, cols, [j, k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], acc, at, width,
+                             n_rows, width, pixel_major=pixel_major)
                     else:
                         src = [n, k.muli(oh, sh), k.muli(k.addi(ow0, j), sw), k.idx(0)]
-                        _mmk(k, x.mem, src, w.mem, [ob, k.idx(0), k.idx(0)], acc, [k.idx(0), j], c, n_rows,
-                             sw * stride_w, (kh, dh * stride_h, kw, dw * stride_w))
+                        _mmk(k, x.mem, src, w.mem, [ob, k.idx(0), k.idx(0)], acc, at, c, n_rows,
+                             sw * stride_w, (kh, dh * stride_h, kw, dw * stride_w), pixel_major)
 
                 k.for_(blocked, lambda j: pixels(j, rows), step=rows)
                 k.for_(count, lambda j: pixels(j, 1), lb=blocked)
 
-                def channel(o: Value) -> None:
+                def finish(o: Value, p: Value) -> None:
                     oc = k.addi(oc0, o)
-                    bias = ins[2].load(k, [oc]) if len(ins) > 2 else None
+                    v = k.load(acc, [p, o] if pixel_major else [o, p])
+                    if len(ins) > 2:
+                        v = k.addi(v, ins[2].load(k, [oc]))
+                    ow = k.addi(ow0, p)
+                    v = epilogue(v, [n, oc, oh, ow])
+                    if out is not None:
+                        k.store(v, out.mem, [n, oc, oh, ow])
+                    for pk, how in packs:
+                        (ph, pw), zero_point = how["padding"], how.get("zero_point", 0)
+                        element = pk.mem.type.element_type  # type: ignore[attr-defined]
+                        packed = _narrow(k, k.addi(v, zero_point) if zero_point else v, element)
+                        k.store(packed, pk.mem, [n, k.addi(oh, ph), k.addi(ow, pw), oc])
 
-                    def pixel(p: Value) -> None:
-                        v = k.load(acc, [o, p])
-                        if bias is not None:
-                            v = k.addi(v, bias)
-                        dst = [n, oc, oh, k.addi(ow0, p)]
-                        k.store(epilogue(v, dst), out.mem, dst)
-
-                    k.for_(count, pixel)
-
-                k.for_(live, channel)
+                if pixel_major:  # a pixel's channels are contiguous in the accumulators and in NHWC
+                    k.for_(count, lambda p: k.for_(live, lambda o: finish(o, p)))
+                else:  # a channel's pixels are contiguous in the accumulators and in NCHW
+                    k.for_(live, lambda o: k.for_(count, lambda p: finish(o, p)))
 
             k.for_(blocks, block)
 

@@ -128,7 +128,7 @@ def value_bits(net: Net) -> list[int]:
 class Buffer:
     """A base allocation: the input, a param, or an arena slot (`offset` in bytes)."""
 
-    kind: str  # "input", "param" or "arena"
+    kind: str  # "input", "param", "arena", or "unused" (an output no kernel stores: `Group.stores_output`)
     elements: int
     element: str = "i32"
     tensor: int = -1  # the input's or param's tensor id
@@ -177,6 +177,11 @@ class Group:
     scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
     members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
     part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
+    # packed copies of the output that the epilogue writes (a blocked conv2d's, for the next conv2d: no pack
+    # kernel runs between them; see `_Planner._pack_in_epilogue`), and whether the output itself is stored (not
+    # when such a pack is its one reader)
+    packed: list[tuple[int, Attrs]] = field(default_factory=list)  # (tensor id, how: the `pack` node's attributes)
+    stores_output: bool = True
 
     @property
     def nodes(self) -> list[Node]:
@@ -499,8 +504,30 @@ class _Planner:
             return tid
         self.tensors.append(Tensor(shape, origin.precision, "op", element=element))
         self.refs[tid] = self._new_buffer(shape, owner, element)
-        self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
+        producer = self._pack_in_epilogue(src, pack)
+        if producer is None:
+            self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
+            return tid
+        producer.packed.append((tid, pack))
+        producer.stores_output = False
+        dropped = self.buffers[self.refs[src].buffer]
+        dropped.kind, dropped.owner = "unused", None
         return tid
+
+    def _pack_in_epilogue(self, src: int, pack: Attrs) -> Group | None:
+        """The group whose epilogue writes the padded NHWC pack of its output `src` instead of `src`: a conv2d on
+        the register-blocked micro-kernel (its accumulators are then kept pixel by pixel, so a pixel's channels
+        are contiguous, as NHWC has them), when the pack is the one reader of `src` (storing the int32 output as
+        well, pixel by pixel, would write 4 KB apart: slower than the pack kernel). None otherwise: a pack kernel
+        runs."""
+        g = self.open_group.get(src)
+        if (g is None or pack["to"] != "nhwc" or not ops.blocked_available() or self.consumers.get(src) != 1
+                or src in self.heads):
+            return None
+        group = self.groups[g]
+        if group.kind != "conv2d" or group.outputs != [src] or len(self.tensors[group.inputs[1]].shape) != 3:
+            return None
+        return group
 
 
 def _fits_u8s8(data_bits: int, weight_bits: int) -> bool:
@@ -549,7 +576,7 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
     (checked), then first fit for the others. Returns the arena's bytes."""
     written: set[int] = set()
     for step, group in enumerate(groups):
-        for t in group.outputs:
+        for t in [*(group.outputs if group.stores_output else []), *(t for t, _ in group.packed)]:
             b = buffers[refs[t].buffer]
             if refs[t].buffer in written:  # a concatenate in parts: live from its first part
                 b.last = step

@@ -1,0 +1,127 @@
+"""A blocked conv2d whose output only the next conv2d reads writes that conv's padded NHWC input in its epilogue
+(`_Planner._pack_in_epilogue`, `cvm_loops_ops.conv2d_packing`): no pack kernel runs between them and the int32
+output is not stored. The rule's bound is the pack being the output's one reader: with a second reader (an
+elementwise op, a head) the output is stored and a pack kernel runs. Bit-exact with the reference on every edge:
+paddings (none, symmetric, one side wider), a partial block of output channels, pixels past the last block of
+rows, a batch, strides, a fused residual add in the producer, int16 and u8 x s8 data, 1 and 2 threads."""
+
+import numpy as np
+import pytest
+
+from cvmc import CvmBuilder
+from cvmc.passes import cvm_loops_ops
+from cvmc.passes.cvm_loops_ir import net_from_function
+from cvmc.passes.cvm_loops_plan import plan
+from cvmc.passes.cvm_loops_target import gpu_target
+from cvmc.runtime.cpu import compile_graph, lower_graph
+from cvmc.runtime.cvm_ir import graph_to_module
+from cvmc.runtime.reference import run_graph
+
+RNG = np.random.default_rng(31)
+
+
+@pytest.fixture(autouse=True)
+def _host_kernels(monkeypatch):
+    monkeypatch.setenv("CVMC_VNNI", "0")
+    monkeypatch.delenv("CVMC_MMK", raising=False)
+    monkeypatch.delenv("CVMC_AVX2", raising=False)
+
+
+def _rand(shape, bound=127):
+    return RNG.integers(-bound, bound + 1, size=shape).astype(np.int32)
+
+
+def _two_convs(x_shape=(1, 8, 7, 9), mid=20, out=16, padding=(1, 1), strides=(1, 1), relu=True, residual=False,
+               reader=None, head=False):
+    """conv -> requantize (-> relu) -> conv with `padding`, `strides`; `reader`: a second reader of the first
+    conv's output ("relu": a relu of it, a head); `head`: the first conv's output is a head too."""
+    b = CvmBuilder()
+    x = b.create_input(list(x_shape), 8)
+    data = b.relu(x) if relu else x
+    w1 = b.create_param(_rand((mid, x_shape[1], 3, 3)), 8)
+    y = b.conv2d(data, w1, b.create_param(_rand((mid,)), 8), channels=mid, kernel_size=(3, 3), padding=(1, 1),
+                 use_bias=True)
+    y = b.cvm_right_shift(y, precision=8, shift_bit=8)
+    if residual:  # the producer's epilogue reads another tensor (x has mid channels here)
+        y = b.cvm_right_shift(b.elemwise_add(y, x), precision=8, shift_bit=1)
+    if relu:
+        y = b.relu(y)
+    w2 = b.create_param(_rand((out, mid, 3, 3)), 8)
+    z = b.conv2d(y, w2, channels=out, kernel_size=(3, 3), padding=padding, strides=strides, use_bias=False)
+    z = b.cvm_right_shift(z, precision=8, shift_bit=8)
+    heads = [z]
+    if reader == "relu":
+        heads.append(b.relu(y))
+    if head:
+        heads.append(y)
+    return b.graph(heads)
+
+
+def _plan(graph):
+    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
+    return plan(net)
+
+
+def _check(graph, threads=1):
+    x = _rand(graph.nodes[graph.input_id].shapes[0])
+    want = run_graph(graph, x)
+    run = compile_graph(graph, threads=threads, cache=False)
+    run.arena[:] = 0xA5  # what an earlier buffer may have left where the padding goes: the epilogue writes it
+    got = run(x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def _packs(p):
+    """Per group: its ops, the packs its epilogue writes, whether it stores its output."""
+    return [([n.op for n in g.nodes], len(g.packed), g.stores_output) for g in p.groups]
+
+
+@pytest.mark.parametrize("relu", [True, False])  # u8 x s8 data, int16 data
+def test_the_one_reader_bound_and_one_past(relu):
+    one = _packs(_plan(_two_convs(relu=relu)))
+    first = ["conv2d", "cvm_right_shift", "relu"] if relu else ["conv2d", "cvm_right_shift"]
+    assert one[-3:] == [(["pack"], 0, True), (first, 1, False), (["conv2d", "cvm_right_shift"], 0, True)]
+    two = _packs(_plan(_two_convs(relu=relu, reader="relu")))  # a second reader: stored, then a pack kernel
+    assert [g for g in two if g[0] == ["pack"]] and (first, 0, True) in two
+    head = _packs(_plan(_two_convs(relu=relu, head=True)))  # a head: stored, then a pack kernel
+    assert [g for g in head if g[0] == ["pack"]] and (first, 0, True) in head
+
+
+def test_the_dropped_output_takes_no_arena_space():
+    p = _plan(_two_convs())
+    assert [b.kind for b in p.buffers].count("unused") == 1
+    unused = next(b for b in p.buffers if b.kind == "unused")
+    assert unused.owner is None and unused.elements == 20 * 7 * 9
+    stored = _plan(_two_convs(head=True))
+    assert "unused" not in [b.kind for b in stored.buffers]
+
+
+def test_no_epilogue_pack_without_the_blocked_kernel_nor_on_the_gpu(monkeypatch):
+    with gpu_target():
+        assert all(not g.packed for g in _plan(_two_convs()).groups)
+    monkeypatch.setenv("CVMC_MMK", "0")
+    assert all(not g.packed for g in _plan(_two_convs()).groups)
+
+
+def test_the_producer_keeps_its_accumulators_pixel_major():
+    ir = lower_graph(_two_convs())[1]
+    kernels = "__cvmc_mmk_u8s8_r4_l16_pm" if cvm_loops_ops.avx2_available() else "__cvmc_mmk_i16_r4_l16_pm"
+    assert f'define internal void @"{kernels}"(' in ir
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("x_shape, mid, padding, strides, relu, residual", [
+    ((1, 8, 7, 9), 20, (1, 1), (1, 1), True, False),  # a partial block of 4 channels; 9 = 2 x 4 rows + 1
+    ((2, 8, 6, 5), 16, (0, 0), (1, 1), True, False),  # a batch, no padding to write
+    ((1, 8, 5, 6), 32, (2, 1), (1, 1), False, False),  # int16 data, padding wider on the rows
+    ((1, 8, 8, 8), 16, (0, 2), (2, 2), True, False),  # padding on the columns only, a strided reader
+    ((1, 16, 6, 7), 16, (1, 1), (1, 1), True, True),  # the producer's epilogue reads a residual
+])
+def test_bit_exact_with_the_reference(x_shape, mid, padding, strides, relu, residual, threads):
+    _check(_two_convs(x_shape, mid, 24, padding, strides, relu, residual), threads)
+
+
+def test_bit_exact_past_the_bound():
+    _check(_two_convs(reader="relu"))
+    _check(_two_convs(head=True))
