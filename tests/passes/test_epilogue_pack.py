@@ -111,7 +111,7 @@ def test_the_producer_keeps_its_accumulators_pixel_major():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("x_shape, mid, padding, strides, relu, residual", [
+@pytest.mark.parametrize(("x_shape", "mid", "padding", "strides", "relu", "residual"), [
     ((1, 8, 7, 9), 20, (1, 1), (1, 1), True, False),  # a partial block of 4 channels; 9 = 2 x 4 rows + 1
     ((2, 8, 6, 5), 16, (0, 0), (1, 1), True, False),  # a batch, no padding to write
     ((1, 8, 5, 6), 32, (2, 1), (1, 1), False, False),  # int16 data, padding wider on the rows
