@@ -7,7 +7,10 @@ conv's bias and weight scaled by the 2^-shift of the cvm_right_shift that requan
 residual adds, GlobalAveragePool for the sum and Gemm for the dense; a cvm_right_shift is a rescale, which the
 int8 engines fold into their requantization. It is quantized the way users do it: onnxruntime's static
 quantizer, QDQ, u8 activations x s8 weights, per-tensor, calibrated (MinMax) on random inputs of the model's
-precision. Timed, interleaved round by round (the order rotates), at each thread count:
+precision. Timed, interleaved round by round (the order rotates; each system makes `--block` calls back to back per round, as
+a deployed engine serves calls: with 2 threads, one engine's idle workers spin a while after its call, ORT's and
+OpenVINO's by default, and would take the cores from another engine's call made right after), at each thread
+count:
 - cvmc (`device="cpu"`, `CVMC_THREADS`), on the CVM model itself;
 - ONNX Runtime int8 (the QDQ model) and float32 (the twin); its optimized int8 model is saved and must hold
   QLinearConv (fused QDQ) for every conv layer, else the run fails;
@@ -350,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=str(HERE / "resnet" / "model.json"))
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--block", type=int, default=5, help="back-to-back calls of one system per round")
     a = ap.parse_args(argv)
     model = pathlib.Path(a.model)
     params = model.with_name("params.bin")
@@ -404,15 +408,17 @@ def main(argv: list[str] | None = None) -> int:
         names = list(systems)
         for r in range(a.rounds):
             for k in names[r % len(names):] + names[:r % len(names)]:
-                t = time.perf_counter()
-                systems[k]()
-                times[k].append(time.perf_counter() - t)
+                for _ in range(a.block):
+                    t = time.perf_counter()
+                    systems[k]()
+                    times[k].append(time.perf_counter() - t)
         results[threads] = {k: statistics.median(v) for k, v in times.items()}
         results[threads]["cvm-runtime CPU"] = _time_model(model, params, inp, threads, max(5, a.rounds // 2))
     os.environ.pop("CVMC_THREADS", None)
 
     print(f"\n{model.parent.name}: {total / 1e6:.0f} M MACs ({len(counts)} conv2d/dense layers); load average "
-          f"{load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f}; {a.rounds} interleaved rounds, medians")
+          f"{load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f}; {a.rounds} interleaved rounds of {a.block} calls "
+          "each, medians")
     int8 = next(iter(limit_kinds()))  # the % column's: the int8 chain of this host
     for n, lim in limits.items():
         print(f"measured limit, {n} thread(s): " + ", ".join(f"{k} {v:.0f} GMAC/s" for k, v in lim.items()))

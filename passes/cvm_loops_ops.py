@@ -134,9 +134,13 @@ def fused_epilogue(k: KernelBuilder, steps: Sequence[Any],
     """A group's fused epilogue as a function of the anchor's value at an output index: each step (`Group.epilogue`)
     applies its node's op to the value and to the extra inputs it names, read at that index."""
 
+    def load(arg: Arg, ivs: list[Value]) -> Value:  # an extra read from a packed copy is narrower (its values fit)
+        v = arg.load(k, ivs)
+        return v if v.type == i32 else k.extsi(v, i32)
+
     def epilogue(v: Value, ivs: list[Value]) -> Value:
         for step in steps:
-            xs = [v if src is None else extras[src].load(k, ivs) for src in step.sources]
+            xs = [v if src is None else load(extras[src], ivs) for src in step.sources]
             v = scalar(k, step.node.op, step.node.attrs, xs)
         return v
 
@@ -1020,11 +1024,14 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
                 k.for_(blocked, lambda j: pixels(j, rows), step=rows)
                 k.for_(count, lambda j: pixels(j, 1), lb=blocked)
 
-                def finish(o: Value, p: Value) -> None:
+                def bias(o: Value) -> Value | None:
+                    return ins[2].load(k, [k.addi(oc0, o)]) if len(ins) > 2 else None
+
+                def finish(o: Value, p: Value, b: Value | None) -> None:
                     oc = k.addi(oc0, o)
                     v = k.load(acc, [p, o] if pixel_major else [o, p])
-                    if len(ins) > 2:
-                        v = k.addi(v, ins[2].load(k, [oc]))
+                    if b is not None:
+                        v = k.addi(v, b)
                     ow = k.addi(ow0, p)
                     v = epilogue(v, [n, oc, oh, ow])
                     if out is not None:
@@ -1036,9 +1043,14 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
                         k.store(packed, pk.mem, [n, k.addi(oh, ph), k.addi(ow, pw), oc])
 
                 if pixel_major:  # a pixel's channels are contiguous in the accumulators and in NHWC
-                    k.for_(count, lambda p: k.for_(live, lambda o: finish(o, p)))
+                    k.for_(count, lambda p: k.for_(live, lambda o: finish(o, p, bias(o))))
                 else:  # a channel's pixels are contiguous in the accumulators and in NCHW
-                    k.for_(live, lambda o: k.for_(count, lambda p: finish(o, p)))
+
+                    def channel(o: Value) -> None:
+                        b = bias(o)
+                        k.for_(count, lambda p: finish(o, p, b))
+
+                    k.for_(live, channel)
 
             k.for_(blocks, block)
 

@@ -351,7 +351,7 @@ class _Planner:
                 self._group(i, pos)
                 self.numbered[number] = len(self.groups) - 1
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
-        groups = [self.groups[g] for g in order]
+        groups = self._extras_from_packs([self.groups[g] for g in order])
         arena = _place(self.refs, self.buffers, groups, self.heads, self.hints) if place else 0
         return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena)
 
@@ -514,15 +514,73 @@ class _Planner:
         dropped.kind, dropped.owner = "unused", None
         return tid
 
-    def _pack_in_epilogue(self, src: int, pack: Attrs) -> Group | None:
+    def _extras_from_packs(self, groups: list[Group]) -> list[Group]:
+        """An epilogue reads an extra input from a packed copy of it that is already written (a conv2d's padded
+        NHWC input, with no zero point: the values themselves, narrowed without loss) through a strided view, so
+        that a tensor a conv2d and a residual add both read (a ResNet's shortcut) need not be stored as int32.
+        Then a pack kernel that is its tensor's one reader left becomes its producer's epilogue pack
+        (`_pack_in_epilogue`), and the tensor is not stored. The host's blocked kernels only (the GPU packs in
+        kernels of its own)."""
+        if not ops.blocked_available():
+            return groups
+        copies: dict[int, tuple[int, int, Attrs]] = {}  # tensor -> (its packed copy, the step writing it, how)
+        for step, g in enumerate(groups):
+            packs = [(g.anchor.inputs[0], g.outputs[0], g.anchor.attrs)] if g.kind == "pack" else []
+            packs += [(g.outputs[0], t, how) for t, how in g.packed]
+            for src, tid, how in packs:
+                if (how["to"] == "nhwc" and not how.get("zero_point") and src not in copies
+                        and self.tensors[tid].element in ("u8", "i16") and len(self.tensors[src].shape) == 4):
+                    copies[src] = (tid, step, how)
+        views: dict[int, int] = {}
+        for step, g in enumerate(groups):
+            for i, t in enumerate(g.extras):
+                copy = copies.get(t)
+                if copy is None or copy[1] >= step or self.refs[t].layout != Layout.contiguous(self.tensors[t].shape):
+                    continue
+                if t not in views:
+                    tid, _, how = copy
+                    n, hp, wp, c = self.tensors[tid].shape
+                    _, _, h, w = self.tensors[t].shape
+                    ph, pw = how["padding"]
+                    layout = Layout((n, c, h, w), (hp * wp * c, 1, wp * c, c), (ph * wp + pw) * c)
+                    views[t] = len(self.tensors)
+                    self.tensors.append(Tensor(self.tensors[t].shape, self.tensors[t].precision, "op",
+                                               element=self.tensors[tid].element))
+                    self.refs[views[t]] = Ref(self.refs[tid].buffer, layout)
+                g.extras[i] = views[t]
+        if not views:
+            return groups
+        readers: dict[int, list[Group]] = {}
+        for g in groups:
+            for t in set(group_inputs(g)):
+                readers.setdefault(self.refs[t].buffer, []).append(g)
+        kept = []
+        for g in groups:
+            src = g.anchor.inputs[0] if g.kind == "pack" else -1
+            producer = self._pack_in_epilogue(src, g.anchor.attrs, readers) if src in views else None
+            if producer is None:
+                kept.append(g)
+                continue
+            producer.packed.append((g.outputs[0], g.anchor.attrs))
+            producer.stores_output = False
+            dropped = self.buffers[self.refs[src].buffer]
+            dropped.kind, dropped.owner = "unused", None
+        return kept
+
+    def _pack_in_epilogue(self, src: int, pack: Attrs,
+                          readers: Mapping[int, list[Group]] | None = None) -> Group | None:
         """The group whose epilogue writes the padded NHWC pack of its output `src` instead of `src`: a conv2d on
         the register-blocked micro-kernel (its accumulators are then kept pixel by pixel, so a pixel's channels
         are contiguous, as NHWC has them), when the pack is the one reader of `src` (storing the int32 output as
         well, pixel by pixel, would write 4 KB apart: slower than the pack kernel). None otherwise: a pack kernel
         runs."""
         g = self.open_group.get(src)
-        if (g is None or pack["to"] != "nhwc" or not ops.blocked_available() or self.consumers.get(src) != 1
-                or src in self.heads):
+        if readers is not None:  # after planning: one group left reads its buffer (the pack kernel), no head
+            buffer = self.refs[src].buffer
+            alone = len(readers.get(buffer, [])) == 1 and all(self.refs[h].buffer != buffer for h in self.heads)
+        else:
+            alone = self.consumers.get(src) == 1
+        if g is None or pack["to"] != "nhwc" or not ops.blocked_available() or not alone or src in self.heads:
             return None
         group = self.groups[g]
         if group.kind != "conv2d" or group.outputs != [src] or len(self.tensors[group.inputs[1]].shape) != 3:

@@ -482,6 +482,49 @@ exit:
   ret void
 }
 
+; the helpers' pool (`_Pool`), int64 words: [generation, sleepers]. A helper waits for the generation to move
+; past `last`: it spins POOL_SPIN_TRIES pauses first (back-to-back runs find it awake: no wake-up of an idle CPU,
+; which costs tens of microseconds in a virtual machine), then sleeps on the word (futex).
+define i64 @cvmc_pool_wait(ptr %pool, i64 %last) {
+entry:
+  %sleepers = getelementptr i64, ptr %pool, i64 1
+  br label %spin
+spin:
+  %tries = phi i64 [0, %entry], [%next, %pause], [0, %slept]
+  %now = load atomic i64, ptr %pool seq_cst, align 8
+  %moved = icmp ne i64 %now, %last
+  br i1 %moved, label %yes, label %wait
+wait:
+  %next = add i64 %tries, 1
+  %long = icmp ugt i64 %tries, POOL_SPIN_TRIES
+  br i1 %long, label %sleep, label %pause
+pause:
+  call void @llvm.x86.sse2.pause()
+  br label %spin
+sleep:
+  %in = atomicrmw add ptr %sleepers, i64 1 seq_cst, align 8
+  %again = load atomic i64, ptr %pool seq_cst, align 8
+  %gone = icmp ne i64 %again, %last
+  br i1 %gone, label %slept, label %futex
+futex:
+  %low = trunc i64 %again to i32
+  %z = call i64 (i64, ...) @syscall(i64 202, ptr %pool, i32 128, i32 %low, ptr null)
+  br label %slept
+slept:
+  %out = atomicrmw sub ptr %sleepers, i64 1 seq_cst, align 8
+  br label %spin
+yes:
+  ret i64 %now
+}
+
+define void @cvmc_pool_publish(ptr %pool) {
+entry:
+  %sleepers = getelementptr i64, ptr %pool, i64 1
+  %g = atomicrmw add ptr %pool, i64 1 seq_cst, align 8
+  call void @wake(ptr %pool, ptr %sleepers)
+  ret void
+}
+
 define void @cvmc_program_begin(ptr %prog) {
 entry:
   %calls = load i64, ptr %prog, align 8
@@ -605,19 +648,64 @@ exit:
 _PROGRAM_RUNNER: list[Any] = []  # [engine, begin, main, helper]: compiled once per process, on first use
 _PROGRAM_LOCK = threading.Lock()
 _SPIN_TRIES = 2000  # about 10-50 us of `pause` before a waiting thread sleeps
+_POOL_SPIN_TRIES = 8000  # about 50-200 us: a helper between two runs (`cvmc_pool_wait`)
+
+
+class _Pool:
+    """The helper threads of `Program` runs, started once and kept: each waits natively for the next run
+    (`cvmc_pool_wait`: spinning a while, then on a futex), takes a ticket if one is left and runs the program's
+    helper; a run publishes its program and `threads - 1` tickets. One run has the pool at a time; a run that
+    finds it taken (another thread is running a program) runs without helpers: the same result, later."""
+
+    def __init__(self) -> None:
+        self.words = np.zeros(2, dtype=np.int64)  # [generation, sleepers]
+        self.current: Program | None = None  # read by a helper under the GIL: it stays alive while helped
+        self.tickets = 0
+        self.count = 0
+        self.busy = threading.Lock()
+        self._grow_lock = threading.Lock()
+
+    def _work(self) -> None:
+        wait = _program_runner()[4]
+        pointer = self.words.ctypes.data
+        last = 0
+        while True:
+            last = wait(pointer, last)
+            program = self.current
+            if program is None or self.tickets <= 0:  # under the GIL: tickets are taken one at a time
+                continue
+            self.tickets -= 1
+            program._help()
+
+    def publish(self, program: Program, helpers: int) -> None:
+        """Hand `program` to `helpers` helper threads (the caller holds `busy`)."""
+        if self.count < helpers:
+            with self._grow_lock:
+                while self.count < helpers:
+                    threading.Thread(target=self._work, name=f"cvmc-helper-{self.count}", daemon=True).start()
+                    self.count += 1
+        self.current, self.tickets = program, helpers
+        _program_runner()[5](self.words.ctypes.data)
+
+
+_POOL = _Pool()
 
 
 def _program_runner() -> list[Any]:
     with _PROGRAM_LOCK:
         if not _PROGRAM_RUNNER:
-            ir_text = (_PROGRAM_IR.replace("SPIN_TRIES", str(_SPIN_TRIES))
+            ir_text = (_PROGRAM_IR.replace("POOL_SPIN_TRIES", str(_POOL_SPIN_TRIES))
+                       .replace("SPIN_TRIES", str(_SPIN_TRIES))
                        .replace("PROGRAM_WORDS_PLUS_5", str(_PROGRAM_WORDS + 5))
                        .replace("PROGRAM_WORDS", str(_PROGRAM_WORDS)).replace("CALL_WORDS", str(_CALL_WORDS)))
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir_text), _target_machine())
             engine.finalize_object()
             one = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+            wait = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
             _PROGRAM_RUNNER.extend([engine, *(one(engine.get_function_address(f"cvmc_program_{name}"))
-                                              for name in ("begin", "main", "helper"))])
+                                              for name in ("begin", "main", "helper")),
+                                    wait(engine.get_function_address("cvmc_pool_wait")),
+                                    one(engine.get_function_address("cvmc_pool_publish"))])
         return _PROGRAM_RUNNER
 
 
@@ -643,7 +731,7 @@ class Program:
             chunk = max(1, -(-trip // (16 * threads)))  # small chunks: the threads finish a call together
             words += [call.kernel.address, ctypes.addressof(call._table), trip, int(split), chunk, 0, 0]
         self.words = np.array(words, dtype=np.int64)
-        _, self._begin, self._main, self._helper = _program_runner()
+        _, self._begin, self._main, self._helper, _, _ = _program_runner()
         self._pointer = self.words.ctypes.data
 
     def _help(self) -> None:
@@ -653,8 +741,14 @@ class Program:
 
     def __call__(self) -> None:
         self._begin(self._pointer)
-        if self.threads > 1:
-            _WORKERS.submit([self._help] * (self.threads - 1))
+        if self.threads > 1 and _POOL.busy.acquire(blocking=False):
+            try:
+                _POOL.publish(self, self.threads - 1)
+                self._main(self._pointer)
+            finally:
+                _POOL.current, _POOL.tickets = None, 0  # a helper waking later has nothing to do
+                _POOL.busy.release()
+            return
         self._main(self._pointer)
 
 

@@ -125,3 +125,53 @@ def test_bit_exact_with_the_reference(x_shape, mid, padding, strides, relu, resi
 def test_bit_exact_past_the_bound():
     _check(_two_convs(reader="relu"))
     _check(_two_convs(head=True))
+
+
+def _block(x_shape=(1, 16, 6, 7), relu=True, late_pack=False, kernel=(3, 3)):
+    """A residual block: a = conv(x); b = conv(a) (`kernel`, padded to keep the size); c = requantize(b + a)
+    (-> relu); head = conv(c). With `late_pack`, the add's group runs before the conv that reads a (its pack comes
+    after the add reads a)."""
+    b = CvmBuilder()
+    x = b.create_input(list(x_shape), 8)
+    c = x_shape[1]
+
+    def conv(v, name, k=(3, 3)):
+        w = b.create_param(_rand((c, c, *k)), 8, name=name)
+        y = b.cvm_right_shift(b.conv2d(v, w, channels=c, kernel_size=k, padding=(k[0] // 2, k[1] // 2),
+                                       use_bias=False), precision=8, shift_bit=8)
+        return b.relu(y) if relu else y
+
+    a = conv(b.relu(x) if relu else x, "w0")
+    y = conv(x if late_pack else a, "w1", kernel)
+    y = b.cvm_right_shift(b.elemwise_add(y, a), precision=8, shift_bit=1)
+    y = b.relu(y) if relu else y
+    if late_pack:
+        y = b.cvm_right_shift(b.elemwise_add(y, conv(a, "w3")), precision=8, shift_bit=1)
+    return b.graph([conv(y, "w2")])
+
+
+@pytest.mark.parametrize("relu", [True, False])  # u8 x s8, int16
+def test_a_shortcut_is_read_from_the_next_convs_packed_input(relu):
+    """The add reads a from the pack written before it: a is not stored, and no pack kernel runs for it."""
+    p = _plan(_block(relu=relu))
+    kinds = [([n.op for n in g.nodes], len(g.packed), g.stores_output) for g in p.groups]
+    assert sum(1 for k in kinds if k[0] == ["pack"]) == 1  # the input's alone
+    add = next(g for g in p.groups if any(n.op == "elemwise_add" for n in g.nodes))
+    assert [p.tensors[t].element for t in add.extras] == ["u8" if relu else "i16"]
+    convs = [k for k in kinds if k[0][0] == "conv2d"]
+    assert [(n, stored) for _, n, stored in convs] == [(1, False), (1, False), (0, True)]
+
+
+def test_a_shortcut_read_before_its_pack_is_written_stays_int32():
+    p = _plan(_block(late_pack=True))
+    first_add = next(g for g in p.groups if any(n.op == "elemwise_add" for n in g.nodes))
+    assert [p.tensors[t].element for t in first_add.extras] == ["i32"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("x_shape", "relu", "late_pack", "kernel"), [
+    ((1, 16, 6, 7), True, False, (3, 3)), ((2, 16, 5, 9), False, False, (3, 3)), ((1, 32, 7, 6), True, True, (3, 3)),
+    ((1, 16, 7, 6), True, False, (5, 3)), ((1, 16, 6, 7), False, False, (1, 5)),  # paddings (2, 1), (0, 2)
+])
+def test_shortcuts_bit_exact_with_the_reference(x_shape, relu, late_pack, kernel, threads):
+    _check(_block(x_shape, relu, late_pack, kernel), threads)

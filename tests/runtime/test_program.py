@@ -54,19 +54,19 @@ def test_late_or_missing_helpers_change_nothing(monkeypatch, delay):
     want = one(x)[0]
     started: list[threading.Thread] = []
 
-    def late(calls):
+    def late(program, helpers):
         def run():
             time.sleep(delay)
-            for call in calls:
-                call()
+            for _ in range(helpers):
+                program._help()
 
         started.append(threading.Thread(target=run))
         started[-1].start()
 
-    monkeypatch.setattr(jit._WORKERS, "submit", late)
+    monkeypatch.setattr(jit._POOL, "publish", late)
     for _ in range(4):
         np.testing.assert_array_equal(two(x)[0], want)
-    monkeypatch.setattr(jit._WORKERS, "submit", lambda calls: None)  # no helper at all: the caller does it all
+    monkeypatch.setattr(jit._POOL, "publish", lambda program, helpers: None)  # no helper: the caller does it all
     np.testing.assert_array_equal(two(x)[0], want)
     for t in started:
         t.join()
@@ -78,7 +78,8 @@ def test_a_helper_that_starts_after_its_runner_is_gone_finds_its_program_alive(m
 
     graph, x = _model()
     pending: list = []
-    monkeypatch.setattr(jit._WORKERS, "submit", pending.extend)  # the helpers start only below
+    # the helpers start only below
+    monkeypatch.setattr(jit._POOL, "publish", lambda program, helpers: pending.extend([program._help] * helpers))
     two = compile_graph(graph, threads=2, cache=False)
     want = two(x)[0].copy()
     np.testing.assert_array_equal(compile_graph(graph, threads=1, cache=False)(x)[0], want)
@@ -105,3 +106,23 @@ def test_helpers_are_woken_only_for_enough_split_work(monkeypatch):
         assert run.native.threads == threads
         assert any(split for _, split in run.native.calls)  # the same calls are split either way
         np.testing.assert_array_equal(run(x)[0], want)
+
+
+def test_the_pools_helpers_join_runs_and_a_run_that_finds_the_pool_taken_runs_alone(monkeypatch):
+    """The pool's threads, started once, take the runs' tickets (`jit._Pool`); while another run holds the pool,
+    a run goes on without helpers, with the same bits."""
+    graph, x = _model()
+    want = compile_graph(graph, threads=1, cache=False)(x)[0]
+    two = compile_graph(graph, threads=2, cache=False)
+    helped = []
+    real = jit.Program._help
+    monkeypatch.setattr(jit.Program, "_help", lambda self: (helped.append(self), real(self)))
+    for _ in range(20):
+        np.testing.assert_array_equal(two(x)[0], want)
+    assert helped and all(p is two.native for p in helped) and jit._POOL.count >= 1
+    helped.clear()
+    with jit._POOL.busy:  # another thread's run holds the pool
+        for _ in range(3):
+            np.testing.assert_array_equal(two(x)[0], want)
+    time.sleep(0.01)
+    assert not helped and jit._POOL.current is None and jit._POOL.tickets == 0
