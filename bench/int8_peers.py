@@ -7,10 +7,10 @@ conv's bias and weight scaled by the 2^-shift of the cvm_right_shift that requan
 residual adds, GlobalAveragePool for the sum and Gemm for the dense; a cvm_right_shift is a rescale, which the
 int8 engines fold into their requantization. It is quantized the way users do it: onnxruntime's static
 quantizer, QDQ, u8 activations x s8 weights, per-tensor, calibrated (MinMax) on random inputs of the model's
-precision. Timed, interleaved round by round (the order rotates; each system makes `--block` calls back to back per round, as
-a deployed engine serves calls: with 2 threads, one engine's idle workers spin a while after its call, ORT's and
-OpenVINO's by default, and would take the cores from another engine's call made right after), at each thread
-count:
+precision. Timed, interleaved round by round (the order rotates; each system makes `--block` calls back to back
+per round, as a deployed engine serves calls: with 2 threads, one engine's idle workers spin a while after its
+call, ORT's and OpenVINO's by default, and would take the cores from another engine's call made right after), at
+each thread count:
 - cvmc (`device="cpu"`, `CVMC_THREADS`), on the CVM model itself;
 - ONNX Runtime int8 (the QDQ model) and float32 (the twin); its optimized int8 model is saved and must hold
   QLinearConv (fused QDQ) for every conv layer, else the run fails;
