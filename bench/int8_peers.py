@@ -7,10 +7,11 @@ conv's bias and weight scaled by the 2^-shift of the cvm_right_shift that requan
 residual adds, GlobalAveragePool for the sum and Gemm for the dense; a cvm_right_shift is a rescale, which the
 int8 engines fold into their requantization. It is quantized the way users do it: onnxruntime's static
 quantizer, QDQ, u8 activations x s8 weights, per-tensor, calibrated (MinMax) on random inputs of the model's
-precision. Timed, interleaved round by round (the order rotates; each system makes `--block` calls back to back
-per round, as a deployed engine serves calls: with 2 threads, one engine's idle workers spin a while after its
-call, ORT's and OpenVINO's by default, and would take the cores from another engine's call made right after), at
-each thread count:
+precision. Timed, interleaved round by round (the order rotates), each system making `--block` calls back to
+back per round, as a deployed engine serves calls, after `--cooldown` seconds idle: an engine's idle workers spin
+after its call, and would take the cores from the next engine's calls (ONNX Runtime's, by default, burn the
+second core for about 60 ms after each call; any other engine's 2-thread calls in that window run at about half
+speed). At each thread count:
 - cvmc (`device="cpu"`, `CVMC_THREADS`), on the CVM model itself;
 - ONNX Runtime int8 (the QDQ model) and float32 (the twin); its optimized int8 model is saved and must hold
   QLinearConv (fused QDQ) for every conv layer, else the run fails;
@@ -354,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--block", type=int, default=5, help="back-to-back calls of one system per round")
+    ap.add_argument("--cooldown", type=float, default=0.1, help="seconds idle before each block")
     a = ap.parse_args(argv)
     model = pathlib.Path(a.model)
     params = model.with_name("params.bin")
@@ -408,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         names = list(systems)
         for r in range(a.rounds):
             for k in names[r % len(names):] + names[:r % len(names)]:
+                time.sleep(a.cooldown)
                 for _ in range(a.block):
                     t = time.perf_counter()
                     systems[k]()
@@ -418,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\n{model.parent.name}: {total / 1e6:.0f} M MACs ({len(counts)} conv2d/dense layers); load average "
           f"{load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f}; {a.rounds} interleaved rounds of {a.block} calls "
-          "each, medians")
+          f"each after {a.cooldown:g} s idle, medians")
     int8 = next(iter(limit_kinds()))  # the % column's: the int8 chain of this host
     for n, lim in limits.items():
         print(f"measured limit, {n} thread(s): " + ", ".join(f"{k} {v:.0f} GMAC/s" for k, v in lim.items()))

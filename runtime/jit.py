@@ -445,8 +445,13 @@ no:
   ret i1 false
 }
 
-; claim chunks of call %c until none is left; returns after running its last claimed chunk
-define internal void @claim(ptr %call, ptr %sleepers) {
+; claim chunks of call %c until none is left; returns after running its last claimed chunk. The main thread
+; claims from the front (units 0, 1, ...), helpers (%back) from the back: each keeps to one end of the rows, so a
+; convolution finds most of its input rows where its own thread wrote them (in its core's cache) and only the rows
+; where the two ends met cross over. The word `next` holds both counts (front in the low 32 bits, back in the
+; high ones), taken by compare-and-swap; a call of 2^32 units or more (its counts would not fit) is claimed from
+; the front by every thread (fetch-and-add on the whole word).
+define internal void @claim(ptr %call, ptr %sleepers, i1 %back) {
 entry:
   %pfn = getelementptr i64, ptr %call, i64 0
   %fn_i = load i64, ptr %pfn, align 8
@@ -460,43 +465,78 @@ entry:
   %chunk = load i64, ptr %pchunk, align 8
   %pnext = getelementptr i64, ptr %call, i64 5
   %pdone = getelementptr i64, ptr %call, i64 6
-  br label %loop
-loop:
+  %huge = icmp sge i64 %trip, 4294967296
+  br i1 %huge, label %front, label %paired
+front:
   %u = atomicrmw add ptr %pnext, i64 %chunk seq_cst, align 8
   %left = icmp slt i64 %u, %trip
-  br i1 %left, label %run, label %exit
-run:
+  br i1 %left, label %front_run, label %exit
+front_run:
   %e0 = add i64 %u, %chunk
   %over = icmp sgt i64 %e0, %trip
   %e = select i1 %over, i64 %trip, i64 %e0
-  call void %fn(ptr %tab, i64 %u, i64 %e)
-  %n = sub i64 %e, %u
-  %d = atomicrmw add ptr %pdone, i64 %n seq_cst, align 8
-  %d1 = add i64 %d, %n
+  br label %run
+paired:
+  %w = load atomic i64, ptr %pnext seq_cst, align 8
+  %f = and i64 %w, 4294967295
+  %b = lshr i64 %w, 32
+  %used = add i64 %f, %b
+  %rest = sub i64 %trip, %used
+  %any = icmp sgt i64 %rest, 0
+  br i1 %any, label %take, label %exit
+take:
+  %small = icmp slt i64 %rest, %chunk
+  %n = select i1 %small, i64 %rest, i64 %chunk
+  %n_hi = shl i64 %n, 32
+  %inc = select i1 %back, i64 %n_hi, i64 %n
+  %new = add i64 %w, %inc
+  %pair = cmpxchg ptr %pnext, i64 %w, i64 %new seq_cst seq_cst, align 8
+  %ok = extractvalue { i64, i1 } %pair, 1
+  br i1 %ok, label %paired_run, label %paired
+paired_run:
+  %top = sub i64 %trip, %b
+  %from_top = sub i64 %top, %n
+  %pb = select i1 %back, i64 %from_top, i64 %f
+  %pe = add i64 %pb, %n
+  br label %run
+run:
+  %rb = phi i64 [%u, %front_run], [%pb, %paired_run]
+  %re = phi i64 [%e, %front_run], [%pe, %paired_run]
+  call void %fn(ptr %tab, i64 %rb, i64 %re)
+  %cnt = sub i64 %re, %rb
+  %d = atomicrmw add ptr %pdone, i64 %cnt seq_cst, align 8
+  %d1 = add i64 %d, %cnt
   %all = icmp sge i64 %d1, %trip
-  br i1 %all, label %wake, label %loop
+  br i1 %all, label %wake, label %again
 wake:
   call void @wake(ptr %pdone, ptr %sleepers)
-  br label %loop
+  br label %again
+again:
+  br i1 %huge, label %front, label %paired
 exit:
   ret void
 }
 
 ; the helpers' pool (`_Pool`), int64 words: [generation, sleepers]. A helper waits for the generation to move
-; past `last`: it spins POOL_SPIN_TRIES pauses first (back-to-back runs find it awake: no wake-up of an idle CPU,
-; which costs tens of microseconds in a virtual machine), then sleeps on the word (futex).
+; past `last`: it spins POOL_SPIN_CYCLES time-stamp counter cycles first (about a millisecond: back-to-back runs
+; find it awake and its CPU busy, where waking an idle CPU costs tens of microseconds in a virtual machine and its
+; first milliseconds run slower), then sleeps on the word (futex).
+declare i64 @llvm.readcyclecounter()
+
 define i64 @cvmc_pool_wait(ptr %pool, i64 %last) {
 entry:
   %sleepers = getelementptr i64, ptr %pool, i64 1
+  %t0 = call i64 @llvm.readcyclecounter()
   br label %spin
 spin:
-  %tries = phi i64 [0, %entry], [%next, %pause], [0, %slept]
+  %start = phi i64 [%t0, %entry], [%start, %pause], [%t1, %slept]
   %now = load atomic i64, ptr %pool seq_cst, align 8
   %moved = icmp ne i64 %now, %last
   br i1 %moved, label %yes, label %wait
 wait:
-  %next = add i64 %tries, 1
-  %long = icmp ugt i64 %tries, POOL_SPIN_TRIES
+  %t = call i64 @llvm.readcyclecounter()
+  %spent = sub i64 %t, %start
+  %long = icmp ugt i64 %spent, POOL_SPIN_CYCLES
   br i1 %long, label %sleep, label %pause
 pause:
   call void @llvm.x86.sse2.pause()
@@ -512,6 +552,7 @@ futex:
   br label %slept
 slept:
   %out = atomicrmw sub ptr %sleepers, i64 1 seq_cst, align 8
+  %t1 = call i64 @llvm.readcyclecounter()
   br label %spin
 yes:
   ret i64 %now
@@ -577,7 +618,7 @@ body:
   %pdone = getelementptr i64, ptr %call, i64 6
   br i1 %split, label %share, label %whole
 share:
-  call void @claim(ptr %call, ptr %sleepers)
+  call void @claim(ptr %call, ptr %sleepers, i1 false)
   %ok = call i1 @wait_for(ptr %pdone, i64 %trip, ptr %sleepers, ptr null)
   br label %next
 whole:
@@ -633,7 +674,7 @@ ready:
   %split = icmp ne i64 %flags, 0
   br i1 %split, label %share, label %next
 share:
-  call void @claim(ptr %call, ptr %sleepers)
+  call void @claim(ptr %call, ptr %sleepers, i1 true)
   br label %next
 next:
   %c1 = add i64 %c, 1
@@ -648,7 +689,7 @@ exit:
 _PROGRAM_RUNNER: list[Any] = []  # [engine, begin, main, helper]: compiled once per process, on first use
 _PROGRAM_LOCK = threading.Lock()
 _SPIN_TRIES = 2000  # about 10-50 us of `pause` before a waiting thread sleeps
-_POOL_SPIN_TRIES = 8000  # about 50-200 us: a helper between two runs (`cvmc_pool_wait`)
+_POOL_SPIN_CYCLES = 3_000_000  # about 1 ms: a helper between two runs (`cvmc_pool_wait`)
 
 
 class _Pool:
@@ -664,10 +705,13 @@ class _Pool:
         self.count = 0
         self.busy = threading.Lock()
         self._grow_lock = threading.Lock()
+        self.tids: list[int] = []  # the helpers' thread ids
+        self.cpu = -1  # the CPU the helpers are kept off: the publishing thread's at the last publish
 
     def _work(self) -> None:
         wait = _program_runner()[4]
         pointer = self.words.ctypes.data
+        self.tids.append(threading.get_native_id())
         last = 0
         while True:
             last = wait(pointer, last)
@@ -684,17 +728,49 @@ class _Pool:
                 while self.count < helpers:
                     threading.Thread(target=self._work, name=f"cvmc-helper-{self.count}", daemon=True).start()
                     self.count += 1
+        self._keep_off(_sched_getcpu())
         self.current, self.tickets = program, helpers
         _program_runner()[5](self.words.ctypes.data)
 
+    def _keep_off(self, cpu: int) -> None:
+        """Keep the helpers off `cpu`, the calling thread's: a helper woken by it is otherwise often put on its
+        CPU (the scheduler's wake-affinity), where the two share one core for milliseconds while another idles
+        (runs 2x slower, seen after the model sat idle for 0.1 s). One system call per helper when it moves."""
+        if cpu == self.cpu or cpu < 0:
+            return
+        self.cpu = cpu
+        allowed = os.sched_getaffinity(0)
+        others = allowed - {cpu}
+        for tid in list(self.tids):
+            try:
+                os.sched_setaffinity(tid, others or allowed)
+            except OSError:  # a thread of another process's pool after a fork: not ours to move
+                pass
 
+
+def _sched_getcpu() -> int:
+    """The CPU the calling thread runs on (-1 where unknown)."""
+    fn = _LIBC_GETCPU[0] if _LIBC_GETCPU else None
+    return int(fn()) if fn is not None else -1
+
+
+def _libc_getcpu() -> Any:
+    try:
+        fn = ctypes.CDLL(None).sched_getcpu
+    except (OSError, AttributeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn
+
+
+_LIBC_GETCPU = [_libc_getcpu()]
 _POOL = _Pool()
 
 
 def _program_runner() -> list[Any]:
     with _PROGRAM_LOCK:
         if not _PROGRAM_RUNNER:
-            ir_text = (_PROGRAM_IR.replace("POOL_SPIN_TRIES", str(_POOL_SPIN_TRIES))
+            ir_text = (_PROGRAM_IR.replace("POOL_SPIN_CYCLES", str(_POOL_SPIN_CYCLES))
                        .replace("SPIN_TRIES", str(_SPIN_TRIES))
                        .replace("PROGRAM_WORDS_PLUS_5", str(_PROGRAM_WORDS + 5))
                        .replace("PROGRAM_WORDS", str(_PROGRAM_WORDS)).replace("CALL_WORDS", str(_CALL_WORDS)))

@@ -126,3 +126,39 @@ def test_the_pools_helpers_join_runs_and_a_run_that_finds_the_pool_taken_runs_al
             np.testing.assert_array_equal(two(x)[0], want)
     time.sleep(0.01)
     assert not helped and jit._POOL.current is None and jit._POOL.tickets == 0
+
+
+_COUNT_IR = """
+define void @count(ptr %tab, i64 %b, i64 %e) {
+  %n = sub i64 %e, %b
+  %a = atomicrmw add ptr %tab, i64 %n seq_cst, align 8
+  %e2 = mul i64 %e, %e
+  %b2 = mul i64 %b, %b
+  %d = sub i64 %e2, %b2
+  %p1 = getelementptr i64, ptr %tab, i64 1
+  %s = atomicrmw add ptr %p1, i64 %d seq_cst, align 8
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("trip", [(1 << 32) - 1, 1 << 32])
+def test_the_claims_cover_every_unit_once_at_the_two_ended_bound_and_one_past(trip):
+    """Main claims units from the front and helpers from the back, both counts in one word (32 bits each), below
+    2^32 units; from 2^32 every thread claims from the front. Either way the claimed ranges partition [0, trip):
+    their lengths sum to trip, and the sum of e^2 - b^2 over them is trip^2 (modulo 2^64: no gap, no overlap)."""
+    import ctypes
+    from types import SimpleNamespace
+
+    import llvmlite.binding as llvm
+
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(_COUNT_IR), jit._target_machine())
+    engine.finalize_object()
+    table = (ctypes.c_int64 * 2)()
+    call = SimpleNamespace(kernel=SimpleNamespace(address=engine.get_function_address("count"), trip=trip),
+                           _table=table)
+    program = jit.Program([(call, True)], 2)
+    for _ in range(3):
+        table[0] = table[1] = 0
+        program()
+        assert (table[0], table[1]) == (trip, ctypes.c_int64(trip * trip % (1 << 64)).value)
