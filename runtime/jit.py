@@ -767,6 +767,17 @@ _LIBC_GETCPU = [_libc_getcpu()]
 _POOL = _Pool()
 
 
+def _new_pool_after_fork() -> None:
+    """A forked child has none of the parent's helper threads (and their thread ids may name other processes'
+    threads there): it starts a pool of its own."""
+    global _POOL
+    _POOL = _Pool()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_pool_after_fork)
+
+
 def _program_runner() -> list[Any]:
     with _PROGRAM_LOCK:
         if not _PROGRAM_RUNNER:
