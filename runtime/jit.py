@@ -404,13 +404,30 @@ exit:
   ret void
 }
 
+; sleep on *word while it still holds `seen` (futex), counted in *sleepers for the wakers (`wake`); returns at
+; once if it moved
+define internal void @sleep_on(ptr %word, i64 %seen, ptr %sleepers) {
+entry:
+  %in = atomicrmw add ptr %sleepers, i64 1 seq_cst, align 8
+  %again = load atomic i64, ptr %word seq_cst, align 8
+  %moved = icmp ne i64 %again, %seen
+  br i1 %moved, label %out, label %futex
+futex:
+  %low = trunc i64 %again to i32
+  %z = call i64 (i64, ...) @syscall(i64 202, ptr %word, i32 128, i32 %low, ptr null)
+  br label %out
+out:
+  %left = atomicrmw sub ptr %sleepers, i64 1 seq_cst, align 8
+  ret void
+}
+
 ; wait until *word >= target (true), or until *stop != 0 when stop is not null (false)
 define internal i1 @wait_for(ptr %word, i64 %target, ptr %sleepers, ptr %stop) {
 entry:
   %check_stop = icmp ne ptr %stop, null
   br label %spin
 spin:
-  %tries = phi i64 [0, %entry], [%next, %pause], [0, %slept]
+  %tries = phi i64 [0, %entry], [%next, %pause], [0, %sleep]
   %now = load atomic i64, ptr %word seq_cst, align 8
   %done = icmp sge i64 %now, %target
   br i1 %done, label %yes, label %stopped
@@ -428,16 +445,7 @@ pause:
   call void @llvm.x86.sse2.pause()
   br label %spin
 sleep:
-  %in = atomicrmw add ptr %sleepers, i64 1 seq_cst, align 8
-  %again = load atomic i64, ptr %word seq_cst, align 8
-  %moved = icmp sge i64 %again, %target
-  br i1 %moved, label %slept, label %futex
-futex:
-  %low = trunc i64 %again to i32
-  %z = call i64 (i64, ...) @syscall(i64 202, ptr %word, i32 128, i32 %low, ptr null)
-  br label %slept
-slept:
-  %out = atomicrmw sub ptr %sleepers, i64 1 seq_cst, align 8
+  call void @sleep_on(ptr %word, i64 %now, ptr %sleepers)
   br label %spin
 yes:
   ret i1 true
@@ -529,7 +537,7 @@ entry:
   %t0 = call i64 @llvm.readcyclecounter()
   br label %spin
 spin:
-  %start = phi i64 [%t0, %entry], [%start, %pause], [%t1, %slept]
+  %start = phi i64 [%t0, %entry], [%start, %pause], [%t1, %sleep]
   %now = load atomic i64, ptr %pool seq_cst, align 8
   %moved = icmp ne i64 %now, %last
   br i1 %moved, label %yes, label %wait
@@ -542,16 +550,7 @@ pause:
   call void @llvm.x86.sse2.pause()
   br label %spin
 sleep:
-  %in = atomicrmw add ptr %sleepers, i64 1 seq_cst, align 8
-  %again = load atomic i64, ptr %pool seq_cst, align 8
-  %gone = icmp ne i64 %again, %last
-  br i1 %gone, label %slept, label %futex
-futex:
-  %low = trunc i64 %again to i32
-  %z = call i64 (i64, ...) @syscall(i64 202, ptr %pool, i32 128, i32 %low, ptr null)
-  br label %slept
-slept:
-  %out = atomicrmw sub ptr %sleepers, i64 1 seq_cst, align 8
+  call void @sleep_on(ptr %pool, i64 %now, ptr %sleepers)
   %t1 = call i64 @llvm.readcyclecounter()
   br label %spin
 yes:
