@@ -260,6 +260,9 @@ class CpuRunner:
                         call()
             out = []
             for base, v in self.heads:
+                if v.identity:  # a slice: no stride tricks (7 us against 1.5 for a small head)
+                    out.append(np.array(base[:prod(v.shape)].reshape(v.shape), dtype=np.int32))
+                    continue
                 item = base.itemsize
                 strided = np.lib.stride_tricks.as_strided(base[v.offset:], v.shape, [s * item for s in v.strides])
                 out.append(np.array(strided, dtype=np.int32))

@@ -275,9 +275,9 @@ class Model:
             raise CVMLogicError(f"the model needs an input of shape {list(self.input_shape)}")
         a = _input_array(x, self.input_shape)
         assert self.input_precision is not None
-        bound = precision_bound(self.input_precision)
-        try:
-            data = np.clip(a if a.dtype == np.int32 else a.astype(np.int64), -bound, bound).astype(np.int32)
+        bound = np.int64(precision_bound(self.input_precision))
+        try:  # into a fresh int32 array: the values fit it (`_input_array`), saturated ones too
+            data = np.clip(a, -bound, bound, out=np.empty(self.input_shape, np.int32), casting="unsafe")
         except MemoryError:
             raise CVMRuntimeError(f"out of memory copying the input of shape {list(self.input_shape)}") from None
         return self._call(data)
