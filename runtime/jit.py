@@ -391,6 +391,7 @@ _PROGRAM_IR = r"""
 declare i64 @syscall(i64, ...)
 declare i32 @sched_yield()
 declare void @llvm.x86.sse2.pause()
+declare i64 @llvm.readcyclecounter()
 
 define internal void @wake(ptr %word, ptr %sleepers) {
 entry:
@@ -425,9 +426,10 @@ out:
 define internal i1 @wait_for(ptr %word, i64 %target, ptr %sleepers, ptr %stop) {
 entry:
   %check_stop = icmp ne ptr %stop, null
+  %t0 = call i64 @llvm.readcyclecounter()
   br label %spin
 spin:
-  %tries = phi i64 [0, %entry], [%next, %pause], [0, %sleep]
+  %start = phi i64 [%t0, %entry], [%start, %pause], [%t1, %sleep]
   %now = load atomic i64, ptr %word seq_cst, align 8
   %done = icmp sge i64 %now, %target
   br i1 %done, label %yes, label %stopped
@@ -438,14 +440,16 @@ read_stop:
   %is_stopped = icmp ne i64 %s, 0
   br i1 %is_stopped, label %no, label %wait
 wait:
-  %next = add i64 %tries, 1
-  %long = icmp ugt i64 %tries, SPIN_TRIES
+  %t = call i64 @llvm.readcyclecounter()
+  %spent = sub i64 %t, %start
+  %long = icmp ugt i64 %spent, WAIT_SPIN_CYCLES
   br i1 %long, label %sleep, label %pause
 pause:
   call void @llvm.x86.sse2.pause()
   br label %spin
 sleep:
   call void @sleep_on(ptr %word, i64 %now, ptr %sleepers)
+  %t1 = call i64 @llvm.readcyclecounter()
   br label %spin
 yes:
   ret i1 true
@@ -525,13 +529,14 @@ exit:
   ret void
 }
 
-; the helpers' pool (`_Pool`), int64 words: [generation, sleepers]. A helper waits for the generation to move
-; past `last`: it spins POOL_SPIN_CYCLES time-stamp counter cycles first (about a millisecond: back-to-back runs
-; find it awake and its CPU busy, where waking an idle CPU costs tens of microseconds in a virtual machine and its
-; first milliseconds run slower), then sleeps on the word (futex).
-declare i64 @llvm.readcyclecounter()
-
-define i64 @cvmc_pool_wait(ptr %pool, i64 %last) {
+; the helpers' pool (`_Pool`), int64 words: [generation, sleepers, program, tickets, inside, joined]. A helper
+; thread lives in @cvmc_pool_worker: it waits for the generation to move (spinning POOL_SPIN_CYCLES time-stamp
+; counter cycles, about a millisecond, so that back-to-back runs find it awake, then on a futex), takes a ticket if
+; one is left, and runs the published program's helper, counted in `inside` (and in `joined`, for tests). A run
+; publishes its program and tickets (@cvmc_pool_publish) and retires it when done (@cvmc_pool_retire: no program,
+; no ticket, then it waits until no helper is inside, which takes microseconds: every chunk is done by then and
+; `stop` is set), so no helper ever touches a program outside its run, and no helper ever needs Python's lock.
+define internal i64 @pool_wait(ptr %pool, i64 %last) {
 entry:
   %sleepers = getelementptr i64, ptr %pool, i64 1
   %t0 = call i64 @llvm.readcyclecounter()
@@ -557,11 +562,66 @@ yes:
   ret i64 %now
 }
 
-define void @cvmc_pool_publish(ptr %pool) {
+define void @cvmc_pool_worker(ptr %pool) {
+entry:
+  %pprog = getelementptr i64, ptr %pool, i64 2
+  %ptickets = getelementptr i64, ptr %pool, i64 3
+  %pinside = getelementptr i64, ptr %pool, i64 4
+  %pjoined = getelementptr i64, ptr %pool, i64 5
+  br label %loop
+loop:
+  %last = phi i64 [0, %entry], [%gen, %loop], [%gen, %skip], [%gen, %left]
+  %gen = call i64 @pool_wait(ptr %pool, i64 %last)
+  %t = atomicrmw sub ptr %ptickets, i64 1 seq_cst, align 8
+  %got = icmp sgt i64 %t, 0
+  br i1 %got, label %enter, label %loop
+enter:
+  %in = atomicrmw add ptr %pinside, i64 1 seq_cst, align 8
+  %prog_i = load atomic i64, ptr %pprog seq_cst, align 8
+  %none = icmp eq i64 %prog_i, 0
+  br i1 %none, label %skip, label %help
+help:
+  %prog = inttoptr i64 %prog_i to ptr
+  %j = atomicrmw add ptr %pjoined, i64 1 seq_cst, align 8
+  call void @cvmc_program_helper(ptr %prog)
+  br label %left
+skip:
+  %out0 = atomicrmw sub ptr %pinside, i64 1 seq_cst, align 8
+  br label %loop
+left:
+  %out1 = atomicrmw sub ptr %pinside, i64 1 seq_cst, align 8
+  br label %loop
+}
+
+define void @cvmc_pool_publish(ptr %pool, ptr %prog, i64 %tickets) {
 entry:
   %sleepers = getelementptr i64, ptr %pool, i64 1
+  %pprog = getelementptr i64, ptr %pool, i64 2
+  %ptickets = getelementptr i64, ptr %pool, i64 3
+  %prog_i = ptrtoint ptr %prog to i64
+  store atomic i64 %prog_i, ptr %pprog seq_cst, align 8
+  store atomic i64 %tickets, ptr %ptickets seq_cst, align 8
   %g = atomicrmw add ptr %pool, i64 1 seq_cst, align 8
   call void @wake(ptr %pool, ptr %sleepers)
+  ret void
+}
+
+define void @cvmc_pool_retire(ptr %pool) {
+entry:
+  %pprog = getelementptr i64, ptr %pool, i64 2
+  %ptickets = getelementptr i64, ptr %pool, i64 3
+  %pinside = getelementptr i64, ptr %pool, i64 4
+  store atomic i64 0, ptr %pprog seq_cst, align 8
+  store atomic i64 0, ptr %ptickets seq_cst, align 8
+  br label %drain
+drain:
+  %n = load atomic i64, ptr %pinside seq_cst, align 8
+  %busy = icmp sgt i64 %n, 0
+  br i1 %busy, label %yield, label %done
+yield:
+  %y = call i32 @sched_yield()
+  br label %drain
+done:
   ret void
 }
 
@@ -687,49 +747,50 @@ exit:
 
 _PROGRAM_RUNNER: list[Any] = []  # [engine, begin, main, helper]: compiled once per process, on first use
 _PROGRAM_LOCK = threading.Lock()
-_SPIN_TRIES = 2000  # about 10-50 us of `pause` before a waiting thread sleeps
-_POOL_SPIN_CYCLES = 3_000_000  # about 1 ms: a helper between two runs (`cvmc_pool_wait`)
+# A waiting thread spins this many time-stamp counter cycles (about 0.3 ms) before it sleeps: a thread that sleeps
+# is woken by the other one, and the scheduler often wakes it onto the waker's CPU, where the two then share one
+# core while the other idles (the main thread waiting for a helper's last chunk did, between two calls).
+_WAIT_SPIN_CYCLES = 1_000_000
+_POOL_SPIN_CYCLES = 3_000_000  # about 1 ms: a helper between two runs (`pool_wait`)
 
 
 class _Pool:
-    """The helper threads of `Program` runs, started once and kept: each waits natively for the next run
-    (`cvmc_pool_wait`: spinning a while, then on a futex), takes a ticket if one is left and runs the program's
-    helper; a run publishes its program and `threads - 1` tickets. One run has the pool at a time; a run that
-    finds it taken (another thread is running a program) runs without helpers: the same result, later."""
+    """The helper threads of `Program` runs, started once and kept, each in native code for good
+    (`cvmc_pool_worker`: it never takes Python's lock, which the calling thread holds between runs). A run
+    publishes its program and `threads - 1` tickets, and retires it when done. One run has the pool at a time; a
+    run that finds it taken (another thread is running a program) runs without helpers: the same result, later."""
 
     def __init__(self) -> None:
-        self.words = np.zeros(2, dtype=np.int64)  # [generation, sleepers]
-        self.current: Program | None = None  # read by a helper under the GIL: it stays alive while helped
-        self.tickets = 0
-        self.count = 0
+        self.words = np.zeros(6, dtype=np.int64)  # [generation, sleepers, program, tickets, inside, joined]
         self.busy = threading.Lock()
         self._grow_lock = threading.Lock()
         self.tids: list[int] = []  # the helpers' thread ids
         self.cpu = -1  # the CPU the helpers are kept off: the publishing thread's at the last publish
 
+    @property
+    def joined(self) -> int:
+        """How many times a helper has entered a program (for tests)."""
+        return int(self.words[5])
+
     def _work(self) -> None:
-        wait = _program_runner()[4]
-        pointer = self.words.ctypes.data
         self.tids.append(threading.get_native_id())
-        last = 0
-        while True:
-            last = wait(pointer, last)
-            program = self.current
-            if program is None or self.tickets <= 0:  # under the GIL: tickets are taken one at a time
-                continue
-            self.tickets -= 1
-            program._help()
+        _program_runner()[4](self.words.ctypes.data)  # never returns
 
     def publish(self, program: Program, helpers: int) -> None:
-        """Hand `program` to `helpers` helper threads (the caller holds `busy`)."""
-        if self.count < helpers:
+        """Hand `program` to `helpers` helper threads (the caller holds `busy`, and calls `retire` after the run)."""
+        if len(self.tids) < helpers:
             with self._grow_lock:
-                while self.count < helpers:
-                    threading.Thread(target=self._work, name=f"cvmc-helper-{self.count}", daemon=True).start()
-                    self.count += 1
+                while len(self.tids) < helpers:
+                    started = len(self.tids)
+                    threading.Thread(target=self._work, name=f"cvmc-helper-{started}", daemon=True).start()
+                    while len(self.tids) == started:  # its id, before it is kept off the CPU below
+                        time.sleep(0)
         self._keep_off(_sched_getcpu())
-        self.current, self.tickets = program, helpers
-        _program_runner()[5](self.words.ctypes.data)
+        _program_runner()[5](self.words.ctypes.data, program.words.ctypes.data, helpers)
+
+    def retire(self) -> None:
+        """No program, no ticket; returns once no helper is inside the last one."""
+        _program_runner()[6](self.words.ctypes.data)
 
     def _keep_off(self, cpu: int) -> None:
         """Keep the helpers off `cpu`, the calling thread's: a helper woken by it is otherwise often put on its
@@ -781,17 +842,18 @@ def _program_runner() -> list[Any]:
     with _PROGRAM_LOCK:
         if not _PROGRAM_RUNNER:
             ir_text = (_PROGRAM_IR.replace("POOL_SPIN_CYCLES", str(_POOL_SPIN_CYCLES))
-                       .replace("SPIN_TRIES", str(_SPIN_TRIES))
+                       .replace("WAIT_SPIN_CYCLES", str(_WAIT_SPIN_CYCLES))
                        .replace("PROGRAM_WORDS_PLUS_5", str(_PROGRAM_WORDS + 5))
                        .replace("PROGRAM_WORDS", str(_PROGRAM_WORDS)).replace("CALL_WORDS", str(_CALL_WORDS)))
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir_text), _target_machine())
             engine.finalize_object()
             one = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-            wait = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+            publish = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
             _PROGRAM_RUNNER.extend([engine, *(one(engine.get_function_address(f"cvmc_program_{name}"))
                                               for name in ("begin", "main", "helper")),
-                                    wait(engine.get_function_address("cvmc_pool_wait")),
-                                    one(engine.get_function_address("cvmc_pool_publish"))])
+                                    one(engine.get_function_address("cvmc_pool_worker")),
+                                    publish(engine.get_function_address("cvmc_pool_publish")),
+                                    one(engine.get_function_address("cvmc_pool_retire"))])
         return _PROGRAM_RUNNER
 
 
@@ -817,12 +879,12 @@ class Program:
             chunk = max(1, -(-trip // (16 * threads)))  # small chunks: the threads finish a call together
             words += [call.kernel.address, ctypes.addressof(call._table), trip, int(split), chunk, 0, 0]
         self.words = np.array(words, dtype=np.int64)
-        _, self._begin, self._main, self._helper, _, _ = _program_runner()
+        _, self._begin, self._main, self._helper = _program_runner()[:4]
         self._pointer = self.words.ctypes.data
 
     def _help(self) -> None:
-        """A helper's run. A bound method: a helper that starts late, even after the runner is gone, keeps this
-        program (its words, and through its calls the compiled code) alive until it has left."""
+        """A helper's run from Python (tests: a helper that starts late, even after the runner is gone; a bound
+        method keeps this program, its words and through its calls the compiled code, alive until it has left)."""
         self._helper(self._pointer)
 
     def __call__(self) -> None:
@@ -832,7 +894,7 @@ class Program:
                 _POOL.publish(self, self.threads - 1)
                 self._main(self._pointer)
             finally:
-                _POOL.current, _POOL.tickets = None, 0  # a helper waking later has nothing to do
+                _POOL.retire()
                 _POOL.busy.release()
             return
         self._main(self._pointer)
