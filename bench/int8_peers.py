@@ -21,8 +21,9 @@ speed). At each thread count:
 It prints medians, GMAC/s, each peer's time over cvmc's, and % of the measured int8 limit (a microkernel of 16
 independent multiply-add chains, JIT-compiled with llvmlite, on 1 and 2 threads, best of 60 runs: `vpdpbusd` with
 AVX512-VNNI, else AVX2's `vpmaddubsw` widened by `vpmaddwd`, exact as cvmc's u8 x s8 kernel uses it), then per
-conv layer cvmc's time alone (the layer with its requantization as a one-layer CVM model) and its % of the
-1-thread limit.
+conv layer cvmc's time alone (the layer with its requantization as a one-layer CVM model, its input's relu and
+pack included) and the time of its convolution kernel alone (what runs in the model, where the layer before
+writes the packed input), each with its % of the 1-thread limit.
 """
 
 from __future__ import annotations
@@ -309,10 +310,11 @@ def macs(graph) -> dict[str, int]:
     return out
 
 
-def layer_times(graph, rounds: int) -> dict[str, float]:
-    """cvmc's median time (1 thread) of each conv2d / dense layer alone with its requantization (and the relu of
-    its input where the model's input to it is a relu's: a small kernel more than in the model, where the relu is
-    fused into the layer before)."""
+def layer_times(graph, rounds: int) -> dict[str, tuple[float, float]]:
+    """cvmc's median times (1 thread) of each conv2d layer alone with its requantization (and the relu of its
+    input where the model's input to it is a relu's: a small kernel more than in the model, where the relu is
+    fused into the layer before), and of its convolution kernel alone (no relu, no pack of its input: in the model
+    the layer before writes that packed input)."""
     from cvmc import CvmBuilder
     from cvmc.runtime.cpu import compile_graph
 
@@ -339,12 +341,16 @@ def layer_times(graph, rounds: int) -> dict[str, float]:
         run = compile_graph(b.graph([y]), cache=False)
         data = rng.integers(-127, 128, size=xs).astype(np.int32)
         run(data)
-        times = []
+        conv = next(c for (c, _), call in zip(run.calls, run.program.calls) if call.kernel.startswith("conv2d"))
+        times, kernel = [], []
         for _ in range(rounds):
             t = time.perf_counter()
             run(data)
             times.append(time.perf_counter() - t)
-        out[n.name] = statistics.median(times)
+            t = time.perf_counter()
+            conv()
+            kernel.append(time.perf_counter() - t)
+        out[n.name] = (statistics.median(times), statistics.median(kernel))
     os.environ.pop("CVMC_THREADS", None)
     return out
 
@@ -445,11 +451,13 @@ def main(argv: list[str] | None = None) -> int:
     for line in notes:
         print(line)
     one = limits.get(1, next(iter(limits.values())))[int8]
-    print("\nper layer, cvmc alone (1 thread, layer + its requantization, pack included):")
-    for name, t in layer_times(graph, a.rounds).items():
-        rate = counts[name] / t / 1e9
+    print("\nper layer, cvmc alone (1 thread): the layer (+ its requantization, its input's relu and pack), then its "
+          "convolution kernel alone")
+    for name, (t, k) in layer_times(graph, a.rounds).items():
+        rate, kernel_rate = counts[name] / t / 1e9, counts[name] / k / 1e9
         print(f"  {name:8} {counts[name] / 1e6:6.1f} M MACs {t * 1e3:7.3f} ms {rate:6.0f} GMAC/s "
-              f"{100 * rate / one:4.0f}% of {int8}")
+              f"{100 * rate / one:4.0f}% | kernel {k * 1e3:7.3f} ms {kernel_rate:6.0f} GMAC/s "
+              f"{100 * kernel_rate / one:4.0f}% of {int8}")
     return 0
 
 
