@@ -507,12 +507,16 @@ class _Planner:
         producer = self._pack_in_epilogue(src, pack)
         if producer is None:
             self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
-            return tid
+        else:
+            self._packs_instead(producer, tid, pack)
+        return tid
+
+    def _packs_instead(self, producer: Group, tid: int, pack: Attrs) -> None:
+        """`producer`'s epilogue writes the packed copy `tid` of its output, and not the output itself."""
         producer.packed.append((tid, pack))
         producer.stores_output = False
-        dropped = self.buffers[self.refs[src].buffer]
+        dropped = self.buffers[self.refs[producer.outputs[0]].buffer]
         dropped.kind, dropped.owner = "unused", None
-        return tid
 
     def _extras_from_packs(self, groups: list[Group]) -> list[Group]:
         """An epilogue reads an extra input from a packed copy of it that is already written (a conv2d's padded
@@ -560,11 +564,8 @@ class _Planner:
             producer = self._pack_in_epilogue(src, g.anchor.attrs, readers) if src in views else None
             if producer is None:
                 kept.append(g)
-                continue
-            producer.packed.append((g.outputs[0], g.anchor.attrs))
-            producer.stores_output = False
-            dropped = self.buffers[self.refs[src].buffer]
-            dropped.kind, dropped.owner = "unused", None
+            else:
+                self._packs_instead(producer, g.outputs[0], g.anchor.attrs)
         return kept
 
     def _pack_in_epilogue(self, src: int, pack: Attrs,

@@ -422,8 +422,9 @@ out:
   ret void
 }
 
-; wait until *word >= target (true), or until *stop != 0 when stop is not null (false)
-define internal i1 @wait_for(ptr %word, i64 %target, ptr %sleepers, ptr %stop) {
+; wait until *word >= target (true), or until *stop != 0 when stop is not null (false): spinning `spin_cycles`
+; time-stamp counter cycles, then sleeping on the word (and again after each wake-up)
+define internal i1 @wait_for(ptr %word, i64 %target, ptr %sleepers, ptr %stop, i64 %spin_cycles) {
 entry:
   %check_stop = icmp ne ptr %stop, null
   %t0 = call i64 @llvm.readcyclecounter()
@@ -442,7 +443,7 @@ read_stop:
 wait:
   %t = call i64 @llvm.readcyclecounter()
   %spent = sub i64 %t, %start
-  %long = icmp ugt i64 %spent, WAIT_SPIN_CYCLES
+  %long = icmp ugt i64 %spent, %spin_cycles
   br i1 %long, label %sleep, label %pause
 pause:
   call void @llvm.x86.sse2.pause()
@@ -536,32 +537,6 @@ exit:
 ; publishes its program and tickets (@cvmc_pool_publish) and retires it when done (@cvmc_pool_retire: no program,
 ; no ticket, then it waits until no helper is inside, which takes microseconds: every chunk is done by then and
 ; `stop` is set), so no helper ever touches a program outside its run, and no helper ever needs Python's lock.
-define internal i64 @pool_wait(ptr %pool, i64 %last) {
-entry:
-  %sleepers = getelementptr i64, ptr %pool, i64 1
-  %t0 = call i64 @llvm.readcyclecounter()
-  br label %spin
-spin:
-  %start = phi i64 [%t0, %entry], [%start, %pause], [%t1, %sleep]
-  %now = load atomic i64, ptr %pool seq_cst, align 8
-  %moved = icmp ne i64 %now, %last
-  br i1 %moved, label %yes, label %wait
-wait:
-  %t = call i64 @llvm.readcyclecounter()
-  %spent = sub i64 %t, %start
-  %long = icmp ugt i64 %spent, POOL_SPIN_CYCLES
-  br i1 %long, label %sleep, label %pause
-pause:
-  call void @llvm.x86.sse2.pause()
-  br label %spin
-sleep:
-  call void @sleep_on(ptr %pool, i64 %now, ptr %sleepers)
-  %t1 = call i64 @llvm.readcyclecounter()
-  br label %spin
-yes:
-  ret i64 %now
-}
-
 define void @cvmc_pool_worker(ptr %pool) {
 entry:
   %pprog = getelementptr i64, ptr %pool, i64 2
@@ -571,7 +546,10 @@ entry:
   br label %loop
 loop:
   %last = phi i64 [0, %entry], [%gen, %loop], [%gen, %skip], [%gen, %left]
-  %gen = call i64 @pool_wait(ptr %pool, i64 %last)
+  %next_gen = add i64 %last, 1
+  %sleepers = getelementptr i64, ptr %pool, i64 1
+  %woke = call i1 @wait_for(ptr %pool, i64 %next_gen, ptr %sleepers, ptr null, i64 POOL_SPIN_CYCLES)
+  %gen = load atomic i64, ptr %pool seq_cst, align 8
   %t = atomicrmw sub ptr %ptickets, i64 1 seq_cst, align 8
   %got = icmp sgt i64 %t, 0
   br i1 %got, label %enter, label %loop
@@ -613,14 +591,21 @@ entry:
   %pinside = getelementptr i64, ptr %pool, i64 4
   store atomic i64 0, ptr %pprog seq_cst, align 8
   store atomic i64 0, ptr %ptickets seq_cst, align 8
-  br label %drain
-drain:
-  %n = load atomic i64, ptr %pinside seq_cst, align 8
+  call void @drain(ptr %pinside)
+  ret void
+}
+
+; wait, yielding the CPU, until no thread is counted in *count
+define internal void @drain(ptr %count) {
+entry:
+  br label %check
+check:
+  %n = load atomic i64, ptr %count seq_cst, align 8
   %busy = icmp sgt i64 %n, 0
   br i1 %busy, label %yield, label %done
 yield:
   %y = call i32 @sched_yield()
-  br label %drain
+  br label %check
 done:
   ret void
 }
@@ -629,16 +614,10 @@ define void @cvmc_program_begin(ptr %prog) {
 entry:
   %calls = load i64, ptr %prog, align 8
   %pactive = getelementptr i64, ptr %prog, i64 2
-  br label %drain
-drain:
-  %a = load atomic i64, ptr %pactive seq_cst, align 8
-  %busy = icmp sgt i64 %a, 0
-  br i1 %busy, label %yield, label %reset
-yield:
-  %y = call i32 @sched_yield()
-  br label %drain
+  call void @drain(ptr %pactive)
+  br label %reset
 reset:
-  %c = phi i64 [0, %drain], [%c1, %zero]
+  %c = phi i64 [0, %entry], [%c1, %zero]
   %more = icmp slt i64 %c, %calls
   br i1 %more, label %zero, label %go
 zero:
@@ -678,7 +657,7 @@ body:
   br i1 %split, label %share, label %whole
 share:
   call void @claim(ptr %call, ptr %sleepers, i1 false)
-  %ok = call i1 @wait_for(ptr %pdone, i64 %trip, ptr %sleepers, ptr null)
+  %ok = call i1 @wait_for(ptr %pdone, i64 %trip, ptr %sleepers, ptr null, i64 WAIT_SPIN_CYCLES)
   br label %next
 whole:
   %fn_i = load i64, ptr %call, align 8
@@ -725,7 +704,7 @@ wait_previous:
   %pptrip = getelementptr i64, ptr %prev, i64 2
   %ptrip = load i64, ptr %pptrip, align 8
   %ppdone = getelementptr i64, ptr %prev, i64 6
-  %ok = call i1 @wait_for(ptr %ppdone, i64 %ptrip, ptr %sleepers, ptr %pstop)
+  %ok = call i1 @wait_for(ptr %ppdone, i64 %ptrip, ptr %sleepers, ptr %pstop, i64 WAIT_SPIN_CYCLES)
   br i1 %ok, label %ready, label %exit
 ready:
   %pflags = getelementptr i64, ptr %call, i64 3
@@ -751,7 +730,7 @@ _PROGRAM_LOCK = threading.Lock()
 # is woken by the other one, and the scheduler often wakes it onto the waker's CPU, where the two then share one
 # core while the other idles (the main thread waiting for a helper's last chunk did, between two calls).
 _WAIT_SPIN_CYCLES = 1_000_000
-_POOL_SPIN_CYCLES = 3_000_000  # about 1 ms: a helper between two runs (`pool_wait`)
+_POOL_SPIN_CYCLES = 3_000_000  # about 1 ms: a helper between two runs (`cvmc_pool_worker`)
 
 
 class _Pool:
