@@ -319,7 +319,7 @@ class _Workers:
     for a two-thread launch), which matters for kernels of a few microseconds."""
 
     def __init__(self):
-        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], queue.SimpleQueue[BaseException | None] | None]]
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], queue.SimpleQueue[BaseException | None]]]
         self._tasks = queue.SimpleQueue()
         self._count = 0
         self._lock = threading.Lock()
@@ -330,12 +330,9 @@ class _Workers:
             try:
                 call()
             except BaseException as e:  # handed to the launching thread
-                if done is None:
-                    raise
                 done.put(e)
             else:
-                if done is not None:
-                    done.put(None)
+                done.put(None)
 
     def _grow(self, count: int) -> None:
         if self._count < count:
@@ -344,19 +341,9 @@ class _Workers:
                     threading.Thread(target=self._work, name=f"cvmc-kernel-{self._count}", daemon=True).start()
                     self._count += 1
 
-    def submit(self, calls: list[Callable[[], None]]) -> None:
-        """Start `calls` on worker threads and return: nobody waits for them (`Program`'s helpers)."""
-        self._grow(len(calls))
-        for call in calls:
-            self._tasks.put((call, None))
-
     def run(self, calls: list[Callable[[], None]]) -> None:
         """Run `calls[1:]` on worker threads and `calls[0]` on this one; return when all are done."""
-        if self._count < len(calls) - 1:
-            with self._lock:
-                while self._count < len(calls) - 1:
-                    threading.Thread(target=self._work, name=f"cvmc-kernel-{self._count}", daemon=True).start()
-                    self._count += 1
+        self._grow(len(calls) - 1)
         done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
         for call in calls[1:]:
             self._tasks.put((call, done))
@@ -375,9 +362,9 @@ _WORKERS = _Workers()
 # --------------------------------------------------------------------------------------------------------------
 
 # A run of a whole program on several threads, without a barrier per kernel: the calling thread ("main") runs
-# every call in order; the split ones (flag 1) are cut into chunks of units that main and helper threads claim
-# from a counter per call, and main goes on once the call's done-counter reaches its trip. A helper (another
-# thread, `cvmc_program_helper`) claims chunks of each split call once the call before it is done, and leaves
+# every call in order; the split ones (flag 1) are cut into chunks of units that main claims from the front and
+# helper threads from the back (`claim`), and main goes on once the call's done-counter reaches its trip. A helper
+# (another thread, `cvmc_program_helper`) claims chunks of each split call once the call before it is done, and leaves
 # when the run has stopped. So a helper that the OS schedules late (the machine may be shared) never holds main
 # up beyond the chunk it is running: main does whatever no helper has claimed, and 2 threads are never much
 # slower than 1.
