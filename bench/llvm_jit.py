@@ -116,7 +116,7 @@ def main() -> None:
         cold = JitEngine(ir_text, specs, cache_dir=cache)
         warm = JitEngine(ir_text, specs, cache_dir=cache)
     print(f"100 kernels: parse+verify {parsed - start:.3f} s, emit {emitted - parsed:.3f} s, "
-          f"optimize {cold.timings['optimize']:.3f} s, machine code {cold.timings['codegen']:.3f} s, "
+          f"optimize and machine code {cold.timings['compile']:.3f} s on {cold.parts} thread(s), "
           f"load {cold.timings['load'] * 1e3:.1f} ms; cached: {warm.compile_seconds * 1e3:.1f} ms")  # fmt: skip
 
     a = np.arange(64 * 32, dtype=np.int32).reshape(64, 32)

@@ -328,5 +328,6 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
         "peak_buffer_bytes": program.arena_bytes,
         "intermediate_bytes": program.intermediate_bytes,
         "cache_hit": engine.cache_hit,
+        "llvm_parts": engine.parts,
     }
     return runner

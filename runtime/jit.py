@@ -8,11 +8,13 @@
 
 Pipeline: parse the IR text, set the host triple and data layout, optimize at O3 with the new pass manager (loop
 and SLP vectorization on), emit an object file for the host CPU and its features, and load that object into an
-MCJIT engine. The object file is kept in the on-disk cache (`cvmc.runtime.cache`: a folder of this user's alone,
-entries authenticated with this user's secret key, a size bound), named by a hash of the IR text, the cvmc /
-llvmlite / LLVM versions, this pipeline's version and the target (triple, CPU, features): a second process that
-compiles the same IR only reads the file and links it (about 1 ms instead of the optimizer and code generator).
-Compiling and loading through the same object file on a miss and on a hit keeps the two paths one.
+MCJIT engine. A large module is compiled in parts at once, one thread each (`split_module`, `object_code`), and
+its object files are loaded into one engine. The object files are kept in the on-disk cache (`cvmc.runtime.cache`:
+a folder of this user's alone, entries authenticated with this user's secret key, a size bound), as one entry
+named by a hash of the IR text, the cvmc / llvmlite / LLVM versions, this pipeline's version and the target
+(triple, CPU, features): a second process that compiles the same IR only reads the entry and links it (about 1 ms
+instead of the optimizer and code generator). Compiling and loading through the same object files on a miss and
+on a hit keeps the two paths one.
 
 Every engine owns its TargetMachine (MCJIT takes ownership; sharing one crashes when an engine is freed), and every
 `Kernel` and `PreparedCall` keeps its engine alive, so a function pointer is never called after its code is freed.
@@ -29,13 +31,16 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import itertools
 import os
 import queue
+import re
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 # Bump when the optimization pipeline or the target options change: it is part of the cache key.
-_PIPELINE_VERSION = "o3-vec-slp-unroll150-3"
+_PIPELINE_VERSION = "o3-vec-slp-unroll150-parts-4"
 # Let the loop vectorizer pick the widest vectors for narrow types: i16 dot products then become full-width
 # `vpmaddwd` on AVX2 (30 -> 49 GMAC/s on the bench model) instead of half-width ones. A lower unroll threshold
 # than O3's 300: LLVM unrolled the epilogue loops of small static tiles (16 x 16 outputs) in full, 0.28 s of O3
@@ -109,10 +114,11 @@ def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None) -> byte
     return tm.emit_object(_optimized(str(llvm_ir), tm))
 
 
-def _optimized(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
-    """Parse, verify and optimize `ir_text` at O3 for `tm`."""
+def _optimized(ir_text: str, tm: llvm.TargetMachine, context: Any = None) -> llvm.ModuleRef:
+    """Parse, verify and optimize `ir_text` at O3 for `tm`. In a `context` of its own (not LLVM's global one), the
+    optimizer runs without llvmlite's lock (see `_unlocked_llvm`)."""
     try:
-        mod = llvm.parse_assembly(ir_text)
+        mod = llvm.parse_assembly(ir_text, context)
         mod.verify()
     except RuntimeError as e:
         raise CVMRuntimeError(f"invalid LLVM IR: {e}") from e
@@ -122,13 +128,21 @@ def _optimized(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
-    mpm = pb.getModulePassManager()
     try:
-        mpm.run(mod, pb)
+        _run_passes(pb.getModulePassManager(), mod, pb, _unlocked_llvm() if context is not None else None)
     finally:
-        _close_pass_manager(mpm)
         pb.close()
     return mod
+
+
+def _run_passes(mpm: Any, mod: llvm.ModuleRef, pb: Any, unlocked: _UnlockedLLVM | None) -> None:
+    try:
+        if unlocked is None:
+            mpm.run(mod, pb)
+        else:
+            unlocked.run(mpm, mod, pb)
+    finally:
+        _close_pass_manager(mpm)
 
 
 def _close_pass_manager(mpm: Any) -> None:
@@ -153,6 +167,202 @@ def assembly(llvm_ir: ir.Module | str) -> str:
     """The host assembly of the optimized IR."""
     tm = _target_machine()
     return tm.emit_assembly(_optimized(str(llvm_ir), tm))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Compiling a large module in parts, on several threads at once
+# --------------------------------------------------------------------------------------------------------------
+
+# LLVM's optimizer and code generator take most of a cold compile (0.5 s of the bench model's 0.7). A module with
+# at least PART_CHARS characters of IR per part is compiled in parts, one per compile thread: each part is a module
+# of its own (`split_module`: a group of exported kernels, the internal functions they call, the declarations),
+# compiled in an LLVMContext of its own, and the parts' object files are loaded into one engine. LLVM supports
+# concurrent compiles in separate contexts (its ThinLTO backends run so); llvmlite's global lock would serialize
+# them, so the two long calls (the pass pipeline, object emission) go to libllvmlite directly.
+PART_CHARS = 16384
+MAX_COMPILE_THREADS = 64
+# A definition in llvmlite's printed IR: `define`, its linkage and return type, its name, quoted or not; its body
+# ends at the first line that is `}`.
+_DEFINE = re.compile(r'^define ([^@\n]*)@(?:"([^"\n]*)"|([-\w.$]+))\(', re.MULTILINE)
+_REFERENCE = re.compile(r'@(?:"([^"\n]*)"|([-\w.$]+))')
+_OBJECTS_MAGIC = b"cvmc-objects-1\n"
+
+
+class _Definition(NamedTuple):
+    exported: bool
+    start: int  # its text: ir_text[start:end]
+    end: int
+    references: frozenset[str]  # the globals its body names
+
+
+def _definitions(ir_text: str) -> dict[str, _Definition]:
+    """The functions `ir_text` defines, by name, in the text's order."""
+    found = {}
+    for m in _DEFINE.finditer(ir_text):
+        end = ir_text.find("\n}\n", m.end())
+        end = len(ir_text) if end < 0 else end + 3
+        words = m.group(1).split()
+        references = frozenset(a or b for a, b in _REFERENCE.findall(ir_text, m.end(), end))
+        found[m.group(2) if m.group(2) is not None else m.group(3)] = _Definition(
+            "internal" not in words and "private" not in words, m.start(), end, references)
+    return found
+
+
+def compile_threads() -> int:
+    """`$CVMC_COMPILE_THREADS`, else the CPUs this process may use, at most 8: how many parts of a large module
+    LLVM compiles at once."""
+    env = os.environ.get("CVMC_COMPILE_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= MAX_COMPILE_THREADS:
+            raise CVMLogicError(f"expected $CVMC_COMPILE_THREADS to be an integer in [1, {MAX_COMPILE_THREADS}], "
+                                f"got {env!r}")
+        return n
+    return max(1, min(8, len(os.sched_getaffinity(0))))
+
+
+def _calls(definitions: dict[str, _Definition], name: str) -> frozenset[str]:
+    """`name` and the functions defined in the module that it calls, directly or not."""
+    seen, todo = {name}, [name]
+    while todo:
+        for callee in definitions[todo.pop()].references:
+            if callee in definitions and callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return frozenset(seen)
+
+
+def partition(ir_text: str, parts: int) -> list[list[str]]:
+    """The exported functions of `ir_text` (llvmlite's printed IR) in at most `parts` groups, one per PART_CHARS
+    characters of IR at most, each compiled on its own with the functions it calls. Largest first, each function
+    goes to the group whose code (its functions and their callees, each counted once) grows the least; groups
+    left empty are dropped. The same text and `parts` give the same groups."""
+    definitions = _definitions(ir_text)
+    exported = [name for name, d in definitions.items() if d.exported]
+    n = min(parts, len(exported), len(ir_text) // PART_CHARS)
+    if n <= 1:
+        return [exported]
+    size = {name: d.end - d.start for name, d in definitions.items()}
+    code = {name: _calls(definitions, name) for name in exported}
+    groups: list[list[str]] = [[] for _ in range(n)]
+    held: list[set[str]] = [set() for _ in range(n)]
+    chars = [0] * n
+    # a stable sort: ties keep the text's order
+    for name in sorted(exported, key=lambda e: -sum(size[f] for f in code[e])):
+        grown = [chars[i] + sum(size[f] for f in code[name] - held[i]) for i in range(n)]
+        best = min(range(n), key=lambda i: (grown[i], i))
+        groups[best].append(name)
+        held[best] |= code[name]
+        chars[best] = grown[best]
+    return [g for g in groups if g]
+
+
+def split_module(ir_text: str, parts: int) -> list[str]:
+    """`ir_text` as the modules of `partition(ir_text, parts)`: each has a group's functions and the functions
+    they call, and all of the rest of the text (the header, declarations), nothing else."""
+    groups = partition(ir_text, parts)
+    if len(groups) == 1:
+        return [ir_text]
+    definitions = _definitions(ir_text)
+    rest, at = [], 0
+    for d in definitions.values():
+        rest.append(ir_text[at:d.start])
+        at = d.end
+    rest.append(ir_text[at:])
+    modules = []
+    for group in groups:
+        code = frozenset().union(*(_calls(definitions, name) for name in group))
+        modules.append("".join(rest + [ir_text[d.start:d.end] for f, d in definitions.items() if f in code]))
+    return modules
+
+
+class _UnlockedLLVM:
+    """libllvmlite's pass-pipeline run and object emission, called without llvmlite's global lock (ctypes lets
+    go of the GIL too): for modules in LLVMContexts of their own, one thread each."""
+
+    def __init__(self) -> None:
+        ffi = llvm.ffi
+        lib = ctypes.CDLL(ffi.lib._name)  # the library llvmlite loaded, a handle without its lock
+        self.run = lib.LLVMPY_RunNewModulePassManager
+        self.run.argtypes = [ffi.LLVMModulePassManagerRef, ffi.LLVMModuleRef, ffi.LLVMPassBuilderRef]
+        self.run.restype = None
+        self.emit = lib.LLVMPY_TargetMachineEmitToMemory
+        self.emit.argtypes = [ffi.LLVMTargetMachineRef, ffi.LLVMModuleRef, ctypes.c_int,
+                              ctypes.POINTER(ctypes.c_char_p)]
+        self.emit.restype = ffi.LLVMMemoryBufferRef
+
+    def object_file(self, tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
+        ffi = llvm.ffi
+        with ffi.OutputString() as error:
+            buffer = self.emit(tm, mod, 1, error)
+            if not buffer:
+                raise CVMRuntimeError(f"LLVM could not emit the object file: {error}")
+        try:
+            return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer))
+        finally:
+            ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+
+
+@functools.cache
+def _unlocked_llvm() -> _UnlockedLLVM | None:
+    """The unlocked calls, or None where this llvmlite does not have them (then parts compile one at a time)."""
+    try:
+        return _UnlockedLLVM()
+    except (AttributeError, OSError):
+        return None
+
+
+def object_code(ir_text: str, threads: int | None = None) -> list[bytes]:
+    """The JIT's object files of `ir_text`: one per module of `split_module(ir_text, threads)` (default
+    `compile_threads()`), compiled at once, each on a thread of its own (this one included)."""
+    modules = split_module(ir_text, compile_threads() if threads is None else threads)
+    unlocked = _unlocked_llvm()
+    objects: list[bytes | BaseException] = [b""] * len(modules)
+
+    def compile_part(i: int) -> None:
+        try:
+            tm = _target_machine()
+            mod = _optimized(modules[i], tm, llvm.create_context())
+            objects[i] = unlocked.object_file(tm, mod) if unlocked is not None else tm.emit_object(mod)
+        except BaseException as e:  # raised on the calling thread below
+            objects[i] = e
+
+    helpers = [threading.Thread(target=compile_part, args=(i,), name=f"cvmc-llvm-{i}", daemon=True)
+               for i in range(1, len(modules))]
+    for helper in helpers:
+        helper.start()
+    compile_part(0)
+    for helper in helpers:
+        helper.join()
+    for result in objects:
+        if isinstance(result, BaseException):
+            raise result
+    return [o for o in objects if isinstance(o, bytes)]
+
+
+def _pack_objects(objects: Sequence[bytes]) -> bytes:
+    """One cache entry for several object files: a magic line, their count and sizes (little-endian 32 and 64
+    bits), their bytes."""
+    return b"".join([_OBJECTS_MAGIC, struct.pack(f"<I{len(objects)}Q", len(objects), *map(len, objects)), *objects])
+
+
+def _unpack_objects(entry: bytes) -> list[bytes] | None:
+    """The object files of a `_pack_objects` entry, or None for one of another form (or with an empty file)."""
+    head = len(_OBJECTS_MAGIC)
+    if not entry.startswith(_OBJECTS_MAGIC) or len(entry) < head + 4:
+        return None
+    (count,) = struct.unpack_from("<I", entry, head)
+    start = head + 4 + 8 * count
+    if not 1 <= count <= MAX_COMPILE_THREADS or len(entry) < start:
+        return None
+    sizes = struct.unpack_from(f"<{count}Q", entry, head + 4)
+    if start + sum(sizes) != len(entry) or not all(sizes):
+        return None
+    ends = list(itertools.accumulate(sizes, initial=start))
+    return [entry[a:b] for a, b in zip(ends, ends[1:])]
 
 
 @functools.cache
@@ -200,19 +410,19 @@ class JitEngine:
         self.key = cache_key(self.ir_text)
         self.timings: dict[str, float] = {}
         store = open_cache(cache_dir) if cache else None
-        obj = store.get(self.key, "o") if store is not None else None
-        self.cache_hit = obj is not None
-        if obj is None:
-            tm = _target_machine()
-            mod = _optimized(self.ir_text, tm)
-            self.timings["optimize"] = time.perf_counter() - start
-            obj = tm.emit_object(mod)
-            self.timings["codegen"] = time.perf_counter() - start - self.timings["optimize"]
+        entry = store.get(self.key, "o") if store is not None else None
+        objects = _unpack_objects(entry) if entry is not None else None
+        self.cache_hit = objects is not None
+        if objects is None:
+            objects = object_code(self.ir_text)
+            self.timings["compile"] = time.perf_counter() - start
             if store is not None:
-                store.put(self.key, "o", obj)
+                store.put(self.key, "o", _pack_objects(objects))
+        self.parts = len(objects)
         loaded = time.perf_counter()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
-        self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        for obj in objects:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.timings["load"] = time.perf_counter() - loaded
         self.compile_seconds = time.perf_counter() - start
