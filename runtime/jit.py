@@ -332,11 +332,17 @@ def object_code(ir_text: str, threads: int | None = None) -> list[bytes]:
 
     helpers = [threading.Thread(target=compile_part, args=(i,), name=f"cvmc-llvm-{i}", daemon=True)
                for i in range(1, len(modules))]
-    for helper in helpers:
-        helper.start()
-    compile_part(0)
-    for helper in helpers:
-        helper.join()
+    try:
+        for i, helper in enumerate(helpers, 1):
+            try:
+                helper.start()
+            except RuntimeError:  # no thread to be had: this one compiles the part
+                compile_part(i)
+        compile_part(0)
+    finally:  # never leave a thread inside LLVM (an interrupt, then the interpreter's exit)
+        for helper in helpers:
+            if helper.ident is not None:
+                helper.join()
     for result in objects:
         if isinstance(result, BaseException):
             raise result

@@ -147,6 +147,19 @@ def test_without_the_unlocked_calls_the_parts_compile_under_llvmlites_lock(large
     check(engine, 28)
 
 
+def test_a_part_without_a_thread_compiles_on_the_calling_one(large, monkeypatch):
+    text, specs = large
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    monkeypatch.setenv("CVMC_COMPILE_THREADS", "3")
+    engine = JitEngine(text, specs, cache=False)
+    assert engine.parts == 3
+    check(engine, 28)
+
+
 def test_compiles_on_several_python_threads_at_once(large):
     text, specs = large
     objects: list[list[bytes]] = []
