@@ -49,20 +49,13 @@ _ALIGN = 64
 _DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"), "u8": np.dtype("u1")}
 MAX_THREADS = 256
 
-# LLVM's loop vectorizer picks the vector width from the widest type in a loop; allowing it to go wider turns
-# the int16 dot products of conv2d and dense into full-width `vpmaddwd` / `vpdpwssd` (x1.7 on AVX2).
+
 def default_threads() -> int:
     """`$CVMC_THREADS`, else the CPUs this process may use, at most 2 (what the kernels split into well)."""
-    env = os.environ.get("CVMC_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if not 1 <= n <= MAX_THREADS:
-            raise CVMLogicError(f"expected $CVMC_THREADS to be an integer in [1, {MAX_THREADS}], got {env!r}")
-        return n
-    return max(1, min(2, len(os.sched_getaffinity(0))))
+    from cvmc.runtime.jit import env_count
+
+    n = env_count("CVMC_THREADS", MAX_THREADS)
+    return n if n is not None else max(1, min(2, len(os.sched_getaffinity(0))))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -208,20 +208,25 @@ def _definitions(ir_text: str) -> dict[str, _Definition]:
     return found
 
 
+def env_count(variable: str, upper: int) -> int | None:
+    """`$variable` as an integer in [1, upper], None when it is unset or empty; anything else is a CVMLogicError."""
+    env = os.environ.get(variable)
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= upper:
+        raise CVMLogicError(f"expected ${variable} to be an integer in [1, {upper}], got {env!r}")
+    return n
+
+
 def compile_threads() -> int:
     """`$CVMC_COMPILE_THREADS`, else the CPUs this process may use, at most 8: how many parts of a large module
     LLVM compiles at once."""
-    env = os.environ.get("CVMC_COMPILE_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if not 1 <= n <= MAX_COMPILE_THREADS:
-            raise CVMLogicError(f"expected $CVMC_COMPILE_THREADS to be an integer in [1, {MAX_COMPILE_THREADS}], "
-                                f"got {env!r}")
-        return n
-    return max(1, min(8, len(os.sched_getaffinity(0))))
+    n = env_count("CVMC_COMPILE_THREADS", MAX_COMPILE_THREADS)
+    return n if n is not None else max(1, min(8, len(os.sched_getaffinity(0))))
 
 
 def _calls(definitions: dict[str, _Definition], name: str) -> frozenset[str]:
