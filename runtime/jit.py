@@ -267,7 +267,8 @@ def partition(ir_text: str, parts: int) -> list[list[str]]:
 
 def split_module(ir_text: str, parts: int) -> list[str]:
     """`ir_text` as the modules of `partition(ir_text, parts)`: each has a group's functions and the functions
-    they call, and all of the rest of the text (the header, declarations), nothing else."""
+    they call (internal there when another group exports them), and all of the rest of the text (the header,
+    declarations), nothing else."""
     groups = partition(ir_text, parts)
     if len(groups) == 1:
         return [ir_text]
@@ -280,7 +281,12 @@ def split_module(ir_text: str, parts: int) -> list[str]:
     modules = []
     for group in groups:
         code = frozenset().union(*(_calls(definitions, name) for name in group))
-        modules.append("".join(rest + [ir_text[d.start:d.end] for f, d in definitions.items() if f in code]))
+        texts = []
+        for f, d in definitions.items():
+            if f in code:  # an exported function of another group that this one calls: a private copy
+                texts.append(ir_text[d.start:d.end] if f in group or not d.exported else
+                             "define internal " + ir_text[d.start + len("define "):d.end])
+        modules.append("".join(rest + texts))
     return modules
 
 

@@ -131,6 +131,22 @@ def test_each_part_holds_its_own_kernels_and_no_other(large):
         assert len(defined) == 2 * len(group)  # ...and none of the others'
 
 
+def test_an_exported_function_another_group_calls_is_internal_there():
+    callee = exported_function("callee").replace("  ret", "  store i32 2, ptr %p\n" * 300 + "  ret")
+    caller = 'define void @"caller"(ptr %p) {\n  call void @"callee"(ptr %p)\n  ret void\n}\n'
+    text = padded(callee + caller, 2 * PART_CHARS)
+    assert partition(text, 2) == [["caller"], ["callee"]]  # the caller weighs both
+    with_caller, with_callee = split_module(text, 2)
+    assert 'define void @"caller"' in with_caller and 'define internal void @"callee"' in with_caller
+    assert 'define void @"callee"' in with_callee and '@"caller"' not in with_callee
+    objects = object_code(text, 2)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), jit._target_machine())
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    assert engine.get_function_address("callee") and engine.get_function_address("caller")
+
+
 def test_a_small_module_is_one_part_as_it_is(large):
     text, _ = large
     small = text[: 2 * PART_CHARS - 1]
@@ -240,3 +256,10 @@ def test_the_bench_model_in_one_part_and_in_two_gives_the_runtimes_bits(monkeypa
         outputs[threads] = model.run(x)[0]
     np.testing.assert_array_equal(outputs["1"], expected)
     np.testing.assert_array_equal(outputs["2"], expected)
+
+
+@pytest.mark.parametrize(("cpus", "threads"), [(1, 1), (2, 2), (8, 8), (9, 8)])
+def test_compile_threads_default_to_the_cpus_at_most_8(monkeypatch, cpus, threads):
+    monkeypatch.delenv("CVMC_COMPILE_THREADS", raising=False)
+    monkeypatch.setattr(jit.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert compile_threads() == threads
