@@ -111,7 +111,15 @@ def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None) -> byte
     name, features = shared_target(cpu)
     tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=features, opt=3, reloc="pic",
                                                                 codemodel="default")
-    return tm.emit_object(_optimized(str(llvm_ir), tm))
+    return _object_file(str(llvm_ir), tm)
+
+
+def _object_file(ir_text: str, tm: llvm.TargetMachine) -> bytes:
+    """The object file of `ir_text` for `tm`, compiled in an LLVMContext of its own: without llvmlite's lock where
+    it can be (`_unlocked_llvm`), so that other threads compile at the same time."""
+    mod = _optimized(ir_text, tm, llvm.create_context())
+    unlocked = _unlocked_llvm()
+    return unlocked.object_file(tm, mod) if unlocked is not None else tm.emit_object(mod)
 
 
 def _optimized(ir_text: str, tm: llvm.TargetMachine, context: Any = None) -> llvm.ModuleRef:
@@ -330,14 +338,11 @@ def object_code(ir_text: str, threads: int | None = None) -> list[bytes]:
     """The JIT's object files of `ir_text`: one per module of `split_module(ir_text, threads)` (default
     `compile_threads()`), compiled at once, each on a thread of its own (this one included)."""
     modules = split_module(ir_text, compile_threads() if threads is None else threads)
-    unlocked = _unlocked_llvm()
     objects: list[bytes | BaseException] = [b""] * len(modules)
 
     def compile_part(i: int) -> None:
         try:
-            tm = _target_machine()
-            mod = _optimized(modules[i], tm, llvm.create_context())
-            objects[i] = unlocked.object_file(tm, mod) if unlocked is not None else tm.emit_object(mod)
+            objects[i] = _object_file(modules[i], _target_machine())
         except BaseException as e:  # raised on the calling thread below
             objects[i] = e
 
