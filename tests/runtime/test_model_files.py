@@ -2,6 +2,7 @@
 
 import json
 import struct
+from math import prod
 
 import numpy as np
 import pytest
@@ -53,6 +54,24 @@ def test_params_errors_name_the_problem():
     # the runtime accepts an array cut inside its data and computes on uninitialised memory: a deviation
     with pytest.raises(cvmc.CVMLogicError, match="undefined in cvm-runtime: param 'b' is cut short inside its data"):
         _load(js, pb[:-3])
+
+
+@pytest.mark.parametrize(("shape", "words"), [
+    ((2, 4, 1, (1 << 61) + 1), "ndim 4, expected 2"),  # 8 values as the runtime's 64-bit sizes wrap
+    (((1 << 62) + 1, 4, 1), "ndim 3, expected 2"),  # 4 values
+    ((-1, -8), r"shape \[-1, -8\], expected \[3, 3\] \(index 0\)"),  # 8 values
+    ((3, 6148914691236517206), r"expected \[3, 3\] \(index 1\)"),  # 2 values
+])  # fmt: skip
+def test_a_param_shape_whose_size_wraps_is_the_runtimes_shape_error(shape, words):
+    # the runtime reads such an array (its data size matches the wrapped product) and refuses it against the
+    # graph's shape (graph_runtime.cc:339, :344): a logic error, as from cvm-runtime
+    case = CVM_CORPUS / "dense_001"
+    elems = prod(shape) % (1 << 64)
+    pb = b"".join([struct.pack("<QQQ", 0xF7E58D4F05049CB7, 0, 1), struct.pack("<Q", 1), b"w", struct.pack("<Q", 1),
+                   struct.pack("<QQiiiBBH", 0xDD5E40F096B4A13F, 0, 1, 0, len(shape), 0, 8, 1),
+                   struct.pack(f"<{len(shape)}q", *shape), struct.pack("<q", elems), bytes(elems)])
+    with pytest.raises(cvmc.CVMLogicError, match=words):
+        _load(case / "model.json", pb)
 
 
 def test_params_round_trip_through_the_writer():
