@@ -253,9 +253,12 @@ def partition(ir_text: str, parts: int) -> list[list[str]]:
     characters of IR at most, each compiled on its own with the functions it calls. Largest first, each function
     goes to the group whose code (its functions and their callees, each counted once) grows the least; groups
     left empty are dropped. The same text and `parts` give the same groups."""
-    definitions = _definitions(ir_text)
+    return _partition(_definitions(ir_text), len(ir_text), parts)
+
+
+def _partition(definitions: dict[str, _Definition], chars_in_all: int, parts: int) -> list[list[str]]:
     exported = [name for name, d in definitions.items() if d.exported]
-    n = min(parts, len(exported), len(ir_text) // PART_CHARS)
+    n = min(parts, len(exported), chars_in_all // PART_CHARS)
     if n <= 1:
         return [exported]
     size = {name: d.end - d.start for name, d in definitions.items()}
@@ -277,10 +280,10 @@ def split_module(ir_text: str, parts: int) -> list[str]:
     """`ir_text` as the modules of `partition(ir_text, parts)`: each has a group's functions and the functions
     they call (internal there when another group exports them), and all of the rest of the text (the header,
     declarations), nothing else."""
-    groups = partition(ir_text, parts)
+    definitions = _definitions(ir_text)
+    groups = _partition(definitions, len(ir_text), parts)
     if len(groups) == 1:
         return [ir_text]
-    definitions = _definitions(ir_text)
     rest, at = [], 0
     for d in definitions.values():
         rest.append(ir_text[at:d.start])
