@@ -294,9 +294,12 @@ def split_module(ir_text: str, parts: int) -> list[str]:
         code = frozenset().union(*(_calls(definitions, name) for name in group))
         texts = []
         for f, d in definitions.items():
-            if f in code:  # an exported function of another group that this one calls: a private copy
-                texts.append(ir_text[d.start:d.end] if f in group or not d.exported else
-                             "define internal " + ir_text[d.start + len("define "):d.end])
+            if f not in code:
+                continue
+            if d.exported and f not in group:  # another group exports it, this one calls it: a private copy
+                texts.append("define internal " + ir_text[d.start + len("define "):d.end])
+            else:
+                texts.append(ir_text[d.start:d.end])
         modules.append("".join(rest + texts))
     return modules
 
