@@ -397,15 +397,11 @@ def _unpack_objects(entry: bytes) -> list[bytes] | None:
 
 @functools.cache
 def _version_key() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    import cvmc
 
-    try:
-        cvmc_version = version("cvmc")
-    except PackageNotFoundError:
-        cvmc_version = "unknown"
     triple, cpu, features = host_target()
     source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # this pipeline, as it is on disk
-    parts = [cvmc_version, source, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
+    parts = [cvmc.__version__, source, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
              _PIPELINE_VERSION, triple, cpu, features]  # fmt: skip
     return "\0".join(parts)
 
