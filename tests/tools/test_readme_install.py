@@ -62,13 +62,15 @@ def installed(tmp_path_factory) -> tuple[pathlib.Path, dict[str, str]]:
 
 def test_the_install_is_not_the_checkout(installed):
     work, env = installed
-    r = subprocess.run(["python", "-c", "import cvmc, cvmc.examples; print(cvmc.__file__); "
-                        "print(cvmc.examples.digits().graph); print(cvmc.__version__)"],
+    r = subprocess.run(["python", "-c", "import cvmc, cvmc.examples, importlib.metadata as m; "
+                        "from cvmc.runtime import aot; print(cvmc.__file__); print(cvmc.examples.digits().graph); "
+                        "print(cvmc.__version__); print(m.version('cvmc')); print(aot.CAPI / 'capi.c')"],
                        cwd=work, env=env, capture_output=True, text=True, check=True)
-    module, graph, version = r.stdout.split()
+    module, graph, version, installed_version, capi = r.stdout.split()
     assert not module.startswith(str(ROOT)) and "site-packages" in module
     assert "site-packages" in graph and pathlib.Path(graph).is_file()
-    assert version == "0.1.0"
+    assert version == installed_version == "0.1.0"  # pyproject reads the version from cvmc/__init__.py
+    assert "site-packages" in capi and pathlib.Path(capi).is_file()  # the C API's sources, for `cvm-aot`
 
 
 def test_readme_sh_blocks_run_from_another_folder(installed):
