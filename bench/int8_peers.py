@@ -1,6 +1,9 @@
 """cvmc against the int8 engines users deploy, on ONNX twins of a CVM model, interleaved in one run.
 
-    python bench/int8_peers.py [--model bench/resnet/model.json] [--rounds 20] [--threads 1,2]
+    python bench/int8_peers.py [--model bench/resnet/model.json] [--rounds 20] [--threads 1,2] [--variant SEED]
+
+`--variant SEED` runs everything on a model of the same architecture that nobody tuned for: random params within
+their declared precisions, and each cvm_right_shift's shift moved by -1, 0 or +1.
 
 The twin has the CVM model's conv2d and dense layers with the same shapes (the CVM weights as float, each
 conv's bias and weight scaled by the 2^-shift of the cvm_right_shift that requantizes it), Relu, Add for the
@@ -47,7 +50,7 @@ from collections import Counter
 import numpy as np
 
 import cvmc
-from cvmc.runtime.graph import load_graph
+from cvmc.runtime.graph import load_graph, write_params
 from cvmc.runtime.jit import compile_threads
 
 HERE = pathlib.Path(__file__).parent
@@ -387,6 +390,29 @@ def layer_times(graph, rounds: int) -> dict[str, tuple[float, float, float]]:
     return out
 
 
+def variant(model: pathlib.Path, seed: int, folder: pathlib.Path) -> pathlib.Path:
+    """A model of `model`'s architecture that nobody tuned for, in `folder`: every param drawn at random within its
+    declared precision, every cvm_right_shift's shift_bit moved by -1, 0 or +1 (at least 1). Returns its model.json
+    (cvmc's loader verifies it as any model)."""
+    rng = np.random.default_rng(seed)
+    doc = json.loads(model.read_text())
+    op_attrs = doc["attrs"]["op_attrs"][1]
+    for i, node in enumerate(doc["nodes"]):
+        if node["op"] != "null" and node["attrs"].get("func_name") == "cvm_right_shift":
+            attrs = json.loads(op_attrs[i])
+            attrs["shift_bit"] = str(max(1, int(attrs["shift_bit"]) + int(rng.integers(-1, 2))))
+            op_attrs[i] = json.dumps(attrs)
+    graph = load_graph(model, model.with_name("params.bin"))
+    bits = {n.name: n.precisions[0] for n in graph.nodes if n.op == "null"}
+    params = {name: rng.integers(-(2 ** (bits[name] - 1) - 1), 2 ** (bits[name] - 1), size=a.shape, dtype=np.int32)
+              for name, a in graph.params.items()}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.json").write_text(json.dumps(doc))
+    (folder / "params.bin").write_bytes(write_params(params))
+    load_graph(folder / "model.json", folder / "params.bin")
+    return folder / "model.json"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=str(HERE / "resnet" / "model.json"))
@@ -394,8 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--block", type=int, default=5, help="back-to-back calls of one system per round")
     ap.add_argument("--cooldown", type=float, default=0.1, help="seconds idle before each block")
+    ap.add_argument("--variant", type=int, metavar="SEED",
+                    help="run on a variant of the model instead: random params, shifts moved by one (see `variant`)")
     a = ap.parse_args(argv)
     model = pathlib.Path(a.model)
+    if a.variant is not None:
+        model = variant(model, a.variant, pathlib.Path(tempfile.mkdtemp(prefix="cvmc-variant-")))
+        print(f"a variant of {a.model} (seed {a.variant}): {model}")
     params = model.with_name("params.bin")
     graph = load_graph(model, params)
     counts = macs(graph)
