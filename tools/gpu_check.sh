@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The CUDA path on a lent GPU machine, in one prepared run (issue 26). Every step has its own time limit, so a
+# failure or a hang leaves the rest; every figure goes to $OUT (default ./gpu-out).
+#
+# Here (a machine with network and the project's .venv), once:   tools/gpu_check.sh --wheels
+#   fills .whl/ with the wheels the GPU machine lacks (cvmc itself, xdsl and its two pure-Python dependencies);
+#   the GPU machine's image has numpy, llvmlite, cuda-bindings, NVRTC, pytest(-xdist), onnx and onnxruntime.
+# There (no network), from the checkout with .whl carried:       tools/gpu_check.sh
+#
+# Steps, in order: the machine (GPU, CPU flags, versions); the tests that skip without a GPU (the corpus on the
+# device among them) beside the corpus checker on device="cuda" and 300 fuzzer graphs on cuda against reference,
+# all at once (16 host cores); the bench and digits models timed with CUDA events (bench/gpu_time.py, alone on the
+# machine); the CPU tiers of the GPU machine's host (tier tests, then bench/int8_peers.py at 1 and 2 threads).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+if [ "${1:-}" = "--wheels" ]; then
+    rm -rf .whl && mkdir -p .whl
+    .venv/bin/pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
+        "xdsl==$(.venv/bin/python -c 'import xdsl; print(xdsl.__version__)')" immutabledict ordered-set
+    .venv/bin/pip wheel -q --no-deps -w .whl .
+    ls -la .whl
+    exit 0
+fi
+
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/log.txt
+exec > >(tee -a "$LOG") 2>&1
+SITE=/tmp/cvmc-site
+export CVMC_CACHE_DIR=/tmp/cvmc-cache PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+status=0
+step() {  # step NAME SECONDS COMMAND...: run with a time limit, report its exit status and time
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    echo "=== $name (limit ${limit}s) $(date -u +%H:%M:%S)"
+    timeout -k 5 "$limit" "$@"
+    local rc=$?
+    echo "=== $name: exit $rc in $((SECONDS - t0))s"
+    [ $rc -eq 0 ] || status=1
+    return $rc
+}
+
+echo "=== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | head -3
+lscpu | grep -E '^(Model name|CPU\(s\)|Flags)' | sed -E 's/^(Flags:).*/\1 (int8-relevant)/'
+lscpu | grep -o -w -E 'avx2|avx512f|avx512bw|avx512_vnni|avx_vnni|amx_int8|amx_tile|amx_bf16' | sort -u | tr '\n' ' '; echo
+python3 --version
+python3 -m pip list 2>/dev/null | grep -i -E '^(numpy|llvmlite|cuda-bindings|cuda-python|nvidia-cuda-nvrtc|onnx|onnxruntime|onnxruntime-gpu|openvino|pytest|pytest-xdist|torch) '
+
+step install 120 python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
+export PYTHONPATH=$SITE
+# -P: the checkout's cvmc/ folder (the package's root files only) must not shadow the installed package.
+PY="python3 -P"
+$PY -c "import cvmc, llvmlite.binding as l; print('cvmc', cvmc.__version__, 'from', cvmc.__file__, '| host CPU', l.get_host_cpu_name())"
+
+# --- 1: tests, corpus checker and fuzzer at once ----------------------------------------------------------------
+(step gpu-tests 240 $PY -m pytest -q -rs -n 10 -p no:cacheprovider tests/runtime/test_cuda_device.py \
+    tests/runtime/test_cuda_schedule.py tests/codegen/test_cuda.py tests/codegen/test_cuda_launches.py \
+    tests/codegen/test_cuda_host_barriers.py tests/runtime/test_cinn_builder.py > "$OUT/tests.txt" 2>&1;
+ echo "gpu-tests exit $?" >> "$OUT/tests.txt") &
+pids=$!
+for k in 0 1 2 3; do
+    (step "corpus-$k" 240 $PY tests/corpus_tools/check_cvm_corpus.py tests/data/cvm --device cuda --shard "$k/4" \
+        > "$OUT/corpus-$k.part" 2>&1) &
+    pids="$pids $!"
+done
+for k in 0 1 2 3; do
+    (step "fuzz-$k" 240 $PY -m cvmc.tools.fuzz_cvm --device cuda --seed 26 --start $((75 * k)) --count 75 \
+        > "$OUT/fuzz-$k.part" 2>&1) &
+    pids="$pids $!"
+done
+wait $pids
+tail -n 25 "$OUT/tests.txt"
+cat "$OUT"/corpus-*.part > "$OUT/corpus_fuzz.txt"; cat "$OUT"/fuzz-*.part >> "$OUT/corpus_fuzz.txt"
+rm -f "$OUT"/corpus-*.part "$OUT"/fuzz-*.part
+grep -E "on cuda:|graphs|agree|differ|FAIL|exit" "$OUT/corpus_fuzz.txt" | tail -n 30
+
+# --- 2: timings, alone on the machine ---------------------------------------------------------------------------
+step gpu-time 120 $PY bench/gpu_time.py --runs 200 --warmup 20 --json "$OUT/gpu_time.json" | tee "$OUT/gpu_time.txt"
+
+# --- 3: the CPU tiers of this host ------------------------------------------------------------------------------
+step cpu-tier-tests 60 $PY -m pytest -q -rs -n 8 -p no:cacheprovider tests/passes/test_mmk.py \
+    tests/passes/test_dot_elements.py tests/passes/test_epilogue_pack.py tests/runtime/test_kernel_width.py \
+    > "$OUT/cpu_tiers.txt" 2>&1
+tail -n 8 "$OUT/cpu_tiers.txt"
+step int8-peers 140 $PY bench/int8_peers.py --rounds 6 --threads 1,2 2>&1 | tee -a "$OUT/cpu_tiers.txt" | tail -n 60
+
+echo "=== done, status $status"
+exit $status
