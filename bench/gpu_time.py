@@ -3,7 +3,7 @@ estimate of `bench/gpu_estimate.py`, and the same model on the machine's CPU.
 
     python bench/gpu_time.py [MODEL_DIR ...] [--runs 200] [--warmup 20] [--json OUT.json]
 
-MODEL_DIR (default: bench/resnet and examples/digits) holds model.json, params.bin, case.json and input_i32.bin.
+MODEL_DIR (default: bench/resnet and the corpus's two digits models, the MLP and the CNN) holds model.json, params.bin, case.json and input_i32.bin.
 For each model it compiles the `cuda` device, checks its heads against the reference interpreter (bytes), then:
 - per launch: a CUDA event before every launch and one after the last, `--runs` runs after `--warmup`; the median
   of each launch's elapsed time, beside its estimate (`gpu_estimate.estimate`) and the ratio measured / estimate;
@@ -158,7 +158,9 @@ def report(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("models", nargs="*", default=[str(HERE / "resnet"), str(HERE.parent / "examples" / "digits")])
+    corpus = HERE.parent / "tests" / "data" / "cvm"
+    p.add_argument("models", nargs="*", default=[str(HERE / "resnet"), str(corpus / "model_digits_mlp_000"),
+                                                 str(corpus / "model_digits_cnn_000")])
     p.add_argument("--runs", type=int, default=200)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--json", help="write every figure here")
