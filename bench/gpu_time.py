@@ -3,12 +3,14 @@ estimate of `bench/gpu_estimate.py`, and the same model on the machine's CPU.
 
     python bench/gpu_time.py [MODEL_DIR ...] [--runs 200] [--warmup 20] [--json OUT.json]
 
-MODEL_DIR (default: bench/resnet and the corpus's two digits models, the MLP and the CNN) holds model.json, params.bin, case.json and input_i32.bin.
+MODEL_DIR (default: bench/resnet and the corpus's two digits models, the MLP and the CNN) holds model.json,
+params.bin, case.json and input_i32.bin.
 For each model it compiles the `cuda` device, checks its heads against the reference interpreter (bytes), then:
 - per launch: a CUDA event before every launch and one after the last, `--runs` runs after `--warmup`; the median
   of each launch's elapsed time, beside its estimate (`gpu_estimate.estimate`) and the ratio measured / estimate;
-- whole: events around the launches alone (no copies, no events between launches), and the wall time of
-  `runner(data)` as a user calls it (the input's copy in, the launches, the heads' copies out), medians;
+- whole: events around the launches alone (no copies, no events between launches), one by one and replayed as
+  the runner's CUDA graph, and the wall time of `runner(data)` as a user calls it (the input's copy in, the
+  graph, the heads' copies out), medians;
 - the cpu device on this machine at 1 thread and at every core this process may use (medians of `--runs`).
 It prints a table per model and writes every figure to `--json`. Needs a GPU, cuda-python and NVRTC.
 """
@@ -100,6 +102,14 @@ def time_model(model_dir: pathlib.Path, runs: int, warmup: int) -> dict[str, Any
         driver.cuEventSynchronize(end)
         if r >= warmup:
             whole.append(_elapsed_ms(driver, start, end))
+    graph: list[float] = []
+    for r in range(warmup + runs if runner.recorded is not None else 0):
+        driver.cuEventRecord(start, 0)
+        device.replay(runner.recorded)
+        driver.cuEventRecord(end, 0)
+        driver.cuEventSynchronize(end)
+        if r >= warmup:
+            graph.append(_elapsed_ms(driver, start, end))
     wall: list[float] = []
     for r in range(warmup + runs):
         t = time.perf_counter()
@@ -130,7 +140,9 @@ def time_model(model_dir: pathlib.Path, runs: int, warmup: int) -> dict[str, Any
     return {"model": str(model_dir), "device": device.name, "capability": list(device.capability),
             "exact": bool(exact), "launches": n, "macs": sum(d["macs"] for d in descriptions),
             "compile": runner.stats, "rows": rows,
-            "events_whole_ms": statistics.median(whole), "events_sum_ms": sum(r["measured_us"] for r in rows) / 1e3,
+            "events_whole_ms": statistics.median(whole),
+            "events_graph_ms": statistics.median(graph) if graph else None,
+            "events_sum_ms": sum(r["measured_us"] for r in rows) / 1e3,
             "wall_ms": statistics.median(wall), "wall_min_ms": min(wall),
             "estimate_ms": sum(r["estimate_us"] for r in rows) / 1e3,
             "estimate_overhead_ms": 1e3 * LAUNCH_OVERHEAD_S * n, "cpu_ms": cpu, "runs": runs}
@@ -150,6 +162,8 @@ def report(r: dict[str, Any]) -> str:
     lines += [f"whole, CUDA events around the launches: {r['events_whole_ms']:.3f} ms (sum of the per-launch "
               f"medians {r['events_sum_ms']:.3f} ms); estimate {r['estimate_ms']:.3f} ms "
               f"({r['estimate_overhead_ms'] * 1e3:.0f} us of it launch overhead)",
+              f"whole, replayed as one CUDA graph (what runner(data) launches): "
+              f"{r['events_graph_ms'] or float('nan'):.3f} ms",
               f"runner(data), wall, copies included: median {r['wall_ms']:.3f} ms, best {r['wall_min_ms']:.3f} ms",
               f"cpu device on this host: {cpu}",
               f"compile: {r['compile']}"]  # fmt: skip

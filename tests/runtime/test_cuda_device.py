@@ -137,6 +137,40 @@ def test_runner_plans_once_and_is_independent_of_the_grid(emulated):
         runner(None)
 
 
+class RecordingDevice(HostDevice):
+    """The stand-in with `record` / `replay` (a real GPU's CUDA graph): a recording is the launches, in order."""
+
+    def __init__(self, fail: bool = False):
+        super().__init__()
+        self.fail, self.recorded, self.replayed = fail, 0, 0
+
+    def record(self, launches):
+        self.recorded += 1
+        if self.fail:
+            raise CVMRuntimeError("cuda: cuGraphInstantiate failed: (planted)")
+        return list(launches)
+
+    def replay(self, recorded):
+        self.replayed += 1
+        for launch in recorded:
+            self.launch(*launch)
+
+
+@needs_host_compiler
+@pytest.mark.parametrize("fail", [False, True], ids=["graph", "graph refused"])
+def test_runner_records_its_launches_once_and_replays_them(fail):
+    """A device that can record a run (a CUDA graph) records it once, at compile time, and every run replays it;
+    where recording fails, the runner launches one by one. The bytes are the same either way."""
+    case = next(c for c in MODELS if c.name.startswith("model_digits_cnn"))
+    device = RecordingDevice(fail=fail)
+    runner = rc.compile_graph(graph(case), device=device)
+    assert device.recorded == 1 and (runner.recorded is None) == fail and runner.stats["cuda_graph"] == (not fail)
+    for _ in range(3):
+        assert heads_bytes(runner(case_input(case))) == (case / "expected.bin").read_bytes()
+    assert device.recorded == 1 and device.replayed == (0 if fail else 3)
+    assert len(device.launched) == 3 * len(runner.launch_plan)
+
+
 def test_launch_config():
     from cvmc.codegen.cuda import CudaKernelSpec
 
@@ -369,6 +403,18 @@ def test_gpu_runs_repeat_and_report():
     first = heads_bytes(model.run(x))
     assert all(heads_bytes(model.run(x)) == first for _ in range(3))
     assert model.stats["device_name"] == GPU.name and model.stats["launches"] >= 1
+    assert model.stats["cuda_graph"]  # a run is one CUDA graph on a real GPU
+
+
+@needs_gpu
+def test_gpu_graph_replay_equals_launches_one_by_one():
+    case = next(c for c in MODELS if c.name.startswith("model_bench_resnet"))
+    runner = rc.compile_graph(graph(case))
+    assert runner.recorded is not None
+    x = case_input(case)
+    replayed = heads_bytes(runner(x))
+    runner.recorded = None
+    assert heads_bytes(runner(x)) == replayed == (case / "expected.bin").read_bytes()
 
 
 def test_corpus_sample_covers_every_model_and_op_kind():
