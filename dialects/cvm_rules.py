@@ -381,6 +381,9 @@ DEVIATIONS: tuple[tuple[str, str, str], ...] = (
      "src/top/tensor/transform.cc:454 divides by the other value: SIGFPE"),
     ("reshape", "a -1 code with the product of the other (int32-truncated) dims 0",
      "src/top/tensor/transform.cc:469 divides by it: SIGFPE"),
+    ("reshape", "a -1 code whose index among the codes is past the output dims (codes before it emit fewer dims "
+     "than they are: a code below -4, a -2 with no dim left, a -4 triple)",
+     "src/top/tensor/transform.cc:469 writes the inferred dim at oshape[infer_idx], past the vector"),
 )
 """Each case where cvmc does not follow cvm-runtime: (operator, case, what the runtime does)."""
 
@@ -917,7 +920,7 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
             i += 1
         elif c == -1:
             _check(infer < 0, "One and only one dim can be inferred")  # src/top/tensor/transform.cc:429
-            infer = len(out)
+            infer = k  # :431 infer_idx = i: the index among the codes, not among the output dims
             out.append(1)
             i += 1
         elif c == -2:
@@ -947,11 +950,19 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
         k += 1
     total = _size(src)
     if infer >= 0:
-        new_size = 1
-        for x in out:
-            new_size = _wrap(new_size * _wrap(x, 32), 32)
-        _deviation(new_size != 0, f"cannot infer -1 in 'shape' {codes}: the other dims multiply to 0")  # :469
-        out[infer] = total // (new_size & ((1 << 64) - 1))
+        # src/top/tensor/transform.cc:469-471 writes oshape[infer_idx], an index among the codes: past the output
+        # dims when the codes before the -1 emit fewer dims than they are (a code below -4, a -2 with nothing
+        # left to copy, a -4 triple), a write past the vector (DEVIATIONS)
+        _deviation(infer < len(out), f"'shape' {codes} gives {len(out)} dims: the runtime writes the -1's inferred "
+                   f"dim at index {infer}, past them")
+        if total > 0:  # :464 dshape.Size() > 0
+            new_size = 1
+            for x in out:  # :465-467 int new_size, int x: the placeholder 1 is where the -1 put it
+                new_size = _wrap(new_size * _wrap(x, 32), 32)
+            _deviation(new_size != 0, f"cannot infer -1 in 'shape' {codes}: the other dims multiply to 0")  # :469
+            out[infer] = total // (new_size & ((1 << 64) - 1))
+        else:
+            out[infer] = 0  # :471
     # src/top/tensor/transform.cc:475 VERIFY_EQ(out.Size(), data.Size())
     _check(_size(out) == total, f"'shape' {codes} gives {out}: {_size(out)} elements, expected {total}")
     return tuple(out)
