@@ -377,6 +377,9 @@ DEVIATIONS: tuple[tuple[str, str, str], ...] = (
     ("strided_slice", "more 'begin' values than the data has dims",
      "src/runtime/formal/ops/transform.cc:227 walks every 'begin' value and reads the shape and the "
      "'stride' vector past their ends"),
+    ("where", "a condition of one dim over x and y of several (a condition per row)",
+     "src/runtime/formal/ops/transform.cc:364 copies each row with memcpy(dst, src, size), size the row's element "
+     "count taken as bytes: the rest of the output is memory nobody wrote"),
     ("reshape", "a -4 code whose split gives a division by zero (-1 with 0)",
      "src/top/tensor/transform.cc:454 divides by the other value: SIGFPE"),
     ("reshape", "a -1 code with the product of the other (int32-truncated) dims 0",
@@ -1099,6 +1102,15 @@ def _where_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     return (x,)
 
 
+def _where_rows(s: list[Shape]) -> None:
+    """DEVIATIONS row: a condition of one dim over an x of several (src/runtime/formal/ops/transform.cc:364 copies
+    each row with memcpy(..., size), `size` the row's elements taken as its bytes: a quarter of each row, the rest
+    left as the output buffer held it)."""
+    cond, x = s[0], s[1]
+    _deviation(cond == x, f"a condition of shape {list(cond)} selects whole rows of x {list(x)}: the runtime copies "
+               "a quarter of each row's bytes and leaves the rest unwritten")
+
+
 # --- reductions ---------------------------------------------------------------------------------------------
 
 
@@ -1173,6 +1185,8 @@ def check_deviations(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]]) 
         conv2d_weight_geometry(attrs, shapes)
     elif op == "strided_slice":
         _strided_slice_begin(attrs, shapes)
+    elif op == "where":
+        _where_rows(shapes)
 
 
 def infer_precision(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]], in_precs: Sequence[int],
