@@ -153,7 +153,7 @@ def g_reduce():
 
 
 def g_max_pool2d():
-    for shape in [(1, 1, 5, 5), (1, 2, 4, 3)]:
+    for shape in [(1, 1, 5, 5), (1, 2, 4, 3), (2, 1, 1, 2)]:
         for a in product(pool_size=["(1, 1)", "(2, 2)", "(3, 2)", "(0, 1)", "(6, 6)", "(2,)"],
                          strides=[None, "(2, 2)", "(0, 1)", "(3, 1)", "(-1, 1)"],
                          padding=[None, "(1, 1)", "(2, 0)", "(-1, 0)", "(1,)", "(3, 3)"],
@@ -171,6 +171,8 @@ def g_conv2d():
         if a.get("use_bias") != "False":
             params["b"] = (max(ch, 1),)
         yield "conv2d", a, [(1, 2, 5, 5)], [8], params
+        if "strides" not in a and "dilation" not in a:
+            yield "conv2d", a, [(1, 2, 2, 3)], [8], params
 
 
 def g_dense():
@@ -182,7 +184,7 @@ def g_dense():
 def g_take():
     for shape, ishape in itertools.product([(5,), (2, 3), (2, 1, 3)], [(), (3,), (2, 2)]):
         r = len(shape)
-        for axis in [None, *map(str, range(-r - 1, r + 1))]:
+        for axis in [None, "None", *map(str, range(-r - 1, r + 1))]:
             yield "take", {"axis": axis} if axis else {}, [shape], [8], {"i": ishape}
 
 
@@ -275,12 +277,29 @@ def g_where():
         yield "where", {}, [a], [8], {"x": b, "y": (2, 3)}
 
 
+def g_zero_dims():
+    """Inputs with a dim of 0 (no elements), and reshape codes past int32."""
+    ops = [("relu", {}), ("flatten", {}), ("sum", {}), ("max", {}), ("max", {"axis": "(0,)"}), ("transpose", {}),
+           ("tile", {"reps": "(2,)"}), ("repeat", {"repeats": "2"}), ("expand_dims", {"axis": "0"}),
+           ("squeeze", {}), ("strided_slice", {"begin": "(0,)", "end": "(1,)"}), ("cvm_clip", {"precision": "4"}),
+           ("clip", {"a_min": "-1", "a_max": "1"}), ("abs", {})]
+    ops += [("reshape", {"shape": tup(c)}) for c in [(-1,), (0, -1), (-2,), (3, 0), (0, 0), (-1, 0), (-3,),
+                                                      (-4, -1, 2), (-4, 0, -1), (-2, -1), (0,), (1, -1, 0)]]
+    for (op, a), shape in itertools.product(ops, [(0,), (2, 0), (0, 3, 1)]):
+        yield op, a, [shape], [8], {}
+    big = [(4294967302,), (-4, 4294967298, -1), (-4, -1, 4294967298), (-4, 2, 4294967299), (-1, 4294967297),
+           (2147483648, -1), (-1, -2147483649), (-4, -2147483647, -1), (9223372036854775807,), (-1, 3, 4294967296)]
+    for codes, shape in itertools.product(big, [(6,), (2, 3)]):
+        yield "reshape", {"shape": tup(codes)}, [shape], [8], {}
+
+
 GRIDS: dict[str, Callable[[], Iterator[tuple[str, dict[str, str], list[Shape], list[int], dict[str, Shape]]]]] = {
     "reshape": g_reshape, "strided_slice": g_strided_slice, "transpose": g_transpose, "squeeze": g_squeeze,
     "expand_dims": g_expand_dims, "tile": g_tile, "repeat": g_repeat, "sum_max": g_reduce,
     "max_pool2d": g_max_pool2d, "conv2d": g_conv2d, "dense": g_dense, "take": g_take, "cvm_lut": g_cvm_lut,
     "clip": g_clip, "cvm_clip": g_cvm_clip, "shift": g_shift, "precisions": g_precisions, "broadcast": g_broadcast,
     "concatenate_slice_like": g_concat_slice_like, "upsampling": g_upsampling, "nms": g_nms, "where": g_where,
+    "zero_dims": g_zero_dims,
 }
 """Each grid: (op, attrs, input shapes, [data precision, (param precision)], {param name: shape})."""
 
