@@ -293,13 +293,28 @@ def g_zero_dims():
         yield "reshape", {"shape": tup(codes)}, [shape], [8], {}
 
 
+def g_strings():
+    """The string and enum attributes: layouts, methods, dtypes, each known value and a few others."""
+    conv = {"channels": "1", "kernel_size": "(1, 1)", "use_bias": "False"}
+    for k, v in itertools.product(["layout", "kernel_layout", "out_layout", "out_dtype"],
+                                  ["NCHW", "NHWC", "OIHW", "HWIO", "__undef__", "same", "int32", "int8", "float32",
+                                   "", "nchw"]):
+        yield "conv2d", {**conv, k: v}, [(1, 2, 3, 3)], [8], {"w": (1, 2, 1, 1)}
+    for k, v in itertools.product(["layout", "method"], ["NCHW", "NHWC", "NEAREST_NEIGHBOR", "BILINEAR", "", "x"]):
+        yield "upsampling", {"scale": "2", k: v}, [(1, 1, 2, 2)], [8], {}
+    for v in ["NCHW", "NHWC", "", "nchw"]:
+        yield "max_pool2d", {"pool_size": "(1, 1)", "layout": v}, [(1, 1, 2, 2)], [8], {}
+    for op, v in itertools.product(["sum", "max"], ["int32", "int8", "int64", "float32", "uint8", "", "Int32"]):
+        yield op, {"dtype": v}, [(2, 3)], [8], {}
+
+
 GRIDS: dict[str, Callable[[], Iterator[tuple[str, dict[str, str], list[Shape], list[int], dict[str, Shape]]]]] = {
     "reshape": g_reshape, "strided_slice": g_strided_slice, "transpose": g_transpose, "squeeze": g_squeeze,
     "expand_dims": g_expand_dims, "tile": g_tile, "repeat": g_repeat, "sum_max": g_reduce,
     "max_pool2d": g_max_pool2d, "conv2d": g_conv2d, "dense": g_dense, "take": g_take, "cvm_lut": g_cvm_lut,
     "clip": g_clip, "cvm_clip": g_cvm_clip, "shift": g_shift, "precisions": g_precisions, "broadcast": g_broadcast,
     "concatenate_slice_like": g_concat_slice_like, "upsampling": g_upsampling, "nms": g_nms, "where": g_where,
-    "zero_dims": g_zero_dims,
+    "zero_dims": g_zero_dims, "strings": g_strings,
 }
 """Each grid: (op, attrs, input shapes, [data precision, (param precision)], {param name: shape})."""
 
