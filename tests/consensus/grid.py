@@ -236,6 +236,9 @@ def g_broadcast():
     shapes: list[Shape] = [(), (1,), (3,), (2, 3), (2, 1), (1, 3), (2, 2, 3), (4, 1, 1, 3)]
     for op, a, b in itertools.product(["broadcast_add", "broadcast_div", "broadcast_greater"], shapes, shapes):
         yield op, {}, [a], [8], {"q": b}
+    for op, a, b in itertools.product(["elemwise_add", "elemwise_sub", "broadcast_sub", "broadcast_mul",
+                                       "broadcast_max"], [(), (3,), (2, 3), (2, 1)], [(), (1,), (2, 3), (1, 3)]):
+        yield op, {}, [a], [8], {"q": b}
 
 
 def g_concat_slice_like():
