@@ -51,8 +51,8 @@ OUT = HERE.parent / "data" / "consensus" / "grid.jsonl.gz"
 Shape = tuple[int, ...]
 
 # ---------------------------------------------------------------------------------------------------------
-# One case: (op, attrs as the file's strings, input shapes, input precisions, params' values). Input 0 is the
-# model's input `data`; inputs 1.. are params named p1, p2, ... whose values `param_values` makes.
+# One case: (op, attrs as the file's strings, input shapes, precisions of the data and of the params, {param name:
+# shape}). Input 0 is the model's input `data`; inputs 1.. are the params, whose values `param_values` makes.
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -65,7 +65,8 @@ def pattern(n: int, precision: int, seed: int = 0) -> list[int]:
 
 
 def tup(xs: tuple[int, ...]) -> str:
-    return "(" + ", ".join(map(str, xs)) + ("," if len(xs) == 1 else "") + ")"
+    """A tuple attribute as a file writes it: (1, 2), (1,), ()."""
+    return str(tuple(xs))
 
 
 def tuples(values: list[int], lengths: range) -> Iterator[tuple[int, ...]]:
