@@ -377,10 +377,16 @@ DEVIATIONS: tuple[tuple[str, str, str], ...] = (
     ("strided_slice", "more 'begin' values than the data has dims",
      "src/runtime/formal/ops/transform.cc:227 walks every 'begin' value and reads the shape and the "
      "'stride' vector past their ends"),
+    ("where", "a condition of one dim over x and y of several (a condition per row)",
+     "src/runtime/formal/ops/transform.cc:364 copies each row with memcpy(dst, src, size), size the row's element "
+     "count taken as bytes: the rest of the output is memory nobody wrote"),
     ("reshape", "a -4 code whose split gives a division by zero (-1 with 0)",
      "src/top/tensor/transform.cc:454 divides by the other value: SIGFPE"),
     ("reshape", "a -1 code with the product of the other (int32-truncated) dims 0",
      "src/top/tensor/transform.cc:469 divides by it: SIGFPE"),
+    ("reshape", "a -1 code whose index among the codes is past the output dims (codes before it emit fewer dims "
+     "than they are: a code below -4, a -2 with no dim left, a -4 triple)",
+     "src/top/tensor/transform.cc:469 writes the inferred dim at oshape[infer_idx], past the vector"),
 )
 """Each case where cvmc does not follow cvm-runtime: (operator, case, what the runtime does)."""
 
@@ -917,7 +923,7 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
             i += 1
         elif c == -1:
             _check(infer < 0, "One and only one dim can be inferred")  # src/top/tensor/transform.cc:429
-            infer = len(out)
+            infer = k  # :431 infer_idx = i: the index among the codes, not among the output dims
             out.append(1)
             i += 1
         elif c == -2:
@@ -947,11 +953,19 @@ def reshape_shape(src: Shape, codes: Sequence[int]) -> Shape:
         k += 1
     total = _size(src)
     if infer >= 0:
-        new_size = 1
-        for x in out:
-            new_size = _wrap(new_size * _wrap(x, 32), 32)
-        _deviation(new_size != 0, f"cannot infer -1 in 'shape' {codes}: the other dims multiply to 0")  # :469
-        out[infer] = total // (new_size & ((1 << 64) - 1))
+        # src/top/tensor/transform.cc:469-471 writes oshape[infer_idx], an index among the codes: past the output
+        # dims when the codes before the -1 emit fewer dims than they are (a code below -4, a -2 with nothing
+        # left to copy, a -4 triple), a write past the vector (DEVIATIONS)
+        _deviation(infer < len(out), f"'shape' {codes} gives {len(out)} dims: the runtime writes the -1's inferred "
+                   f"dim at index {infer}, past them")
+        if total > 0:  # :464 dshape.Size() > 0
+            new_size = 1
+            for x in out:  # :465-467 int new_size, int x: the placeholder 1 is where the -1 put it
+                new_size = _wrap(new_size * _wrap(x, 32), 32)
+            _deviation(new_size != 0, f"cannot infer -1 in 'shape' {codes}: the other dims multiply to 0")  # :469
+            out[infer] = total // (new_size & ((1 << 64) - 1))
+        else:
+            out[infer] = 0  # :471
     # src/top/tensor/transform.cc:475 VERIFY_EQ(out.Size(), data.Size())
     _check(_size(out) == total, f"'shape' {codes} gives {out}: {_size(out)} elements, expected {total}")
     return tuple(out)
@@ -1088,6 +1102,15 @@ def _where_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     return (x,)
 
 
+def _where_rows(s: list[Shape]) -> None:
+    """DEVIATIONS row: a condition of one dim over an x of several (src/runtime/formal/ops/transform.cc:364 copies
+    each row with memcpy(..., size), `size` the row's elements taken as its bytes: a quarter of each row, the rest
+    left as the output buffer held it)."""
+    cond, x = s[0], s[1]
+    _deviation(cond == x, f"a condition of shape {list(cond)} selects whole rows of x {list(x)}: the runtime copies "
+               "a quarter of each row's bytes and leaves the rest unwritten")
+
+
 # --- reductions ---------------------------------------------------------------------------------------------
 
 
@@ -1162,6 +1185,8 @@ def check_deviations(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]]) 
         conv2d_weight_geometry(attrs, shapes)
     elif op == "strided_slice":
         _strided_slice_begin(attrs, shapes)
+    elif op == "where":
+        _where_rows(shapes)
 
 
 def infer_precision(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]], in_precs: Sequence[int],

@@ -297,7 +297,7 @@ def _gather(g: _Gen) -> Tensor | None:
         table = g.param((g.int(1, 40),))
         return b.cvm_lut(t, table, in_dim=table.shape[0])
     if op == "where":
-        if g.rng.random() < 0.3:
+        if g.rng.random() < 0.3 and len(t.shape) == 1:  # a condition per row of a wider x: undefined (DEVIATIONS)
             cond = g.param((t.shape[0],), 2)
         else:
             cond = g.pick(lambda u: u.shape == t.shape) or g.param(t.shape, 2)

@@ -1,7 +1,9 @@
 """The consensus corpus through cvm-runtime's C API as cvmc serves it: `make aot-consensus`.
 
 Every case of tests/data/consensus/cases.jsonl (a corpus model mutated from its seed, with cvm-runtime's recorded
-decision and output hash) is built into a store by `cvm-aot build`'s function and run by the C client of
+decision and output hash), and a sample of tests/data/consensus/grid.jsonl.gz (grid.cpu_sample: one accepted model
+per operator and rank class, one refusal per operator and message), is built into a store by `cvm-aot build`'s
+function and run by the C client of
 tests/runtime/test_aot.py (c_api.h only) through the library of `cvm-aot lib`. The decision (load or inference
 status) and the output bytes must be the runtime's; a case marked `deviation` must be refused with a logic error.
 About a minute on 2 cores (too long for `make test`, which runs the plain corpus this way).
@@ -25,6 +27,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE.parent / "data"
 sys.path.insert(0, str(HERE))
 
+from grid import cpu_sample, model_files, read_rows  # noqa: E402
 from mutations import mutate  # noqa: E402
 
 from cvmc.runtime import aot  # noqa: E402
@@ -35,20 +38,27 @@ STATUS = {"0": "ok", "1": "logic", "2": "runtime"}
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary folder)")
+    ap.add_argument("--no-grid", action="store_true", help="leave out the grid corpus's sample")
     a = ap.parse_args()
     work = pathlib.Path(a.keep or tempfile.mkdtemp(prefix="cvmc-aot-consensus-"))
     env = {**os.environ, "XDG_STATE_HOME": str(work / "state"), "CVMC_AOT_STORE": str(work / "store")}
     os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]  # the store's key, for this run only
-    rows = [json.loads(line) for line in (DATA / "consensus" / "cases.jsonl").read_text().splitlines()]
+    rows = []  # (name, model.json, params.bin, input, the runtime's row)
+    for r in (json.loads(line) for line in (DATA / "consensus" / "cases.jsonl").read_text().splitlines()):
+        js, pb, _ = mutate(DATA / "cvm" / r["case"], r["seed"])
+        rows.append((f"{r['seed']}-{r['case']}", js, pb, (DATA / "cvm" / r["case"] / "input.bin").read_bytes(), r))
+    if not a.no_grid:
+        for i, r in enumerate(cpu_sample(read_rows(), every_refusal=False)):
+            js, pb, inp = model_files(r)
+            rows.append((f"grid{i}-{r['op']}", js, pb, inp, {**r, "out": r["hash"], "kind": r["grid"]}))
     cases = work / "cases"
     folders = []
-    for r in rows:
-        js, pb, _ = mutate(DATA / "cvm" / r["case"], r["seed"])
-        d = cases / f"{r['seed']}-{r['case']}"
+    for name, js, pb, inp, _ in rows:
+        d = cases / name
         d.mkdir(parents=True, exist_ok=True)
         (d / "model.json").write_bytes(js)
         (d / "params.bin").write_bytes(pb)
-        (d / "input.bin").write_bytes((DATA / "cvm" / r["case"] / "input.bin").read_bytes())
+        (d / "input.bin").write_bytes(inp)
         aot.build_model(js, pb, work / "store")
         folders.append(d)
     aot.write_library(work / "libcvm.so")
@@ -64,8 +74,7 @@ def main() -> int:
         fields = dict(kv.split("=", 1) for kv in line.split(" ") if "=" in kv)
         facts[fields["case"]] = fields
     differ = 0
-    for row in rows:
-        name = f"{row['seed']}-{row['case']}"
+    for name, _, _, _, row in rows:
         f = facts[name]
         status = STATUS[f["load"]] if f["load"] != "0" else STATUS[f["infer"]]
         if row.get("deviation"):

@@ -151,3 +151,24 @@ def test_num_inputs_checked_after_attributes() -> None:
     attrs = rules.parse_attrs("conv2d", {**CONV, "use_bias": "False"})
     with pytest.raises(CVMLogicError, match="expected 2 inputs, got 3"):
         rules.check_num_inputs("conv2d", attrs, 3)
+
+
+@pytest.mark.parametrize(("src", "codes", "want"), [
+    ((2, 3, 4), (-3, -1), (6, 4)),  # the -1 is code 1 and output dim 1: no difference
+    ((2, 3), (0, -2, -1), (2, 3, 1)),  # code 2, output dim 2 (the -2 copied one dim)
+    ((3,), (-6, -1, 1), (1, 3)),  # code 1, output dim 0: the runtime writes 3 into dim 1, the 1's place
+    ((2, 3), (-2, -1), "elements"),  # [2, 3, 1] with 6 / 6 written into dim 1: [2, 1, 1], 2 elements, not 6
+    ((6,), (-2, -1), (6, 1)),  # 6 / 6 written over the placeholder's own place
+    ((3,), (-6, -1), "undefined in cvm-runtime"),  # code 1 past the one output dim: a write past the vector
+    ((6,), (-4, 2, 3, -1), "undefined in cvm-runtime"),  # code 3, 3 output dims
+    ((), (-2, -1), "undefined in cvm-runtime"),  # the -2 copies nothing: code 1 past the one output dim
+])
+def test_reshape_infers_at_the_codes_index(src: tuple[int, ...], codes: tuple[int, ...], want: Any) -> None:
+    """ReshapeInferShape (src/top/tensor/transform.cc:431, 469) writes the inferred dim at oshape[infer_idx],
+    where infer_idx is the -1's index among the codes; its placeholder 1 stays where the -1 pushed it. Checked
+    against the oracle (run_model, FORMAL) when written."""
+    if isinstance(want, tuple):
+        assert rules.reshape_shape(src, codes) == want
+    else:
+        with pytest.raises(CVMLogicError, match=want):
+            rules.reshape_shape(src, codes)

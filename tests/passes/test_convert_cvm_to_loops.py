@@ -120,7 +120,7 @@ def test_an_understated_precision_reaches_every_consumer():
     too, so a dense two ops later must not narrow its data to int16."""
     b = CvmBuilder()
     x = b.create_input([6, 4], 31)
-    w = b.where(b.create_param(np.ones(6, dtype=np.int32), 2), x, x)
+    w = b.where(b.create_param(np.ones((6, 4), dtype=np.int32), 2), x, x)
     t = b.take(w, b.create_param(np.array([[0, 5], [7, 23], [2, 2]]), 8))
     y = b.dense(b.broadcast_max(t, t), b.create_param(_rand((3, 2), 2), 2), units=3, use_bias=False)
     assert (w.precision, t.precision) == (2, 2)  # the values are up to 31 bits

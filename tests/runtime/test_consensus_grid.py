@@ -1,0 +1,83 @@
+"""The grid corpus: one-operator models over every combination of small attribute value sets, with cvm-runtime's
+decision on each (tests/consensus/grid.py, issue 29).
+
+Each row rebuilds its model (the operator, its attributes as the file's strings, the input shapes, the declared
+output shapes the runtime computed, the fixed input and params pattern) and is replayed with no oracle: cvmc must
+take the runtime's decision (accept, or reject with the same class), give the same output bytes and the same gas.
+A row marked `deviation` is one where the runtime's run is undefined (it crashed, valgrind found an error, or the
+source reads past a vector): cvmc refuses it with a logic error that says `undefined in cvm-runtime`.
+
+Reference replays every row, one test per grid. cpu compiles each accepted model (a tenth of a second or more),
+so it replays a sample: every refusal (the loader decides them before any compile), and of the accepted rows
+the first of each (operator, input ranks, output ranks) class, which covers every kernel shape class the grids
+reach; the accepted rows it skips differ from a sampled one only in attribute values the reference checks.
+"""
+
+import collections
+import hashlib
+import pathlib
+import sys
+
+import pytest
+
+import cvmc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "consensus"))
+from grid import cpu_sample, model_files, read_rows
+
+ROWS = read_rows()
+BY_GRID: dict[str, list[dict]] = collections.defaultdict(list)
+for _r in ROWS:
+    BY_GRID[_r["grid"]].append(_r)
+
+
+def decide(row: dict, device: str) -> tuple[str, str, int]:
+    js, pb, inp = model_files(row)
+    try:
+        m = cvmc.load_model(js, pb, device=device)
+        out = m.infer(inp)
+    except cvmc.CVMLogicError as e:
+        return "logic", str(e), -1
+    except cvmc.CVMRuntimeError as e:
+        return "runtime", str(e), -1
+    return "ok", hashlib.sha256(out).hexdigest()[:16], m.graph.gas
+
+
+def mismatch(row: dict, device: str) -> str | None:
+    """None when cvmc takes the row's decision, else what differs."""
+    status, detail, gas = decide(row, device)
+    if row.get("deviation"):
+        if status == "logic" and "undefined in cvm-runtime" in detail:
+            return None
+        return f"expected a refusal as undefined, got {status}: {detail[:120]}"
+    if status != row["status"]:
+        return f"runtime {row['status']} ({row['why']}); cvmc {status}: {detail[:120]}"
+    if status == "ok" and (detail, gas) != (row["hash"], row["gas"]):
+        return f"output {detail} gas {gas}; the runtime's {row['hash']} gas {row['gas']}"
+    return None
+
+
+def replay(rows: list[dict], device: str) -> None:
+    bad = [(r["op"], r["attrs"], r["shapes"], m) for r in rows if (m := mismatch(r, device))]
+    assert not bad, f"{len(bad)} of {len(rows)} rows differ from cvm-runtime, e.g. {bad[:5]}"
+
+
+def test_the_grids_are_large_and_varied():
+    assert len(ROWS) >= 20000 and {r["status"] for r in ROWS} >= {"ok", "logic", "runtime", "crash"}
+    assert len(BY_GRID) >= 20 and all(any(r["status"] == "ok" for r in rows) for rows in BY_GRID.values())
+    assert sum("deviation" in r for r in ROWS) >= 100  # reshape's -1 past the dims, its SIGFPEs, where's rows
+    ops = {r["op"] for r in ROWS}
+    assert {"reshape", "strided_slice", "transpose", "squeeze", "expand_dims", "tile", "repeat", "sum", "max",
+            "max_pool2d", "conv2d", "take", "get_valid_counts", "non_max_suppression", "cvm_lut", "clip",
+            "cvm_clip", "cvm_right_shift", "cvm_left_shift"} <= ops
+
+
+@pytest.mark.parametrize("grid", sorted(BY_GRID))
+def test_reference_takes_the_runtimes_decision(grid):
+    replay(BY_GRID[grid], "reference")
+
+
+@pytest.mark.compiled
+@pytest.mark.parametrize("grid", sorted(BY_GRID))
+def test_cpu_takes_the_runtimes_decision(grid):
+    replay(cpu_sample(BY_GRID[grid]), "cpu")
