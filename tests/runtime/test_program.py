@@ -46,30 +46,44 @@ def test_threads_give_one_threads_bits(monkeypatch, threads):
         np.testing.assert_array_equal(launched(x)[0], want)
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05])
-def test_late_or_missing_helpers_change_nothing(monkeypatch, delay):
-    """Helpers that start `delay` seconds late (the run ends without them, they leave on `stop`), or never."""
+def _wait_until(condition, what: str) -> None:
+    """Wait for another thread's step (a hand-off, not a timing guess: the deadline is only there so that a broken
+    hand-off fails instead of hanging the suite)."""
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("when", ["inside before the run", "after the run", "never"])
+def test_early_late_or_missing_helpers_change_nothing(monkeypatch, when):
+    """A helper that is inside the program before its runner starts (it claims what it can of each split call and
+    waits for the calls before it), one that starts only after the run has ended (it sees `stop` and
+    leaves), or none (the caller does it all): the same bits. Each order is forced, not hoped for."""
     graph, x = _model()
     one, two = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=2, cache=False)
     want = one(x)[0]
     started: list[threading.Thread] = []
+    pending: list = []
 
-    def late(program, helpers):
-        def run():
-            time.sleep(delay)
-            for _ in range(helpers):
-                program._help()
+    def publish(program, helpers):
+        if when == "inside before the run":  # the runner starts once the helper is counted in `active`
+            started.append(threading.Thread(target=program._help))
+            started[-1].start()
+            helper = started[-1]  # inside (counted in `active`), or already gone having run every call it could
+            _wait_until(lambda: program.words[2] == 1 or not helper.is_alive(), "the helper entered the program")
+        elif when == "after the run":
+            pending.extend([program._help] * helpers)
 
-        started.append(threading.Thread(target=run))
-        started[-1].start()
-
-    monkeypatch.setattr(jit._POOL, "publish", late)
+    monkeypatch.setattr(jit._POOL, "publish", publish)
     for _ in range(4):
         np.testing.assert_array_equal(two(x)[0], want)
-    monkeypatch.setattr(jit._POOL, "publish", lambda program, helpers: None)  # no helper: the caller does it all
-    np.testing.assert_array_equal(two(x)[0], want)
+        for helper in pending:  # the run is over: the helper finds `stop` set and leaves at once
+            helper()
+        pending.clear()
     for t in started:
         t.join()
+    assert len(started) == (4 if when == "inside before the run" else 0)
     assert two.native.words[2] == 0  # every helper has left
 
 
@@ -108,22 +122,33 @@ def test_helpers_are_woken_only_for_enough_split_work(monkeypatch):
         np.testing.assert_array_equal(run(x)[0], want)
 
 
-def test_the_pools_helpers_join_runs_and_a_run_that_finds_the_pool_taken_runs_alone():
+def test_the_pools_helpers_join_runs_and_a_run_that_finds_the_pool_taken_runs_alone(monkeypatch):
     """The pool's threads, started once, take the runs' tickets (`jit._Pool`); once a run is over no helper is
-    inside its program; while another run holds the pool, a run goes on without helpers, with the same bits."""
+    inside its program; while another run holds the pool, a run goes on without helpers, with the same bits.
+    Each run starts only once a pool thread has joined it (a hand-off: with a free core a helper joins by itself,
+    but on a loaded machine the run may end first, so the test forces the order instead of hoping for it)."""
     graph, x = _model()
     want = compile_graph(graph, threads=1, cache=False)(x)[0]
     two = compile_graph(graph, threads=2, cache=False)
+    publish = jit._POOL.publish
+
+    def publish_then_wait_for_a_helper(program, helpers):
+        joined = jit._POOL.joined
+        publish(program, helpers)
+        _wait_until(lambda: jit._POOL.joined > joined, "a pool thread joined the run")
+
+    monkeypatch.setattr(jit._POOL, "publish", publish_then_wait_for_a_helper)
     joined = jit._POOL.joined
-    for _ in range(20):
+    for _ in range(5):
         np.testing.assert_array_equal(two(x)[0], want)
         assert jit._POOL.words[4] == 0 and jit._POOL.words[2] == 0  # nobody inside, nothing published
-    assert jit._POOL.joined > joined and len(jit._POOL.tids) >= 1
+    assert jit._POOL.joined == joined + 5 and len(jit._POOL.tids) >= 1  # one ticket a run: one helper joined each
+    monkeypatch.setattr(jit._POOL, "publish", publish)
     generation = int(jit._POOL.words[0])
     with jit._POOL.busy:  # another thread's run holds the pool: these publish nothing
         for _ in range(3):
             np.testing.assert_array_equal(two(x)[0], want)
-    assert int(jit._POOL.words[0]) == generation
+    assert int(jit._POOL.words[0]) == generation and jit._POOL.joined == joined + 5
 
 
 _COUNT_IR = """
