@@ -22,7 +22,7 @@ from math import prod
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, UnregisteredOp, i1, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, StringAttr, UnregisteredOp, i1, i8, i32, i64
 from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
@@ -529,6 +529,15 @@ MMK_U8S8 = "cvmc.mmk_u8s8"
 _MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MMK_U8S8)}
 MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
 MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
+VNNI_LANES = 64  # at most this many with AVX512-VNNI's u8 x s8 kernel: four vectors of 16 int32 lanes
+
+
+def mmk_lanes(element: str, channels: int, target: Target) -> int:
+    """The output channels of one block of the micro-kernel: MMK_LANES, or for u8 x s8 on AVX512-VNNI the
+    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES."""
+    if element == "u8" and target.has("avx512-vnni"):
+        return min(VNNI_LANES, -(-channels // 16) * 16)
+    return MMK_LANES
 
 
 def is_byte(element: str) -> bool:
@@ -703,6 +712,10 @@ def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
         ("stride_w", stride_w))}
     if pixel_major:
         attributes["pixel_major"] = IntegerAttr(1, i64)
+    if group == 4 and k.target.has("avx512-vnni"):  # the tier's kernel (`vpdpbusd`), or its portable lowering
+        attributes["isa"] = StringAttr("avx512-vnni")
+        if k.target.emulated:
+            attributes["emulated"] = IntegerAttr(1, i64)
     k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
 
 

@@ -437,12 +437,14 @@ class _Planner:
         if kind in ("conv2d", "dense"):
             element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]], self.target)
             x, w = (net.tensors[t].shape for t in inputs[:2])
-            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}  # VNNI's u8: x + 128
-            blocked = (kind == "conv2d" and element == "i16" and node.attrs["groups"] == 1
-                       and net.tensors[inputs[1]].kind == "param" and self.target.blocked)
-            if blocked and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]],
-                                                                      self.target):
-                element, weight = "u8", "i8"  # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`)
+            may_block = (kind == "conv2d" and node.attrs["groups"] == 1 and net.tensors[inputs[1]].kind == "param"
+                         and self.target.blocked)
+            blocked = may_block and element == "i16"
+            if may_block and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]],
+                                                                        self.target):
+                # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`); `vpdpbusd` never does
+                element, weight, blocked = "u8", "i8", True
+            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" and not blocked else {}  # VNNI's u8: x + 128
             if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element, self.target):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             elif kind == "conv2d":
@@ -453,7 +455,7 @@ class _Planner:
                 if blocked:  # the register-blocked micro-kernel (ops.MMK_I16, ops.MMK_U8S8)
                     group = 4 if element == "u8" else 2  # reduction elements per 32-bit lane step
                     width = -(-prod(w[1:]) // group) * group  # no padding beyond a multiple of the group
-                    lanes = ops.MMK_LANES
+                    lanes = ops.mmk_lanes(element, w[0], self.target)
                     pack = {"to": "conv_weight_blocked", "width": width, "lanes": lanes, "group": group}
                     inputs[1] = self._packed(inputs[1], pack, (-(-w[0] // lanes), width // group, group * lanes),
                                              weight, pos, (i, "pack", 1))
