@@ -24,7 +24,6 @@ operator's to name; what is in it is trusted only through the tags.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import os
@@ -460,12 +459,13 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     except CVMError as e:
         decision = e
     else:
-        from cvmc.passes.cvm_loops_ops import without_vnni
+        from cvmc.passes.cvm_loops_target import Target
         from cvmc.runtime.jit import host_target
+        from cvmc.runtime.target import jit_target
 
-        # The u8 x s8 kernels are chosen for the host's AVX512-VNNI; a CPU named by `cpu` gets the int16 ones.
-        with contextlib.nullcontext() if cpu is None or cpu == host_target()[1] else without_vnni():
-            program, ir_text, specs, _ = lower_graph(graph)
+        # The kernels are chosen for the host's tier; a CPU named by `cpu` gets the generic ones.
+        target = jit_target() if cpu is None or cpu == host_target()[1] else Target("generic", mmk=False)
+        program, ir_text, specs, _ = lower_graph(graph, target)
         needed = program_bytes(program)
         if needed > MAX_MEMORY:  # Model._check_memory, with the default limit
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "

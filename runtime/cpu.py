@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.errors import CVMRuntimeError
 from cvmc.runtime.graph import Graph
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
+    from cvmc.passes.cvm_loops_target import Target
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
 # (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,
@@ -270,43 +271,42 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 # ---------------------------------------------------------------------------------------------------------
 
 
-def lower_graph(graph: Graph) -> tuple[HostProgram, str, list[KernelSpec], float]:
-    """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`,
-    its host program, its kernels as LLVM IR and their specs, and the milliseconds the lowering took. Kernels that
-    use AVX512-VNNI (`$CVMC_VNNI`) or AVX2 (`$CVMC_AVX2`) on a host without it are a CVMLogicError: they would not
-    run here."""
+def lower_graph(graph: Graph, target: Target | None = None) -> tuple[HostProgram, str, list[KernelSpec], float]:
+    """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`
+    for `target` (None: this host's, `runtime.target.detect_target`), its host program, its kernels as LLVM IR
+    (headed by the target, so that the cache key holds it) and their specs, and the milliseconds the lowering
+    took. A target whose tier this host lacks is a CVMLogicError when the IR is for this host's JIT (`target`
+    None): its kernels would not run here."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
-    from cvmc.passes import cvm_loops_ops
     from cvmc.passes.pipelines import gc_paused, run_pipeline
     from cvmc.runtime.cvm_ir import graph_to_module
+    from cvmc.runtime.target import jit_target
 
+    if target is None:
+        target = jit_target()
     start = time.perf_counter()
     with gc_paused():  # the whole compile allocates IR and frees little (see gc_paused)
         module = graph_to_module(graph)
-        run_pipeline(module, "cvm-to-loops")
+        run_pipeline(module, "cvm-to-loops", target=target)
         program, kernels = read_host(module)
         lower_ms = 1000 * (time.perf_counter() - start)
-        ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
+        ir_text = f"; cvmc.target = {target}\n" + str(emit_llvm(kernels))
+        specs = list(kernel_specs(kernels).values())
         del module, kernels
-    if "llvm.x86.avx512.vpdpbusd" in ir_text and not cvm_loops_ops._host_vnni():
-        raise CVMLogicError("expected $CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got "
-                            f"{os.environ.get('CVMC_VNNI')!r}: the u8 x s8 kernels would not run here")
-    if "llvm.x86.avx2.pmadd.ub.sw" in ir_text and not cvm_loops_ops._host_avx2():
-        raise CVMLogicError("expected $CVMC_AVX2 unset or 0 on a CPU without AVX2, got "
-                            f"{os.environ.get('CVMC_AVX2')!r}: the u8 x s8 micro-kernel would not run here")
     return program, ir_text, specs, lower_ms
 
 
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
-                  check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
+                  check_plan: Callable[[HostProgram], None] | None = None, target: Target | None = None) -> CpuRunner:
     """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
     the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
     from cvmc.passes.pipelines import gc_paused
     from cvmc.runtime.jit import JitEngine
+    from cvmc.runtime.target import jit_target
 
     start = time.perf_counter()
     with gc_paused():
-        program, ir_text, specs, lower_ms = lower_graph(graph)
+        program, ir_text, specs, lower_ms = lower_graph(graph, jit_target(target))
         if check_plan is not None:
             check_plan(program)
         engine = JitEngine(ir_text, specs, cache=cache)

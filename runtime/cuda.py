@@ -7,7 +7,7 @@ launched with the CUDA driver API (through `cuda-python`).
     emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles), out/host.mlir (buffers, launches) and
                                     # out/launches.json (grid, block and multiply-adds of every launch)
 
-One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline (built for the GPU: `gpu_target`)
+One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline (built for the GPU: target `cuda:any`)
 and `read_host` give the loop-level kernels and the host program (the arena's size, the views of it each kernel
 reads and writes, the calls in order), as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner
 plans the device memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the
@@ -45,12 +45,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
-from cvmc.passes.cvm_loops_target import gpu_target
 from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.cache import open_cache
 from cvmc.runtime.cpu import HostProgram, View, read_host
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.graph import Graph
+from cvmc.runtime.target import detect_target
 
 # Options NVRTC compiles every module with (the architecture is added per device).
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
@@ -329,11 +329,10 @@ def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]
 
 
 def lower_graph(graph: Graph) -> tuple[HostProgram, ModuleOp, func.FuncOp]:
-    """The cpu device's pipeline built for the GPU (`gpu_target`): (host program, module of loop-level kernels,
-    the host function `@main`)."""
+    """The cpu device's pipeline built for the GPU (`detect_target("cuda")`): (host program, module of loop-level
+    kernels, the host function `@main`)."""
     module = graph_to_module(graph)
-    with gpu_target():  # the GPU schedule of conv2d, dense and packing (`cvm_loops_gpu`)
-        run_pipeline(module, "cvm-to-loops")
+    run_pipeline(module, "cvm-to-loops", target=detect_target("cuda"))  # the GPU's conv2d, dense, pack kernels
     program, kernels = read_host(module)
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
     return program, kernels, main

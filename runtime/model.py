@@ -370,15 +370,14 @@ def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) ->
     write("00-import.mlir", str(module))
     if device == "reference":
         return written
-    import contextlib
-
-    from cvmc.passes.cvm_loops_target import gpu_target
+    from cvmc.passes.cvm_loops_target import set_module_target
+    from cvmc.runtime.target import detect_target, jit_target
 
     ctx = Context()
-    with gpu_target() if device == "cuda" else contextlib.nullcontext():  # as runtime.cuda.lower_graph
-        for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
-            p.apply(ctx, module)
-            write(f"{i:02d}-{p.name}.mlir", str(module))
+    set_module_target(module, detect_target("cuda") if device == "cuda" else jit_target())  # as the device does
+    for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
+        p.apply(ctx, module)
+        write(f"{i:02d}-{p.name}.mlir", str(module))
     from cvmc.runtime.cpu import read_host
 
     _, kernels = read_host(module)

@@ -69,8 +69,10 @@ def _emit_source(a: argparse.Namespace) -> int:
         from cvmc.passes.pipelines import run_pipeline
         from cvmc.runtime.cpu import read_host
         from cvmc.runtime.cvm_ir import graph_to_module
+        from cvmc.runtime.target import jit_target
 
-        module = run_pipeline(graph_to_module(graph), "cvm-to-loops")  # as runtime.cpu.compile_graph does
+        # as runtime.cpu.compile_graph does, for this host
+        module = run_pipeline(graph_to_module(graph), "cvm-to-loops", target=jit_target())
         _, kernels = read_host(module)
         out = pathlib.Path(a.emit_source)
         out.mkdir(parents=True, exist_ok=True)
