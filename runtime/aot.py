@@ -6,7 +6,7 @@
 A C program linked with the library calls cvm-runtime's API (`capi/c_api.h`); `CVMAPILoadModel` hashes the two
 files' bytes, finds the model's entry in the store named by `$CVMC_AOT_STORE` and loads it. No Python runs then.
 
-One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `cpu.lower_graph` (the
+One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `compile.lower_to_llvm` (the
 loop level, the LLVM emitter) and optimized by the JIT's pipeline (`jit.shared_object_code`: the same IR, passes
 and target options, emitted as position-independent code); the host program is the JIT's `HostProgram`, whose
 calls are resolved and checked by the JIT's own runner (`cpu.CpuRunner` over `jit.check_arguments`) and written
@@ -44,8 +44,8 @@ from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
-    from cvmc.runtime.cpu import HostProgram
     from cvmc.runtime.graph import Graph
+    from cvmc.runtime.host import HostProgram
 
 STORE_ENV = "CVMC_AOT_STORE"
 MAGIC = b"cvmc-aot-1\n"
@@ -446,7 +446,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     loader's, or a plan over the runtime's memory limit, as `load_model` decides); and the entry of its graph for
     `CVMAPIGetGasFromGraphFile`. A failure of the compiler itself raises and stores nothing. Returns what was
     written."""
-    from cvmc.runtime.cpu import lower_graph
+    from cvmc.runtime.compile import lower_to_llvm
     from cvmc.runtime.graph import load_graph
     from cvmc.runtime.model import program_bytes
 
@@ -465,7 +465,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
 
         # The kernels are chosen for the host's tier; a CPU named by `cpu` gets the generic ones.
         target = jit_target() if cpu is None or cpu == host_target()[1] else Target("generic", mmk=False)
-        program, ir_text, specs, _ = lower_graph(graph, target)
+        program, ir_text, specs, _ = lower_to_llvm(graph, target)
         needed = program_bytes(program)
         if needed > MAX_MEMORY:  # Model._check_memory, with the default limit
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "

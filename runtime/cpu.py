@@ -25,17 +25,21 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.compile import StageDump, lower_to_llvm
 from cvmc.runtime.graph import Graph
+from cvmc.runtime.host import DTYPES, KERNELS_MODULE, Call, HostProgram, View, read_host
+
+# `lower_graph` is the driver's `lower_to_llvm` (cvm-aot and tests import it from here)
+lower_graph = lower_to_llvm
+__all__ = ["KERNELS_MODULE", "Call", "CpuRunner", "HostProgram", "View", "compile_graph", "lower_graph", "read_host"]
 
 if TYPE_CHECKING:
-    from cvmc.codegen.abi import KernelSpec
     from cvmc.passes.cvm_loops_target import Target
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
@@ -44,10 +48,7 @@ if TYPE_CHECKING:
 # a small model's whole run (the digits MLP: 60 us alone, 150-250 us with a helper on a loaded machine).
 SPLIT_WORK = 1 << 18
 NATIVE_SPLIT_WORK = 1 << 13
-# The name of the module of kernels (its LLVM ModuleID).
-KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
-_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"), "u8": np.dtype("u1")}
 MAX_THREADS = 256
 
 
@@ -57,123 +58,6 @@ def default_threads() -> int:
 
     n = env_count("CVMC_THREADS", MAX_THREADS)
     return n if n is not None else max(1, min(2, len(os.sched_getaffinity(0))))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The host program
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class View:
-    """A memref the host passes: `root` ("arena", "input" or a global's name), the byte shift of its base
-    pointer in the root, and its layout over that base (as its memref type says)."""
-
-    root: str
-    shift: int
-    element: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int
-
-    @property
-    def identity(self) -> bool:
-        """The row-major layout of its shape (size-1 dims may have any stride), at offset 0."""
-        expect = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != expect:
-                return False
-            expect *= n
-        return self.offset == 0
-
-
-@dataclass(frozen=True)
-class Call:
-    kernel: str
-    args: tuple[View, ...]
-    work: int
-
-
-@dataclass
-class HostProgram:
-    """What the host `@main` of a lowered module does, as plain data."""
-
-    arena_bytes: int
-    input_shape: tuple[int, ...] | None
-    calls: list[Call]
-    heads: list[View]
-    intermediate_bytes: int
-    globals: dict[str, np.ndarray]
-
-
-def read_host(module: Any) -> tuple[HostProgram, Any]:
-    """The host program of a lowered module, and a module of its kernels alone (moved out of `module`)."""
-    from xdsl.dialects import arith, func, memref
-    from xdsl.dialects.builtin import (
-        DenseIntOrFPElementsAttr,
-        IntegerAttr,
-        IntegerType,
-        MemRefType,
-        ModuleOp,
-        StringAttr,
-    )
-
-    from cvmc.passes.cvm_loops_views import layout_of
-
-    main: Any = None
-    globals_: dict[str, np.ndarray] = {}
-    kernels = []
-    for op in list(module.ops):
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            main = op
-        elif isinstance(op, memref.GlobalOp):
-            value = op.initial_value
-            assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(op.type, MemRefType)
-            element = op.type.element_type
-            assert isinstance(element, IntegerType)
-            dtype = _DTYPES[f"i{element.width.data}"]
-            globals_[op.sym_name.data] = np.frombuffer(value.data.data, dtype=dtype).reshape(op.type.get_shape())
-        elif isinstance(op, func.FuncOp):
-            op.detach()
-            kernels.append(op)
-    if main is None:
-        raise CVMRuntimeError("the lowered module has no host function @main")
-
-    block = main.body.block
-    roots: dict[Any, tuple[str, int]] = {block.args[-1]: ("arena", 0)}
-    input_shape = None
-    if len(block.args) == 2:
-        roots[block.args[0]] = ("input", 0)
-        input_shape = tuple(block.args[0].type.get_shape())
-    consts: dict[Any, int] = {}
-
-    def view(v: Any) -> View:
-        layout = layout_of(v.type)
-        root, shift = roots[v]
-        return View(root, shift, f"i{v.type.element_type.width.data}", layout.shape, layout.strides, layout.offset)
-
-    calls: list[Call] = []
-    heads: list[View] = []
-    for op in block.ops:
-        if isinstance(op, arith.ConstantOp):
-            assert isinstance(op.value, IntegerAttr)
-            consts[op.result] = op.value.value.data
-        elif isinstance(op, memref.GetGlobalOp):
-            roots[op.memref] = (op.name_.root_reference.data, 0)
-        elif isinstance(op, memref.ViewOp):
-            roots[op.result] = ("arena", consts[op.byte_shift])
-        elif isinstance(op, memref.ReinterpretCastOp):
-            roots[op.result] = roots[op.source]
-        elif isinstance(op, func.CallOp):
-            work = op.attributes.get("cvm.work")
-            calls.append(Call(op.callee.root_reference.data, tuple(view(v) for v in op.arguments),
-                              work.value.data if isinstance(work, IntegerAttr) else 0))
-        elif isinstance(op, func.ReturnOp):
-            heads = [view(v) for v in op.arguments]
-    inter = main.attributes.get("cvm.intermediate_bytes")
-    program = HostProgram(block.args[-1].type.get_shape()[0], input_shape, calls, heads,
-                          inter.value.data if isinstance(inter, IntegerAttr) else 0, globals_)
-    return program, ModuleOp(kernels, sym_name=StringAttr(KERNELS_MODULE))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -228,7 +112,7 @@ class CpuRunner:
     def _base(self, v: View) -> np.ndarray:
         """The 1-D array of `v`'s elements from its base pointer to the end of its root."""
         root = self._roots[v.root]
-        dtype = _DTYPES[v.element]
+        dtype = DTYPES[v.element]
         end = v.shift + (root.size - v.shift) // dtype.itemsize * dtype.itemsize
         return root[v.shift:end].view(dtype)
 
@@ -271,42 +155,19 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 # ---------------------------------------------------------------------------------------------------------
 
 
-def lower_graph(graph: Graph, target: Target | None = None) -> tuple[HostProgram, str, list[KernelSpec], float]:
-    """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`
-    for `target` (None: this host's, `runtime.target.detect_target`), its host program, its kernels as LLVM IR
-    (headed by the target, so that the cache key holds it) and their specs, and the milliseconds the lowering
-    took. A target whose tier this host lacks is a CVMLogicError when the IR is for this host's JIT (`target`
-    None): its kernels would not run here."""
-    from cvmc.codegen.llvm import emit_llvm, kernel_specs
-    from cvmc.passes.pipelines import gc_paused, run_pipeline
-    from cvmc.runtime.cvm_ir import graph_to_module
-    from cvmc.runtime.target import jit_target
-
-    if target is None:
-        target = jit_target()
-    start = time.perf_counter()
-    with gc_paused():  # the whole compile allocates IR and frees little (see gc_paused)
-        module = graph_to_module(graph)
-        run_pipeline(module, "cvm-to-loops", target=target)
-        program, kernels = read_host(module)
-        lower_ms = 1000 * (time.perf_counter() - start)
-        ir_text = f"; cvmc.target = {target}\n" + str(emit_llvm(kernels))
-        specs = list(kernel_specs(kernels).values())
-        del module, kernels
-    return program, ir_text, specs, lower_ms
-
-
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
-                  check_plan: Callable[[HostProgram], None] | None = None, target: Target | None = None) -> CpuRunner:
-    """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
-    the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
+                  check_plan: Callable[[HostProgram], None] | None = None, target: Target | None = None,
+                  dump: StageDump | None = None) -> CpuRunner:
+    """Compile a verified graph for this CPU (`target` None: this host's, see `runtime.target.jit_target`):
+    `runner(data) -> heads`, with `runner.stats`. `check_plan` sees the host program (the arena's size) before
+    anything is allocated, and may raise to refuse it; `dump` sees every stage (`compile.StageDump`)."""
     from cvmc.passes.pipelines import gc_paused
     from cvmc.runtime.jit import JitEngine
     from cvmc.runtime.target import jit_target
 
     start = time.perf_counter()
     with gc_paused():
-        program, ir_text, specs, lower_ms = lower_graph(graph, jit_target(target))
+        program, ir_text, specs, lower_ms = lower_to_llvm(graph, jit_target(target), dump)
         if check_plan is not None:
             check_plan(program)
         engine = JitEngine(ir_text, specs, cache=cache)

@@ -28,10 +28,11 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.runtime.compile import StageDump, dump_stages
 from cvmc.runtime.graph import Graph, load_graph
 
 if TYPE_CHECKING:
-    from cvmc.runtime.cpu import HostProgram
+    from cvmc.runtime.host import HostProgram
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +49,17 @@ def _reference(graph: Graph) -> Runner:
     return lambda data: run_graph(graph, data)
 
 
-def _cpu(graph: Graph, check_plan: PlanCheck | None = None, threads: int | None = None) -> Runner:
+def _cpu(graph: Graph, check_plan: PlanCheck | None = None, threads: int | None = None,
+         dump: StageDump | None = None) -> Runner:
     from cvmc.runtime.cpu import compile_graph
 
-    return compile_graph(graph, threads=threads, check_plan=check_plan)
+    return compile_graph(graph, threads=threads, check_plan=check_plan, dump=dump)
 
 
-def _cuda(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
+def _cuda(graph: Graph, check_plan: PlanCheck | None = None, dump: StageDump | None = None) -> Runner:
     from cvmc.runtime.cuda import compile_graph
 
-    return compile_graph(graph, check_plan=check_plan)
+    return compile_graph(graph, check_plan=check_plan, dump=dump)
 
 
 DEVICES: dict[str, Callable[[Graph], Runner]] = {"reference": _reference, "cpu": _cpu, "cuda": _cuda}
@@ -147,8 +149,11 @@ class Model:
         self.max_memory = _check_memory_limit(max_memory)
         self.threads = _check_threads(threads) or default_threads()
         self._replicas: list[Runner] = []
-        if dump is not None:
+        stages = None  # the device's compile writes each stage as it passes through it (one lowering)
+        if dump is not None and device == "reference":
             dump_stages(graph, dump, device)
+        elif dump is not None:
+            stages = StageDump(dump)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
             from cvmc.runtime.reference import peak_live_bytes
@@ -161,7 +166,9 @@ class Model:
         try:
             factory, planned = DEVICES[device], PLANNED.get(device)
             if device == "cpu" and planned is factory:
-                self._run = _cpu(graph, check, self.threads)
+                self._run = _cpu(graph, check, self.threads, stages)
+            elif device == "cuda" and planned is factory:
+                self._run = _cuda(graph, check, stages)
             else:
                 self._run = planned(graph, check) if planned is not None and planned is factory else factory(graph)
         except MemoryError:
@@ -336,65 +343,6 @@ def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
         packed = np.concatenate([o.reshape(rows[0], o.shape[-1]) for o in outs], axis=1)
         return packed.astype(dtype).tobytes()
     return b"".join(o.astype(dtype).tobytes() for o in outs)
-
-
-def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[str]:
-    """Write every stage of the compilation of `graph` for `device` into `directory`: the module after import,
-    after each pass of the `cvm-to-loops` pipeline, then on cpu the LLVM IR before and after O3 and the assembly,
-    on cuda the CUDA source. The stages are computed as the device computes them (the same functions, in the same
-    order), in a lowering of their own. Returns the paths written."""
-    import pathlib
-
-    from xdsl.context import Context
-
-    from cvmc.passes.pipelines import pipeline_passes
-    from cvmc.runtime.cvm_ir import graph_to_module
-
-    out = pathlib.Path(directory)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot create the dump folder {str(out)!r}: {e.strerror or e}") from None
-    written: list[str] = []
-
-    def write(name: str, text: str) -> None:
-        path = out / name
-        try:
-            path.write_text(text if text.endswith("\n") else text + "\n")
-        except OSError as e:
-            raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-        log.info("dump: %s", path)
-        written.append(str(path))
-
-    module = graph_to_module(graph)
-    write("00-import.mlir", str(module))
-    if device == "reference":
-        return written
-    from cvmc.passes.cvm_loops_target import set_module_target
-    from cvmc.runtime.target import detect_target, jit_target
-
-    ctx = Context()
-    set_module_target(module, detect_target("cuda") if device == "cuda" else jit_target())  # as the device does
-    for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
-        p.apply(ctx, module)
-        write(f"{i:02d}-{p.name}.mlir", str(module))
-    from cvmc.runtime.cpu import read_host
-
-    _, kernels = read_host(module)
-    k = len(written)
-    if device == "cuda":
-        from cvmc.codegen.cuda import emit_cuda
-
-        write(f"{k:02d}-kernels.cu", emit_cuda(kernels))
-        return written
-    from cvmc.codegen.llvm import emit_llvm
-    from cvmc.runtime.jit import assembly, optimized_ir
-
-    ir_text = str(emit_llvm(kernels))
-    write(f"{k:02d}-kernels.ll", ir_text)
-    write(f"{k + 1:02d}-kernels.O3.ll", optimized_ir(ir_text))
-    write(f"{k + 2:02d}-kernels.s", assembly(ir_text))
-    return written
 
 
 def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str],
