@@ -200,10 +200,10 @@ def graph_gas_decision(graph_json: bytes) -> int | CVMError:
     """`CVMAPIGetGasFromGraphFile`: `CvmRuntime::EstimateOps` (graph_runtime.h:98) reads the graph (Load), prepares
     it (PrepareGraphWithVersion), infers shapes, types and precisions (CheckAttr) and counts its ops (GetOps): the
     loader's first steps, without the params and the model's checks."""
-    from cvmc.runtime import graph as g
+    from cvmc.runtime.graph import estimate_gas
 
     try:
-        return g.graph_gas(g._setup(g._prepare(g._read_graph(graph_text(graph_json)))))  # pyright: ignore
+        return estimate_gas(graph_text(graph_json))
     except CVMError as e:
         return e
 
