@@ -143,7 +143,7 @@ def test_the_micro_kernel_is_a_chain_of_multiply_adds_in_registers(monkeypatch, 
 
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import jit
+    from cvmc.runtime import llvm_compile as jit
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1), relu=kind == "u8s8"), Target("avx2"))[1]
     triple = jit.host_target()[0]
