@@ -21,7 +21,6 @@ runs the lowering.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,10 +33,12 @@ from cvmc.errors import CVMRuntimeError
 from cvmc.runtime.compile import StageDump, lower_to_llvm
 from cvmc.runtime.graph import Graph
 from cvmc.runtime.host import DTYPES, KERNELS_MODULE, Call, HostProgram, View, read_host
+from cvmc.runtime.threads import MAX_THREADS, default_threads
 
 # `lower_graph` is the driver's `lower_to_llvm` (cvm-aot and tests import it from here)
 lower_graph = lower_to_llvm
-__all__ = ["KERNELS_MODULE", "Call", "CpuRunner", "HostProgram", "View", "compile_graph", "lower_graph", "read_host"]
+__all__ = ["KERNELS_MODULE", "MAX_THREADS", "Call", "CpuRunner", "HostProgram", "View", "compile_graph",
+           "default_threads", "lower_graph", "read_host"]
 
 if TYPE_CHECKING:
     from cvmc.passes.cvm_loops_target import Target
@@ -49,15 +50,6 @@ if TYPE_CHECKING:
 SPLIT_WORK = 1 << 18
 NATIVE_SPLIT_WORK = 1 << 13
 _ALIGN = 64
-MAX_THREADS = 256
-
-
-def default_threads() -> int:
-    """`$CVMC_THREADS`, else the CPUs this process may use, at most 2 (what the kernels split into well)."""
-    from cvmc.runtime.jit import env_count
-
-    n = env_count("CVMC_THREADS", MAX_THREADS)
-    return n if n is not None else max(1, min(2, len(os.sched_getaffinity(0))))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -30,6 +30,9 @@ from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.compile import StageDump, dump_stages
 from cvmc.runtime.graph import Graph, load_graph
+from cvmc.runtime.threads import MAX_THREADS, default_threads, physical_cores
+
+__all__ = ["DEFAULT_DEVICE", "Model", "default_threads", "dump_stages", "load_model", "pack_outputs", "physical_cores"]
 
 if TYPE_CHECKING:
     from cvmc.runtime.host import HostProgram
@@ -101,37 +104,13 @@ def _input_array(x: object, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
-def physical_cores() -> int:
-    """The physical cores this process may run on (hyper-threads of one core count once): the sibling lists of
-    /sys for the CPUs of the affinity mask; the CPU count where /sys does not say."""
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    cores = set()
-    for c in cpus:
-        try:
-            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
-                cores.add(f.read().strip())
-        except OSError:
-            cores.add(str(c))
-    return max(1, len(cores))
-
-
 def _check_threads(threads: object) -> int | None:
-    """None (the default: $CVMC_THREADS, else the physical cores), or a thread count in [1, MAX_THREADS]."""
-    from cvmc.runtime.cpu import MAX_THREADS
-
+    """None (the default: `threads.default_threads`), or a thread count in [1, MAX_THREADS]."""
     if threads is None:
         return None
     if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or not 1 <= threads <= MAX_THREADS:
         raise CVMLogicError(f"expected 'threads' to be an integer in [1, {MAX_THREADS}], got {threads!r}")
     return int(threads)
-
-
-def default_threads() -> int:
-    """`$CVMC_THREADS` when set, else the physical cores of this process's CPUs (at most MAX_THREADS)."""
-    from cvmc.runtime.cpu import MAX_THREADS
-    from cvmc.runtime.cpu import default_threads as from_env
-
-    return from_env() if os.environ.get("CVMC_THREADS") else min(physical_cores(), MAX_THREADS)
 
 
 class Model:
@@ -351,8 +330,8 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
     """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text).
 
     A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError.
-    `threads` (cpu): default `$CVMC_THREADS`, else the machine's physical cores. `dump=DIR` writes every stage
-    of the compilation into DIR (see `dump_stages`)."""
+    `threads` (cpu): default `$CVMC_THREADS`, else the physical cores, at most the CPUs this process may use
+    (`threads.default_threads`). `dump=DIR` writes every stage of the compilation into DIR (see `dump_stages`)."""
     threads = _check_threads(threads)
     max_memory = _check_memory_limit(max_memory)
     t0 = time.perf_counter()

@@ -219,21 +219,48 @@ static void pool_launch(struct pool *p, cvmc_kernel kernel, void **args, int64_t
   }
 }
 
-/* $CVMC_THREADS (an integer in [1, 256]), else the CPUs this process may use, at most 2 (the JIT's default). */
+/* The physical cores among the CPUs of `set` (hyper-threads of one core count once): CPUs whose sibling lists in
+ * /sys start with the same CPU are one core; a CPU /sys says nothing of is a core of its own. */
+static int physical_cores(const cpu_set_t *set) {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, set))
+      continue;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+    long first = c;
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+      if (fscanf(f, "%ld", &first) != 1 || first < 0 || first >= CPU_SETSIZE)
+        first = c;
+      fclose(f);
+    }
+    CPU_SET((int)first, &cores);
+  }
+  return CPU_COUNT(&cores);
+}
+
+/* The rule of `cvmc.runtime.threads.default_threads`: $CVMC_THREADS (an integer in [1, 256]), else the physical
+ * cores this process may use; either way at most the CPUs it may use (more threads only wait for each other). */
 static int threads_wanted(int *threads) {
+  cpu_set_t set;
+  int cpus = 1, cores = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    cpus = CPU_COUNT(&set);
+    cores = physical_cores(&set);
+  }
+  int n = cores;
   const char *env = getenv("CVMC_THREADS");
   if (env != NULL && env[0] != 0) {
     char *end;
     errno = 0;
-    long n = strtol(env, &end, 10);
-    if (errno != 0 || *end != 0 || n < 1 || n > MAX_THREADS)
+    long v = strtol(env, &end, 10);
+    if (errno != 0 || *end != 0 || v < 1 || v > MAX_THREADS)
       return cvmc_fail(1, "expected $CVMC_THREADS to be an integer in [1, %d], got '%s'", MAX_THREADS, env);
-    *threads = (int)n;
-    return 0;
+    n = (int)v;
   }
-  cpu_set_t set;
-  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  *threads = n < 1 ? 1 : n > 2 ? 2 : n;
+  *threads = n > cpus ? cpus : n < 1 ? 1 : n;
   return 0;
 }
 
