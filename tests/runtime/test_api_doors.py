@@ -10,8 +10,8 @@ from conftest import CVM_CORPUS
 
 import cvmc
 from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.threads import MAX_THREADS, default_threads
 from cvmc.runtime.files import read_bounded, read_text
+from cvmc.runtime.threads import MAX_THREADS, default_threads
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
