@@ -249,7 +249,7 @@ def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
     """The C tables of a host program: the JIT's runner resolves every call's arguments and checks them against
     its kernel (layout, bounds, no overlap of a written argument), and each base pointer is written as a root and
     a byte shift, the same pointer the JIT passes."""
-    from cvmc.runtime.cpu import CpuRunner
+    from cvmc.runtime.cpu import CpuRunner, shared_calls
 
     runner = CpuRunner(program, _ArgumentChecker(specs), threads=1)
     offsets: dict[str, int] = {}
@@ -270,7 +270,10 @@ def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
     kernel_index: dict[str, int] = {}
     kernels: list[tuple[str, str]] = []
     calls, args = [], []
-    for call, (bases, split) in zip(program.calls, runner.calls):
+    # the calls the library's native program shares with its helpers (the JIT's rule; none when it would not share)
+    flags, share = shared_calls(program, [by_spec[c.kernel].splittable and by_spec[c.kernel].trip > 1
+                                          for c in program.calls])
+    for call, (bases, _), split in zip(program.calls, runner.calls, (f and share for f in flags)):
         symbol = by_spec[call.kernel].symbol
         if not _SYMBOL.fullmatch(symbol):
             raise CVMRuntimeError(f"kernel symbol {symbol!r} cannot be named in the model's object")
@@ -396,11 +399,19 @@ def write_library(path: str | os.PathLike[str]) -> Path:
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise CVMRuntimeError(f"cannot write {str(out)!r}: the folder {str(folder)!r} does not exist")
+    from cvmc.runtime.llvm_compile import shared_object_code
+    from cvmc.runtime.program import program_ir
+
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-lib-") as tmp:
         built = Path(tmp) / "libcvm.so"
+        # the JIT's scheduler (program.ll) for any x86-64 CPU; its helper threads live in the library for good,
+        # so it is never unloaded (-z nodelete)
+        scheduler = Path(tmp) / "program.o"
+        hidden = program_ir().replace("define void @cvmc_", "define hidden void @cvmc_")  # the API alone is exported
+        scheduler.write_bytes(shared_object_code(hidden, cpu="x86-64"))
         _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
-             f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), "-ldl",
-             *_LINK_FLAGS], "the C-API library")
+             f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler),
+             "-ldl", "-Wl,-z,nodelete", *_LINK_FLAGS], "the C-API library")
         try:
             shutil.copyfile(built, str(out) + ".tmp")
             os.chmod(str(out) + ".tmp", 0o755)

@@ -57,6 +57,15 @@ _ALIGN = 64
 # ---------------------------------------------------------------------------------------------------------
 
 
+def shared_calls(program: HostProgram, splittable: list[bool]) -> tuple[list[bool], bool]:
+    """Which calls a native program (`jit.Program`, and `cvm-aot`'s library, which runs the same scheduler) shares
+    with helper threads: those of at least NATIVE_SPLIT_WORK whose kernel splits (`splittable`: its spec says so
+    and it has more than one unit); and whether the program shares at all (its shared calls hold SPLIT_WORK in
+    all: waking a helper costs more than a small model's whole run)."""
+    flags = [call.work >= NATIVE_SPLIT_WORK and ok for call, ok in zip(program.calls, splittable)]
+    return flags, sum(call.work for call, f in zip(program.calls, flags) if f) >= SPLIT_WORK
+
+
 def _aligned_bytes(n: int) -> np.ndarray:
     """`n` zero bytes starting on a 64-byte boundary."""
     raw = np.zeros(n + _ALIGN, dtype=np.uint8)
@@ -94,10 +103,9 @@ class CpuRunner:
         native = program_runner_available() and all(isinstance(c, PreparedCall) for c, _ in self.calls)
         self.native = None
         if native:
-            shares = [(c, split or (call.work >= NATIVE_SPLIT_WORK and c.kernel.spec.splittable and c.kernel.trip > 1))
-                      for (c, split), call in zip(self.calls, program.calls)]
-            shared = sum(call.work for (_, split), call in zip(shares, program.calls) if split)
-            self.native = Program(shares, threads if shared >= SPLIT_WORK else 1)
+            splits = [c.kernel.spec.splittable and c.kernel.trip > 1 for c, _ in self.calls]
+            flags, share = shared_calls(program, splits)
+            self.native = Program(list(zip((c for c, _ in self.calls), flags)), threads if share else 1)
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 

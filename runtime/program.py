@@ -137,13 +137,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_pool_after_fork)
 
 
+def program_ir() -> str:
+    """The runner's and the pool's LLVM IR (`program.ll`, its word counts and spin cycles filled in): JIT-compiled
+    here once per process, and compiled into the C-API library by `cvm-aot lib` (the same scheduler)."""
+    return (_PROGRAM_IR_FILE.read_text().replace("POOL_SPIN_CYCLES", str(_POOL_SPIN_CYCLES))
+            .replace("WAIT_SPIN_CYCLES", str(_WAIT_SPIN_CYCLES))
+            .replace("PROGRAM_WORDS_PLUS_5", str(_PROGRAM_WORDS + 5))
+            .replace("PROGRAM_WORDS", str(_PROGRAM_WORDS)).replace("CALL_WORDS", str(_CALL_WORDS)))
+
+
 def _program_runner() -> list[Any]:
     with _PROGRAM_LOCK:
         if not _PROGRAM_RUNNER:
-            ir_text = (_PROGRAM_IR_FILE.read_text().replace("POOL_SPIN_CYCLES", str(_POOL_SPIN_CYCLES))
-                       .replace("WAIT_SPIN_CYCLES", str(_WAIT_SPIN_CYCLES))
-                       .replace("PROGRAM_WORDS_PLUS_5", str(_PROGRAM_WORDS + 5))
-                       .replace("PROGRAM_WORDS", str(_PROGRAM_WORDS)).replace("CALL_WORDS", str(_CALL_WORDS)))
+            ir_text = program_ir()
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir_text), _target_machine())
             engine.finalize_object()
             one = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
