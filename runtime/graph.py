@@ -56,7 +56,7 @@ from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 from cvmc.runtime.files import read_bounded
 from cvmc.runtime.graph_json import U32, JsonReader, RawGraph, fail, read_graph_json
 from cvmc.runtime.graph_writer import graph_to_json, save_graph
-from cvmc.runtime.params import ARRAY_MAGIC, LIST_MAGIC, load_params, read_param_arrays, read_params, write_params
+from cvmc.runtime.params import ARRAY_MAGIC, LIST_MAGIC, read_param_arrays, read_params, write_params
 
 # The names users import from here, whose homes are the modules above.
 __all__ = ["ARRAY_MAGIC", "LIST_MAGIC", "Graph", "Node", "estimate_gas", "graph_to_json", "load_graph", "load_params",
@@ -396,6 +396,49 @@ def parse_graph(data: bytes) -> tuple[list[Node], list[tuple[int, int]], _Prepar
     nodes = _setup(p)
     heads, post = _model_checks(p, nodes)
     return nodes, heads, p, post
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The params against the graph (model.cc: CVMModel::LoadParams; graph_runtime.cc: LoadParams, SetInput)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def load_params(nodes: list[Node], data: bytes) -> tuple[dict[str, np.ndarray], list[str]]:
+    """CVMModel::LoadParams and CvmRuntime::LoadParams / SetInput (model.cc:213, graph_runtime.cc:479, :316): the
+    params by name, and the names in the order they were loaded."""
+    _verify(len(data) != 0, "the params file is empty")  # model.cc:214
+    variables = [i for i, n in enumerate(nodes) if n.is_variable]
+    first: dict[str, int] = {}
+    for i in variables:
+        first.setdefault(nodes[i].name, i)
+    loaded: set[int] = set()
+    params: dict[str, np.ndarray] = {}
+    order: list[str] = []
+    for name, arr in read_param_arrays(data):
+        _check(name in first, f"cannot find `{name}` among input")  # cc:298
+        nid = first[name]
+        node, where = nodes[nid], f"param {name!r}"
+        _verify(arr.code == 0, f"{where}: dtype code {arr.code}, expected int (0)")  # cc:325
+        _verify(arr.device_type == 1, f"{where}: device type {arr.device_type}, expected cpu (1)")  # cc:330
+        shape = node.shapes[0]
+        _verify(len(arr.shape) == len(shape), f"{where}: ndim {len(arr.shape)}, expected {len(shape)}")  # cc:339
+        for i, (got, want) in enumerate(zip(arr.shape, shape, strict=True)):
+            _verify(got == want, f"{where}: shape {list(arr.shape)}, expected {list(shape)} (index {i})")
+        _verify(arr.bits in (8, 32) and arr.lanes == 1,  # cc:352
+                f"{where}: dtype (int, {arr.bits} bits, {arr.lanes} lanes), expected int8 or int32")
+        loaded.add(nid)
+        order.append(name)
+        if name == "data":
+            continue  # set_input saturates it; the inference overwrites it
+        try:
+            rules.check_values(arr.values, node.precisions[0])  # cc:389
+        except CVMLogicError as e:
+            raise CVMLogicError(f"node {nid} ({name!r}): parameter {name!r}: {e}") from None
+        params[name] = arr.values
+    for nid in variables:  # cc:497
+        _verify(nid in loaded or nodes[nid].name == "data",
+                f"parameter nid={nid} name={nodes[nid].name!r} has not been loaded")
+    return params, order
 
 
 # ---------------------------------------------------------------------------------------------------------

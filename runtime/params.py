@@ -1,8 +1,7 @@
-"""The params binary as cvm-runtime reads it (param_dict.cc: `load_param_dict`; ndarray.h: `NDArray::Load`;
-graph_runtime.cc: `LoadParams`), and the writer of the same format.
+"""The params binary as cvm-runtime reads it (param_dict.cc: `load_param_dict`; ndarray.h: `NDArray::Load`), and
+the writer of the same format. Checking the arrays against the graph (`LoadParams`) is `graph.load_params`.
 
     arrays = read_params(data)                        # name -> int32 array, as the file holds them
-    params, order = load_params(nodes, data)          # checked against the graph's variables, as LoadParams does
     data = write_params({"w": np.zeros(3, np.int32)})
 """
 
@@ -11,16 +10,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from math import prod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMLogicError
 from cvmc.runtime.graph_json import as_text, fail
-
-if TYPE_CHECKING:
-    from cvmc.runtime.graph import Node
 
 LIST_MAGIC = 0xF7E58D4F05049CB7
 ARRAY_MAGIC = 0xDD5E40F096B4A13F
@@ -158,45 +154,6 @@ def _read_array(s: _Stream, name: str) -> _Array:
 def _wrap64(x: int) -> int:
     x %= 1 << 64
     return x - (1 << 64) if x >= 1 << 63 else x
-
-
-def load_params(nodes: list[Node], data: bytes) -> tuple[dict[str, np.ndarray], list[str]]:
-    """CVMModel::LoadParams and CvmRuntime::LoadParams / SetInput (model.cc:213, graph_runtime.cc:479, :316): the
-    params by name, and the names in the order they were loaded."""
-    _verify(len(data) != 0, "the params file is empty")  # model.cc:214
-    variables = [i for i, n in enumerate(nodes) if n.is_variable]
-    first: dict[str, int] = {}
-    for i in variables:
-        first.setdefault(nodes[i].name, i)
-    loaded: set[int] = set()
-    params: dict[str, np.ndarray] = {}
-    order: list[str] = []
-    for name, arr in read_param_arrays(data):
-        _check(name in first, f"cannot find `{name}` among input")  # cc:298
-        nid = first[name]
-        node, where = nodes[nid], f"param {name!r}"
-        _verify(arr.code == 0, f"{where}: dtype code {arr.code}, expected int (0)")  # cc:325
-        _verify(arr.device_type == 1, f"{where}: device type {arr.device_type}, expected cpu (1)")  # cc:330
-        shape = node.shapes[0]
-        _verify(len(arr.shape) == len(shape), f"{where}: ndim {len(arr.shape)}, expected {len(shape)}")  # cc:339
-        for i, (got, want) in enumerate(zip(arr.shape, shape, strict=True)):
-            _verify(got == want, f"{where}: shape {list(arr.shape)}, expected {list(shape)} (index {i})")
-        _verify(arr.bits in (8, 32) and arr.lanes == 1,  # cc:352
-                f"{where}: dtype (int, {arr.bits} bits, {arr.lanes} lanes), expected int8 or int32")
-        loaded.add(nid)
-        order.append(name)
-        if name == "data":
-            continue  # set_input saturates it; the inference overwrites it
-        try:
-            rules.check_values(arr.values, node.precisions[0])  # cc:389
-        except CVMLogicError as e:
-            raise CVMLogicError(f"node {nid} ({name!r}): parameter {name!r}: {e}") from None
-        params[name] = arr.values
-    for nid in variables:  # cc:497
-        _verify(nid in loaded or nodes[nid].name == "data",
-                f"parameter nid={nid} name={nodes[nid].name!r} has not been loaded")
-    return params, order
-
 
 
 def write_params(params: dict[str, np.ndarray]) -> bytes:
