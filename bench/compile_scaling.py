@@ -100,15 +100,10 @@ def compile_seconds(model_json: bytes, stage: str = "jit") -> tuple[float, float
 
         cvmc.load_model(model_json, params, device="cpu")
     else:
-        from cvmc.codegen.llvm import emit_llvm
-        from cvmc.passes.pipelines import run_pipeline
-        from cvmc.runtime.cpu import read_host
-        from cvmc.runtime.cvm_ir import graph_to_module
+        from cvmc.passes.cvm_loops_target import DEFAULT
+        from cvmc.runtime.compile import llvm_kernels, lower
 
-        module = graph_to_module(load_graph(model_json, params))
-        run_pipeline(module, "cvm-to-loops")
-        _, kernels = read_host(module)
-        str(emit_llvm(kernels))
+        llvm_kernels(lower(load_graph(model_json, params), DEFAULT))
     return time.perf_counter() - wall, time.process_time() - cpu
 
 

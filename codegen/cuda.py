@@ -78,7 +78,6 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -87,14 +86,13 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    NoneAttr,
-    StridedLayoutAttr,
     UnregisteredOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from cvmc.codegen import llvm
-from cvmc.codegen.abi import KernelArg, row_major_strides
+from cvmc.codegen.abi import KernelArg
+from cvmc.codegen.loop_ir import constant_int, static_layout
 from cvmc.errors import CVMRuntimeError
 
 # Threads per block: the kernels' `__launch_bounds__`, and what a launcher should use.
@@ -177,7 +175,7 @@ def _grid_loop(op: func.FuncOp) -> _GridLoop | None:
             return None
     bounds: list[tuple[int, int, int]] = []
     for lb_v, ub_v, step_v in zip(loop.lowerBound, loop.upperBound, loop.step):
-        lb, ub, step = _constant_int(lb_v), _constant_int(ub_v), _constant_int(step_v)
+        lb, ub, step = constant_int(lb_v), constant_int(ub_v), constant_int(step_v)
         if lb is None or ub is None or step is None or step <= 0:
             break
         bounds.append((lb, step, max(0, -(-(ub - lb) // step))))
@@ -215,11 +213,11 @@ def _block_loop(op: func.FuncOp) -> _BlockLoop | None:
     the thread loops holding multiply-adds (in every thread loop where none holds any)."""
     for top in op.body.block.ops:
         if isinstance(top, scf.ForOp) and _strided_by(top) == "gpu.block_id":
-            blocks = _constant_int(top.ub)
+            blocks = constant_int(top.ub)
             loops = [inner for inner in top.walk() if isinstance(inner, scf.ForOp)
                      and _strided_by(inner) == "gpu.thread_id"]  # fmt: skip
             loops = [inner for inner in loops if _has(inner, _macs_of)] or loops
-            threads = [_constant_int(inner.ub) for inner in loops]
+            threads = [constant_int(inner.ub) for inner in loops]
             if blocks is None or not threads or None in threads:
                 raise CVMRuntimeError("cuda codegen: expected constant bounds in the block and thread loops")
             return _BlockLoop(blocks, min(BLOCK_SIZE, max(t for t in threads if t is not None)))
@@ -415,13 +413,6 @@ def kernel_loads(op: func.FuncOp) -> int:
 _WRITING_OPS = ("memref.store", "memref.copy", "memref.alloc", "memref.dealloc")
 
 
-def _constant_int(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Names, types and literals
 # --------------------------------------------------------------------------------------------------------------
@@ -558,22 +549,7 @@ def _name(op: Operation) -> str:
 
 
 def _layout(t: Attribute) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """(shape, strides, offset) of a static memref type, strides and offset in elements."""
-    if not isinstance(t, MemRefType):
-        raise CVMRuntimeError(f"cuda codegen: expected a memref, got {t}")
-    shape = t.get_shape()
-    if any(n == DYNAMIC_INDEX or n < 0 for n in shape):
-        raise CVMRuntimeError(f"cuda codegen: expected a static memref shape, got {t}")
-    layout = t.layout
-    if isinstance(layout, NoneAttr):
-        return shape, row_major_strides(shape), 0
-    if isinstance(layout, StridedLayoutAttr):
-        strides = layout.get_strides()
-        offset = layout.get_offset()
-        if offset is None or any(s is None for s in strides):
-            raise CVMRuntimeError(f"cuda codegen: expected static strides and offset, got {t}")
-        return shape, tuple(s for s in strides if s is not None), offset
-    raise CVMRuntimeError(f"cuda codegen: expected an identity or strided memref layout, got {t}")
+    return static_layout(t, "cuda codegen: ")
 
 
 _VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.cast")
@@ -980,7 +956,7 @@ class _KernelPrinter:
         _, strides, static = _layout(memref_value.type)
         terms: list[str] = []
         for index, stride in zip(indices, strides):
-            constant = _constant_int(index) if isinstance(index, SSAValue) else None
+            constant = constant_int(index) if isinstance(index, SSAValue) else None
             if stride == 0:
                 continue
             if constant is not None:
@@ -1161,7 +1137,7 @@ class _KernelPrinter:
         w = _width(op.results[0].type)
         amount = _zext(b, w)
         name = _name(op)
-        constant = _constant_int(op.operands[1])
+        constant = constant_int(op.operands[1])
         if constant is not None:  # a constant amount: the range check is done here
             k = constant & ((1 << w) - 1)
             if name == "arith.shrsi":

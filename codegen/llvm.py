@@ -63,6 +63,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     StridedLayoutAttr,
+    StringAttr,
     UnregisteredOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -388,23 +389,29 @@ class _ModuleEmitter:
             fn.attributes.add(attr)
         return fn
 
-    def micro_kernel(self, rows: int, lanes: int, group: int = 2, pixel_major: bool = False) -> ir.Function:
-        """`__cvmc_mmk_<i16|u8s8>_r<rows>_l<lanes>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
+    def micro_kernel(self, rows: int, lanes: int, group: int = 2, pixel_major: bool = False, isa: str = "avx2",
+                     emulated: bool = False) -> ir.Function:
+        """`__cvmc_mmk_<i16|u8s8|vnni>_r<rows>_l<lanes>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
         acc_stride)`, the body of every `cvmc.mmk_i16` (group 2) or `cvmc.mmk_u8s8` (group 4) of these rows and
-        lanes (one function, compiled once, for all the module's convolutions): rows x lanes / 8 int32
-        accumulators in vector registers; for each tap (th, tw) and step i < steps, the block's lanes x group
-        weights are loaded once (lanes / 8 vectors, at b + group * lanes * (t * steps + i), t = th * kw + tw)
-        and each row's group inputs (one 32-bit load at a + r * row_stride + th * stride_h + tw * stride_w +
-        group * i) are broadcast against them, then added to the accumulator:
-        - int16: sext, mul, the even and odd products added pairwise (wrapping only when all four are -32768: the
-          same sum modulo 2^32): LLVM selects `vpmaddwd` (or `vpdpwssd`);
-        - u8 x s8: `vpmaddubsw` (pairs of u8 x s8 products summed in int16, saturating: the caller guarantees
-          u8 <= 127 and |s8| <= 127, so |sum| <= 32258 never saturates), then `vpmaddwd` by ones (pairs of
-          those summed in int32): AVX2.
+        lanes (one function, compiled once, for all the module's convolutions): rows x lanes / width int32
+        accumulators in vector registers of `width` lanes; for each tap (th, tw) and step i < steps, the block's
+        lanes x group weights are loaded once (lanes / width vectors, at b + group * lanes * (t * steps + i),
+        t = th * kw + tw) and each row's group inputs (one 32-bit load at a + r * row_stride + th * stride_h +
+        tw * stride_w + group * i) are broadcast against them, then added to the accumulator:
+        - int16 (width 8): sext, mul, the even and odd products added pairwise (wrapping only when all four are
+          -32768: the same sum modulo 2^32): LLVM selects `vpmaddwd` (or `vpdpwssd`);
+        - u8 x s8, `isa` "avx2" (width 8): `vpmaddubsw` (pairs of u8 x s8 products summed in int16, saturating: the
+          caller guarantees u8 <= 127 and |s8| <= 127, so |sum| <= 32258 never saturates), then `vpmaddwd` by
+          ones (pairs of those summed in int32);
+        - u8 x s8, `isa` "avx512-vnni" (width 16, `__cvmc_mmk_vnni_...`): `vpdpbusd` (four u8 x s8 products summed
+          into each int32 lane, wrapping, never saturating); `emulated` (`..._emu`): the same sums in portable
+          IR (zext, sext, mul, the four products of a lane added), for a CPU without AVX512-VNNI.
         Then lane l's `rows` sums are stored at acc + l * acc_stride (channel-major), or with `pixel_major` row r's
         lanes at acc + r * acc_stride (the registers as they are: `__cvmc_mmk_..._pm`). Offsets are in elements."""
-        kind = "u8s8" if group == 4 else "i16"
-        name = f"__cvmc_mmk_{kind}_r{rows}_l{lanes}" + ("_pm" if pixel_major else "")
+        vnni = group == 4 and isa in ("avx512-vnni", "amx")
+        kind = "vnni" if vnni else "u8s8" if group == 4 else "i16"
+        name = (f"__cvmc_mmk_{kind}_r{rows}_l{lanes}" + ("_pm" if pixel_major else "")
+                + ("_emu" if vnni and emulated else ""))
         existing = self.module.globals.get(name)
         if isinstance(existing, ir.Function):
             return existing
@@ -417,18 +424,24 @@ class _ModuleEmitter:
             arg.add_attribute("noalias")
         emitter = _Builder(fn)
         b = emitter.b
-        vectors = lanes // 8
+        width = 16 if vnni else 8
+        vectors = lanes // width
         item = _I8 if group == 4 else _I16
-        lanes8 = ir.VectorType(_I32, 8)
-        splat = ir.Constant(lanes8, [0] * 8)
+        lanes_w = ir.VectorType(_I32, width)
+        splat = ir.Constant(lanes_w, [0] * width)
         if group == 2:
             words, wide = ir.VectorType(_I16, 16), ir.VectorType(_I32, 16)
-            even = ir.Constant(lanes8, list(range(0, 16, 2)))
-            odd = ir.Constant(lanes8, list(range(1, 16, 2)))
+            even = ir.Constant(lanes_w, list(range(0, 16, 2)))
+            odd = ir.Constant(lanes_w, list(range(1, 16, 2)))
+        elif vnni:
+            words, wide = ir.VectorType(_I8, 64), ir.VectorType(_I32, 64)
+            dpbusd = self.function("llvm.x86.avx512.vpdpbusd.512", lanes_w, [lanes_w, words, words],
+                                   ("nounwind", "readnone"))
+            quarters = [ir.Constant(ir.VectorType(_I32, 16), list(range(j, 64, 4))) for j in range(4)]
         else:
             words, halves = ir.VectorType(_I8, 32), ir.VectorType(_I16, 16)
             ubsw = self.function("llvm.x86.avx2.pmadd.ub.sw", halves, [words, words], ("nounwind", "readnone"))
-            wd = self.function("llvm.x86.avx2.pmadd.wd", lanes8, [halves, halves], ("nounwind", "readnone"))
+            wd = self.function("llvm.x86.avx2.pmadd.wd", lanes_w, [halves, halves], ("nounwind", "readnone"))
             ones = ir.Constant(halves, [1] * 16)
 
         def i64(v: int) -> _Value:
@@ -436,29 +449,35 @@ class _ModuleEmitter:
 
         def weights(p: _Value) -> _Value:
             w = b.load(p, typ=words, align=item.width // 8)
-            return b.sext(w, wide) if group == 2 else w
+            return b.sext(w, wide) if group == 2 or (vnni and emulated) else w
 
-        def madd(xs: _Value, w: _Value) -> _Value:
+        def madd(acc: _Value, xs: _Value, w: _Value) -> _Value:
             if group == 2:
                 m = b.mul(xs, w)  # each product of two int16 fits int32
-                return b.add(b.shuffle_vector(m, m, even), b.shuffle_vector(m, m, odd))
-            return b.call(wd, [b.call(ubsw, [xs, w]), ones])
+                return b.add(acc, b.add(b.shuffle_vector(m, m, even), b.shuffle_vector(m, m, odd)))
+            if vnni and emulated:  # |u8 x s8| <= 32640: four fit int32; the lane's sum wraps as vpdpbusd's
+                m = b.mul(b.zext(xs, wide), w)
+                parts = [b.shuffle_vector(m, m, q) for q in quarters]
+                return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
+            if vnni:
+                return b.call(dpbusd, [acc, xs, w])
+            return b.add(acc, b.call(wd, [b.call(ubsw, [xs, w]), ones]))
 
         def channels(base_a: _Value, base_b: _Value, accs: list[_Value]) -> list[_Value]:
             def step(i: _Value, accs: list[_Value]) -> list[_Value]:
                 at = b.add(base_b, b.mul(i, i64(group * lanes), flags=["nsw"]), flags=["nsw"])
-                ws = [weights(b.gep(pb, [b.add(at, i64(8 * group * v), flags=["nsw"])], inbounds=True,
+                ws = [weights(b.gep(pb, [b.add(at, i64(width * group * v), flags=["nsw"])], inbounds=True,
                                     source_etype=item)) for v in range(vectors)]
                 out = []
                 first = b.add(base_a, b.mul(i, i64(group), flags=["nsw"]), flags=["nsw"])
                 for r in range(rows):
                     index = b.add(first, b.mul(row_stride, i64(r), flags=["nsw"]), flags=["nsw"]) if r else first
                     x = b.load(b.gep(pa, [index], inbounds=True, source_etype=item), typ=_I32, align=item.width // 8)
-                    one = b.insert_element(ir.Constant(lanes8, None), x, i64(0))
+                    one = b.insert_element(ir.Constant(lanes_w, None), x, i64(0))
                     xs = b.bitcast(b.shuffle_vector(one, one, splat), words)
                     if group == 2:
                         xs = b.sext(xs, wide)
-                    out.extend(b.add(accs[r * vectors + v], madd(xs, ws[v])) for v in range(vectors))
+                    out.extend(madd(accs[r * vectors + v], xs, ws[v]) for v in range(vectors))
                 return out
 
             return emitter._loop(i64(0), steps, i64(1), accs, step, "mmk")
@@ -472,22 +491,23 @@ class _ModuleEmitter:
 
             return emitter._loop(i64(0), kw, i64(1), accs, tap, "tap")
 
-        accs = emitter._loop(i64(0), kh, i64(1), [ir.Constant(lanes8, None)] * (rows * vectors), taps, "taps")
+        zero = ir.Constant(lanes_w, None)
+        accs = emitter._loop(i64(0), kh, i64(1), [zero] * (rows * vectors), taps, "taps")
         if pixel_major:
             for r in range(rows):
                 for v in range(vectors):
-                    p = b.gep(pacc, [b.add(b.mul(acc_stride, i64(r), flags=["nsw"]), i64(8 * v), flags=["nsw"])],
+                    p = b.gep(pacc, [b.add(b.mul(acc_stride, i64(r), flags=["nsw"]), i64(width * v), flags=["nsw"])],
                               inbounds=True, source_etype=_I32)
                     b.store(accs[r * vectors + v], p, align=4)
             b.ret_void()
             return fn
         column = ir.VectorType(_I32, rows)
         for v in range(vectors):
-            for lane in range(8):
+            for lane in range(width):
                 col: _Value = ir.Constant(column, None)
                 for r in range(rows):
                     col = b.insert_element(col, b.extract_element(accs[r * vectors + v], i64(lane)), i64(r))
-                p = b.gep(pacc, [b.mul(acc_stride, i64(8 * v + lane), flags=["nsw"])], inbounds=True,
+                p = b.gep(pacc, [b.mul(acc_stride, i64(width * v + lane), flags=["nsw"])], inbounds=True,
                           source_etype=_I32)
                 b.store(col, p, align=4)
         b.ret_void()
@@ -1171,8 +1191,13 @@ class _KernelEmitter:
         assert isinstance(acc.type, MemRefType)
         sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, _layout(acc.type)[1][0])
         pixel_major = _int_attr(op, "pixel_major") == 1
-        self.b.call(self.mod.micro_kernel(rows, lanes, group, pixel_major),
-                    [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
+        isa = op.attributes.get("isa")
+        isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
+        if isa_name not in ("avx2", "avx512-vnni") or (isa_name == "avx512-vnni" and (group != 4 or lanes % 16)):
+            raise CVMRuntimeError(f"expected {_op_name(op)} with isa avx2, or avx512-vnni for u8 x s8 and lanes a "
+                                  f"multiple of 16, got isa {isa_name}, lanes {lanes}")
+        fn = self.mod.micro_kernel(rows, lanes, group, pixel_major, isa_name, _int_attr(op, "emulated") == 1)
+        self.b.call(fn, [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
 
     @_handles("cvmc.pack_tile")
     def _pack_tile(self, op: Operation) -> None:

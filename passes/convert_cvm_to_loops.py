@@ -65,6 +65,7 @@ from cvmc.passes.cvm_loops_ir import CvmFunction
 from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
 from cvmc.passes.cvm_loops_ops import pack_values
 from cvmc.passes.cvm_loops_plan import ELEMENT_BYTES, Buffer, Plan, group_work
+from cvmc.passes.cvm_loops_target import module_target
 from cvmc.passes.cvm_loops_views import Layout
 from cvmc.passes.cvm_plan_buffers import read_hints
 
@@ -157,7 +158,7 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
         if call.key not in kernels:
             name = names.new(call.group)
             kernels[call.key] = name
-            out.append(build_kernel(name, call))
+            out.append(build_kernel(name, call, p.target))
 
     used = {a.buffer for c in calls for a in c.args} | {p.refs[t].buffer for t in net.heads}
     input_buffer = next((i for i, b in enumerate(p.buffers) if b.kind == "input"), None)
@@ -212,9 +213,11 @@ class ConvertCvmToLoopsPass(ModulePass):
 
     name = "convert-cvm-to-loops"
 
+    target: str | None = None  # `cvm_loops_target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
-        new_ops = lower(fn.plan(read_hints(fn)), fn.values())
+        new_ops = lower(fn.plan(read_hints(fn), target=module_target(op, self.target)), fn.values())
         fn.main.detach()
         fn.main.erase()
         op.body.block.add_ops(new_ops)

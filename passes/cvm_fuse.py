@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.passes.cvm_loops_ir import CvmFunction
 from cvmc.passes.cvm_loops_plan import Hints
+from cvmc.passes.cvm_loops_target import module_target
 from cvmc.passes.cvm_mark_views import read_views
 
 GROUP = "cvm.group"
@@ -64,9 +65,12 @@ class CvmFusePass(ModulePass):
 
     name = "cvm-fuse"
 
+    target: str | None = None  # `cvm_loops_target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
-        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)), place=False)
+        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)), place=False,
+                    target=module_target(op, self.target))
         fn.clear(GROUP)
         for number, group in enumerate(g for g in p.groups if g.members):
             for i in group.members:

@@ -21,6 +21,8 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from cvmc.passes.cvm_loops_target import DEFAULT, Target
+
 INDEX = IndexType()
 Value = SSAValue
 
@@ -39,8 +41,9 @@ _FOLD: dict[type[Operation], Callable[[int, int], int | None]] = {
 class KernelBuilder:
     """Builds one `func.func @name(args...)` with no results."""
 
-    def __init__(self, name: str, arg_types: Sequence[MemRefType]):
+    def __init__(self, name: str, arg_types: Sequence[MemRefType], target: Target = DEFAULT):
         self.func = func.FuncOp(name, (list(arg_types), []))
+        self.target = target  # what the kernel is built for (the kernel builders of `cvm_loops_ops` read it)
         self.block = self.func.body.block
         self.args: tuple[Value, ...] = tuple(self.block.args)
         self._b = Builder(InsertPoint.at_end(self.block))

@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
 from cvmc.passes.cvm_loops_plan import Hints, Net, Node, Plan, PlanError, Tensor, plan
+from cvmc.passes.cvm_loops_target import DEFAULT, Target
 
 T = TypeVar("T")
 
@@ -92,8 +93,8 @@ class CvmFunction:
             where = self.label(e.node) if e.node >= 0 else "@main"
             raise PassFailedException(f"{where}: {e}") from e
 
-    def plan(self, hints: Hints, place: bool = True) -> Plan:
-        return self.run(plan, self.net, hints, place)
+    def plan(self, hints: Hints, place: bool = True, target: Target = DEFAULT) -> Plan:
+        return self.run(plan, self.net, hints, place, target)
 
     def clear(self, *names: str) -> None:
         """Drop the attributes `names` from every op (before an analysis records its result afresh)."""

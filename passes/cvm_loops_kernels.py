@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
 from cvmc.passes.cvm_loops_plan import Group, Plan, group_inputs, operand_layouts
-from cvmc.passes.cvm_loops_target import is_gpu_target
+from cvmc.passes.cvm_loops_target import Target
 from cvmc.passes.cvm_loops_views import Layout, collapse
 
 ELEMENT_TYPES = {"i32": i32, "i16": i16, "u8": i8, "i8": i8}  # u8: an int8 value + 128, in a byte
@@ -89,16 +89,16 @@ def written(group: Group) -> list[int]:
     return [*(group.outputs if group.stores_output else []), *(t for t, _ in group.packed)]
 
 
-def build_kernel(name: str, call: KernelCall) -> func.FuncOp:
-    """The `func.func @name` of a group."""
-    if is_gpu_target():  # the GPU's own conv2d, dense and pack kernels (`cvm_loops_gpu`)
+def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
+    """The `func.func @name` of a group, built for `target`."""
+    if target.gpu is not None:  # the GPU's own conv2d, dense and pack kernels (`cvm_loops_gpu`)
         from cvmc.passes.cvm_loops_gpu import build_gpu_kernel
 
         built = build_gpu_kernel(name, call)
         if built is not None:
             return built
     group = call.group
-    k = KernelBuilder(name, call.types)
+    k = KernelBuilder(name, call.types, target)
     args = [ops.Arg(m, a.layout) for m, a in zip(k.args, call.args)]
     n_out = 1 if group.kind == "copy" else len(written(group))
     outs, rest = args[:n_out], args[n_out:]

@@ -16,22 +16,18 @@ clips (take, cvm_lut), windows read INT32_MIN (max_pool2d) or 0 (conv2d) outside
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from math import prod
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, UnregisteredOp, i1, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, StringAttr, UnregisteredOp, i1, i8, i32, i64
 from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.passes.cvm_loops_builder import INDEX, KernelBuilder, Value
-from cvmc.passes.cvm_loops_target import is_gpu_target
+from cvmc.passes.cvm_loops_target import DEFAULT, Target
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
@@ -505,7 +501,7 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 # values fits int32 exactly and the int32 accumulation wraps like the reference's, in any order.
 #
 # Three element types, chosen by the plan from the operands' value bounds (`cvm_loops_plan.value_bits`):
-# - "u8" x "i8" when both fit int8 (|x| <= 127) and the host has AVX512-VNNI (`vnni_available`): the input is
+# - "u8" x "i8" when both fit int8 (|x| <= 127) and the target has AVX512-VNNI (`Target.has`): the input is
 #   packed as x + 128 in an unsigned byte (padding too: the padding 0 becomes 128), the weight as a signed byte;
 #   the dot product is the loop-level op `cvmc.dot_u8s8` (printed as `vpdpbusd`, 64 byte pairs per step), and
 #   128 * sum(w) over the whole weight row is subtracted: sum((x + 128) * w) - 128 * sum(w) = sum(x * w). No
@@ -515,7 +511,7 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 #   `cvmc.mmk_i16` (below); otherwise `vpmaddwd` / `vpdpwssd` from LLVM's vectorizer;
 # - "i32" otherwise.
 #
-# The i16 micro-kernel (`blocked_available`): the weight is packed once, at compile time, in blocks of MMK_LANES
+# The i16 micro-kernel (`Target.blocked`): the weight is packed once, at compile time, in blocks of MMK_LANES
 # output channels, (OC / lanes, width / 2, lanes, 2): for each pair of reduction elements, the lanes' two weights
 # side by side. `cvmc.mmk_i16` keeps MMK_ROWS output pixels x MMK_LANES output channels of int32 accumulators
 # in registers (output channels across the lanes of a vector); each step broadcasts a pixel's pair of int16
@@ -533,82 +529,26 @@ MMK_U8S8 = "cvmc.mmk_u8s8"
 _MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MMK_U8S8)}
 MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
 MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
+VNNI_LANES = 64  # at most this many with AVX512-VNNI's u8 x s8 kernel: four vectors of 16 int32 lanes
 
 
-@cache
-def _host_vnni() -> bool:
-    try:
-        import llvmlite.binding as llvm
-
-        features = llvm.get_host_cpu_features()
-    except (ImportError, RuntimeError):
-        return False
-    return bool(features.get("avx512vnni")) and bool(features.get("avx512bw"))
-
-
-_NO_VNNI: ContextVar[bool] = ContextVar("cvmc_no_vnni", default=False)
-
-
-@contextmanager
-def without_vnni() -> Iterator[None]:
-    """Lower without the host's u8 x s8 path and micro-kernels in this context: for a CPU other than the host
-    (`cvm-aot build --cpu`). The GPU has a switch of its own (`cvm_loops_target.gpu_target`)."""
-    token = _NO_VNNI.set(True)
-    try:
-        yield
-    finally:
-        _NO_VNNI.reset(token)
-
-
-def vnni_available() -> bool:
-    """Whether conv2d and dense may take the u8 x s8 path: never inside `without_vnni`; else `$CVMC_VNNI` ("0"
-    never, "1" always: for tests of the IR on any host), else whether the host CPU has AVX512-VNNI (the JIT
-    compiles for the host)."""
-    if _NO_VNNI.get():
-        return False
-    env = os.environ.get("CVMC_VNNI")
-    if env in ("0", "1"):
-        return env == "1"
-    return _host_vnni()
-
-
-@cache
-def _host_avx2() -> bool:
-    try:
-        import llvmlite.binding as llvm
-
-        return bool(llvm.get_host_cpu_features().get("avx2"))
-    except (ImportError, RuntimeError):
-        return False
-
-
-def avx2_available() -> bool:
-    """Whether the blocked u8 x s8 micro-kernel (`vpmaddubsw`, an AVX2 intrinsic) may be used: as
-    `blocked_available`, and the host CPU has AVX2 (`$CVMC_AVX2` "0" / "1" overrides, for tests of the IR)."""
-    if not blocked_available():
-        return False
-    env = os.environ.get("CVMC_AVX2")
-    if env in ("0", "1"):
-        return env == "1"
-    return _host_avx2()
-
-
-def blocked_available() -> bool:
-    """Whether an int16 conv2d may take the blocked micro-kernel `cvmc.mmk_i16`: never for the GPU (`gpu_target`:
-    it has a schedule of its own) nor inside `without_vnni` (a target other than the host's JIT), else unless
-    `$CVMC_MMK` is "0" (for A/B comparisons). Its IR is plain LLVM (no intrinsic), so it compiles for any CPU."""
-    return not is_gpu_target() and not _NO_VNNI.get() and os.environ.get("CVMC_MMK") != "0"
+def mmk_lanes(element: str, channels: int, target: Target) -> int:
+    """The output channels of one block of the micro-kernel: MMK_LANES, or for u8 x s8 on AVX512-VNNI the
+    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES."""
+    if element == "u8" and target.has("avx512-vnni"):
+        return min(VNNI_LANES, -(-channels // 16) * 16)
+    return MMK_LANES
 
 
 def is_byte(element: str) -> bool:
     return element in ("u8", "i8")
 
 
-def padded(k: int, element: str = "i16") -> int:
+def padded(k: int, element: str = "i16", target: Target = DEFAULT) -> int:
     """The packed length of a reduction of length k: a multiple of 16 from 16 up (zeros past k); for bytes a
     multiple of 64 (one `vpdpbusd` step) from 64 up; for bytes on the GPU a multiple of 4 (one `__dp4a` word)."""
     if is_byte(element):
-        if is_gpu_target():
+        if target.gpu is not None:
             return max(1, -(-k // 4)) * 4
         return max(1, -(-k // 64)) * 64
     return k if k < 16 else -(-k // 16) * 16
@@ -668,7 +608,7 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
         # the bytes of the u8 x s8 micro-kernel: tiles of 8 channels x 8 columns transposed in registers
         # (`cvmc.pack_tile`; VNNI's x + 128 keeps the loop below)
         tiled = (is_byte_type(element) and not zero_point and c % PACK_TILE == 0 and w % PACK_TILE == 0
-                 and src.layout.strides[3] == 1 and blocked_available())
+                 and src.layout.strides[3] == 1 and k.target.blocked)
 
         def row(ivs: list[Value]) -> None:
             n, hp = ivs
@@ -772,6 +712,10 @@ def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
         ("stride_w", stride_w))}
     if pixel_major:
         attributes["pixel_major"] = IntegerAttr(1, i64)
+    if group == 4 and k.target.has("avx512-vnni"):  # the tier's kernel (`vpdpbusd`), or its portable lowering
+        attributes["isa"] = StringAttr("avx512-vnni")
+        if k.target.emulated:
+            attributes["emulated"] = IntegerAttr(1, i64)
     k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
 
 
@@ -825,10 +769,10 @@ IM2COL_BYTES = 32 * 1024
 IM2COL_LIMIT = 1 << 20
 
 
-def conv2d_fits(a: Attrs, weight_shape: tuple[int, ...], element: str) -> bool:
+def conv2d_fits(a: Attrs, weight_shape: tuple[int, ...], element: str, target: Target = DEFAULT) -> bool:
     """Whether the im2col buffer of one output pixel of this convolution fits IM2COL_LIMIT."""
     item = 1 if is_byte(element) else 2 if element == "i16" else 4
-    return a["groups"] * padded(prod(weight_shape[1:]), element) * item <= IM2COL_LIMIT
+    return a["groups"] * padded(prod(weight_shape[1:]), element, target) * item <= IM2COL_LIMIT
 
 
 def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:

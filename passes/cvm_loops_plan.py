@@ -31,7 +31,7 @@ from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes import cvm_loops_ops as ops
 from cvmc.passes.cvm_loops_arena import Occupancy, disjoint
-from cvmc.passes.cvm_loops_target import is_gpu_target
+from cvmc.passes.cvm_loops_target import DEFAULT, Target
 from cvmc.passes.cvm_loops_views import Layout
 
 Attrs = dict[str, Any]
@@ -200,6 +200,7 @@ class Plan:
     buffers: list[Buffer]
     groups: list[Group]  # in execution order
     arena_bytes: int
+    target: Target = DEFAULT  # what its kernels are built for
 
     @property
     def intermediate_bytes(self) -> int:
@@ -301,9 +302,10 @@ def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict
 class _Planner:
     """The state of `plan` while it walks the nodes in order."""
 
-    def __init__(self, net: Net, hints: Hints):
+    def __init__(self, net: Net, hints: Hints, target: Target = DEFAULT):
         self.net = net
         self.hints = hints
+        self.target = target
         self.live = live_nodes(net)
         self.views = view_layouts(net, hints.views)
         self.consumers: dict[int, int] = {}
@@ -353,7 +355,7 @@ class _Planner:
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
         groups = self._extras_from_packs([self.groups[g] for g in order])
         arena = _place(self.refs, self.buffers, groups, self.heads, self.hints) if place else 0
-        return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena)
+        return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena, self.target)
 
     def _new_buffer(self, shape: tuple[int, ...], owner: Owner, element: str = "i32") -> Ref:
         self.buffers.append(Buffer("arena", prod(shape), element, owner=owner))
@@ -433,24 +435,27 @@ class _Planner:
         node = self.net.nodes[i]
         net, kind, inputs = self.net, _kind(node), list(node.inputs)
         if kind in ("conv2d", "dense"):
-            element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]])
+            element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]], self.target)
             x, w = (net.tensors[t].shape for t in inputs[:2])
-            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}  # VNNI's u8: x + 128
-            blocked = (kind == "conv2d" and element == "i16" and node.attrs["groups"] == 1
-                       and net.tensors[inputs[1]].kind == "param" and ops.blocked_available())
-            if blocked and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]]):
-                element, weight = "u8", "i8"  # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`)
-            if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element):
+            may_block = (kind == "conv2d" and node.attrs["groups"] == 1 and net.tensors[inputs[1]].kind == "param"
+                         and self.target.blocked)
+            blocked = may_block and element == "i16"
+            if may_block and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]],
+                                                                        self.target):
+                # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`); `vpdpbusd` never does
+                element, weight, blocked = "u8", "i8", True
+            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" and not blocked else {}  # VNNI's u8: x + 128
+            if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element, self.target):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             elif kind == "conv2d":
-                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]), element)
+                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]), element, self.target)
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
                 inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
                                          (i, "pack", 0))
                 if blocked:  # the register-blocked micro-kernel (ops.MMK_I16, ops.MMK_U8S8)
                     group = 4 if element == "u8" else 2  # reduction elements per 32-bit lane step
                     width = -(-prod(w[1:]) // group) * group  # no padding beyond a multiple of the group
-                    lanes = ops.MMK_LANES
+                    lanes = ops.mmk_lanes(element, w[0], self.target)
                     pack = {"to": "conv_weight_blocked", "width": width, "lanes": lanes, "group": group}
                     inputs[1] = self._packed(inputs[1], pack, (-(-w[0] // lanes), width // group, group * lanes),
                                              weight, pos, (i, "pack", 1))
@@ -458,7 +463,7 @@ class _Planner:
                     inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width),
                                              weight, pos, (i, "pack", 1))
             else:
-                width = ops.padded(x[1], element)
+                width = ops.padded(x[1], element, self.target)
                 inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width, **shift}, (x[0], width), element,
                                          pos, (i, "pack", 0))
                 inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), weight, pos,
@@ -525,7 +530,7 @@ class _Planner:
         Then a pack kernel that is its tensor's one reader left becomes its producer's epilogue pack
         (`_pack_in_epilogue`), and the tensor is not stored. The host's blocked kernels only (the GPU packs in
         kernels of its own)."""
-        if not ops.blocked_available():
+        if not self.target.blocked:
             return groups
         copies: dict[int, tuple[int, int, Attrs]] = {}  # tensor -> (its packed copy, the step writing it, how)
         for step, g in enumerate(groups):
@@ -581,7 +586,7 @@ class _Planner:
             alone = len(readers.get(buffer, [])) == 1 and all(self.refs[h].buffer != buffer for h in self.heads)
         else:
             alone = self.consumers.get(src) == 1
-        if g is None or pack["to"] != "nhwc" or not ops.blocked_available() or not alone or src in self.heads:
+        if g is None or pack["to"] != "nhwc" or not self.target.blocked or not alone or src in self.heads:
             return None
         group = self.groups[g]
         if group.kind != "conv2d" or group.outputs != [src] or len(self.tensors[group.inputs[1]].shape) != 3:
@@ -589,11 +594,11 @@ class _Planner:
         return group
 
 
-def _fits_u8s8(data_bits: int, weight_bits: int) -> bool:
+def _fits_u8s8(data_bits: int, weight_bits: int, target: Target) -> bool:
     """Whether a non-negative data of `data_bits` against weights of `weight_bits` may take the blocked u8 x s8
-    micro-kernel (`vpmaddubsw`, AVX2): both fit int8 and the host has AVX2, so x in [0, 127] and |w| <= 127, and
-    a pair of products never leaves int16 (2 * 127 * 127 = 32258 <= 32767: no saturation)."""
-    return data_bits <= 8 and weight_bits <= 8 and ops.avx2_available()
+    micro-kernel (`vpmaddubsw`, AVX2): both fit int8 and the target has AVX2, so x in [0, 127] and |w| <= 127,
+    and a pair of products never leaves int16 (2 * 127 * 127 = 32258 <= 32767: no saturation)."""
+    return data_bits <= 8 and weight_bits <= 8 and target.blocked and target.has("avx2")
 
 
 def nonnegative(net: Net) -> list[bool]:
@@ -607,22 +612,22 @@ def nonnegative(net: Net) -> list[bool]:
     return out
 
 
-def _dot_elements(data_bits: int, weight_bits: int) -> tuple[str, str]:
+def _dot_elements(data_bits: int, weight_bits: int, target: Target = DEFAULT) -> tuple[str, str]:
     """The packed element types of a conv2d's or dense's (data, weight) from their value bounds (precisions):
-    u8 (x + 128) x s8 when both fit int8 and the host has AVX512-VNNI (`vpdpbusd`), else int16 when both fit
+    u8 (x + 128) x s8 when both fit int8 and the target has AVX512-VNNI (`vpdpbusd`), else int16 when both fit
     int16 (`vpdpwssd` / `vpmaddwd`), else int32. On the GPU both fitting int8 are signed bytes (`__dp4a`)."""
-    if data_bits <= 8 and weight_bits <= 8 and is_gpu_target():
+    if data_bits <= 8 and weight_bits <= 8 and target.gpu is not None:
         return "i8", "i8"
-    if data_bits <= 8 and weight_bits <= 8 and ops.vnni_available():
+    if data_bits <= 8 and weight_bits <= 8 and target.has("avx512-vnni"):
         return "u8", "i8"
     element = "i32" if data_bits > 16 or weight_bits > 16 else "i16"
     return element, element
 
 
-def plan(net: Net, hints: Hints | None = None, place: bool = True) -> Plan:
+def plan(net: Net, hints: Hints | None = None, place: bool = True, target: Target = DEFAULT) -> Plan:
     """Views, fused groups, their order, and arena offsets for a network, following `hints` where given;
     `place=False` leaves the buffers unplaced (offsets 0, arena 0) for a caller that wants the groups alone."""
-    return _Planner(net, hints or Hints()).run(place)
+    return _Planner(net, hints or Hints(), target).run(place)
 
 
 def group_inputs(group: Group) -> list[int]:

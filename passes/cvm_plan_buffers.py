@@ -47,6 +47,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.passes.cvm_fuse import read_groups
 from cvmc.passes.cvm_loops_ir import CvmFunction
 from cvmc.passes.cvm_loops_plan import Hints, Owner
+from cvmc.passes.cvm_loops_target import module_target
 from cvmc.passes.cvm_mark_views import read_views
 
 OFFSET = "cvm.offset"
@@ -99,9 +100,11 @@ class CvmPlanBuffersPass(ModulePass):
 
     name = "cvm-plan-buffers"
 
+    target: str | None = None  # `cvm_loops_target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
-        p = fn.plan(read_hints(fn))
+        p = fn.plan(read_hints(fn), target=module_target(op, self.target))
         fn.clear(OFFSET, PACK_OFFSET, SCRATCH_OFFSET)
         by_role: dict[str, dict[int, dict[int, int]]] = {"result": {}, "pack": {}, "scratch": {}}
         for b in p.buffers:

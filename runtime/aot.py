@@ -6,7 +6,7 @@
 A C program linked with the library calls cvm-runtime's API (`capi/c_api.h`); `CVMAPILoadModel` hashes the two
 files' bytes, finds the model's entry in the store named by `$CVMC_AOT_STORE` and loads it. No Python runs then.
 
-One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `cpu.lower_graph` (the
+One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `compile.lower_to_llvm` (the
 loop level, the LLVM emitter) and optimized by the JIT's pipeline (`jit.shared_object_code`: the same IR, passes
 and target options, emitted as position-independent code); the host program is the JIT's `HostProgram`, whose
 calls are resolved and checked by the JIT's own runner (`cpu.CpuRunner` over `jit.check_arguments`) and written
@@ -24,7 +24,6 @@ operator's to name; what is in it is trusted only through the tags.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import os
@@ -45,8 +44,8 @@ from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
-    from cvmc.runtime.cpu import HostProgram
     from cvmc.runtime.graph import Graph
+    from cvmc.runtime.host import HostProgram
 
 STORE_ENV = "CVMC_AOT_STORE"
 MAGIC = b"cvmc-aot-1\n"
@@ -201,10 +200,10 @@ def graph_gas_decision(graph_json: bytes) -> int | CVMError:
     """`CVMAPIGetGasFromGraphFile`: `CvmRuntime::EstimateOps` (graph_runtime.h:98) reads the graph (Load), prepares
     it (PrepareGraphWithVersion), infers shapes, types and precisions (CheckAttr) and counts its ops (GetOps): the
     loader's first steps, without the params and the model's checks."""
-    from cvmc.runtime import graph as g
+    from cvmc.runtime.graph import estimate_gas
 
     try:
-        return g.graph_gas(g._setup(g._prepare(g._read_graph(graph_text(graph_json)))))  # pyright: ignore
+        return estimate_gas(graph_text(graph_json))
     except CVMError as e:
         return e
 
@@ -250,7 +249,7 @@ def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
     """The C tables of a host program: the JIT's runner resolves every call's arguments and checks them against
     its kernel (layout, bounds, no overlap of a written argument), and each base pointer is written as a root and
     a byte shift, the same pointer the JIT passes."""
-    from cvmc.runtime.cpu import CpuRunner
+    from cvmc.runtime.cpu import CpuRunner, shared_calls
 
     runner = CpuRunner(program, _ArgumentChecker(specs), threads=1)
     offsets: dict[str, int] = {}
@@ -271,7 +270,10 @@ def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
     kernel_index: dict[str, int] = {}
     kernels: list[tuple[str, str]] = []
     calls, args = [], []
-    for call, (bases, split) in zip(program.calls, runner.calls):
+    # the calls the library's native program shares with its helpers (the JIT's rule; none when it would not share)
+    flags, share = shared_calls(program, [by_spec[c.kernel].splittable and by_spec[c.kernel].trip > 1
+                                          for c in program.calls])
+    for call, (bases, _), split in zip(program.calls, runner.calls, (f and share for f in flags)):
         symbol = by_spec[call.kernel].symbol
         if not _SYMBOL.fullmatch(symbol):
             raise CVMRuntimeError(f"kernel symbol {symbol!r} cannot be named in the model's object")
@@ -397,11 +399,19 @@ def write_library(path: str | os.PathLike[str]) -> Path:
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise CVMRuntimeError(f"cannot write {str(out)!r}: the folder {str(folder)!r} does not exist")
+    from cvmc.runtime.llvm_compile import shared_object_code
+    from cvmc.runtime.program import program_ir
+
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-lib-") as tmp:
         built = Path(tmp) / "libcvm.so"
+        # the JIT's scheduler (program.ll) for any x86-64 CPU; its helper threads live in the library for good,
+        # so it is never unloaded (-z nodelete)
+        scheduler = Path(tmp) / "program.o"
+        hidden = program_ir().replace("define void @cvmc_", "define hidden void @cvmc_")  # the API alone is exported
+        scheduler.write_bytes(shared_object_code(hidden, cpu="x86-64"))
         _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
-             f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), "-ldl",
-             *_LINK_FLAGS], "the C-API library")
+             f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler),
+             "-ldl", "-Wl,-z,nodelete", *_LINK_FLAGS], "the C-API library")
         try:
             shutil.copyfile(built, str(out) + ".tmp")
             os.chmod(str(out) + ".tmp", 0o755)
@@ -447,7 +457,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     loader's, or a plan over the runtime's memory limit, as `load_model` decides); and the entry of its graph for
     `CVMAPIGetGasFromGraphFile`. A failure of the compiler itself raises and stores nothing. Returns what was
     written."""
-    from cvmc.runtime.cpu import lower_graph
+    from cvmc.runtime.compile import lower_to_llvm
     from cvmc.runtime.graph import load_graph
     from cvmc.runtime.model import program_bytes
 
@@ -460,12 +470,13 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     except CVMError as e:
         decision = e
     else:
-        from cvmc.passes.cvm_loops_ops import without_vnni
+        from cvmc.passes.cvm_loops_target import Target
         from cvmc.runtime.jit import host_target
+        from cvmc.runtime.target import jit_target
 
-        # The u8 x s8 kernels are chosen for the host's AVX512-VNNI; a CPU named by `cpu` gets the int16 ones.
-        with contextlib.nullcontext() if cpu is None or cpu == host_target()[1] else without_vnni():
-            program, ir_text, specs, _ = lower_graph(graph)
+        # The kernels are chosen for the host's tier; a CPU named by `cpu` gets the generic ones.
+        target = jit_target() if cpu is None or cpu == host_target()[1] else Target("generic", mmk=False)
+        program, ir_text, specs, _ = lower_to_llvm(graph, target)
         needed = program_bytes(program)
         if needed > MAX_MEMORY:  # Model._check_memory, with the default limit
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "

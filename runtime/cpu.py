@@ -21,21 +21,27 @@ runs the lowering.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.compile import StageDump, lower_to_llvm
 from cvmc.runtime.graph import Graph
+from cvmc.runtime.host import DTYPES, KERNELS_MODULE, Call, HostProgram, View, read_host
+from cvmc.runtime.threads import MAX_THREADS, default_threads
+
+# `lower_graph` is the driver's `lower_to_llvm` (cvm-aot and tests import it from here)
+lower_graph = lower_to_llvm
+__all__ = ["KERNELS_MODULE", "MAX_THREADS", "Call", "CpuRunner", "HostProgram", "View", "compile_graph",
+           "default_threads", "lower_graph", "read_host"]
 
 if TYPE_CHECKING:
-    from cvmc.codegen.abi import KernelSpec
+    from cvmc.passes.cvm_loops_target import Target
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
 # (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,
@@ -43,141 +49,21 @@ if TYPE_CHECKING:
 # a small model's whole run (the digits MLP: 60 us alone, 150-250 us with a helper on a loaded machine).
 SPLIT_WORK = 1 << 18
 NATIVE_SPLIT_WORK = 1 << 13
-# The name of the module of kernels (its LLVM ModuleID).
-KERNELS_MODULE = "cvm-cpu"
 _ALIGN = 64
-_DTYPES = {"i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"), "u8": np.dtype("u1")}
-MAX_THREADS = 256
-
-
-def default_threads() -> int:
-    """`$CVMC_THREADS`, else the CPUs this process may use, at most 2 (what the kernels split into well)."""
-    from cvmc.runtime.jit import env_count
-
-    n = env_count("CVMC_THREADS", MAX_THREADS)
-    return n if n is not None else max(1, min(2, len(os.sched_getaffinity(0))))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The host program
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class View:
-    """A memref the host passes: `root` ("arena", "input" or a global's name), the byte shift of its base
-    pointer in the root, and its layout over that base (as its memref type says)."""
-
-    root: str
-    shift: int
-    element: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int
-
-    @property
-    def identity(self) -> bool:
-        """The row-major layout of its shape (size-1 dims may have any stride), at offset 0."""
-        expect = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != expect:
-                return False
-            expect *= n
-        return self.offset == 0
-
-
-@dataclass(frozen=True)
-class Call:
-    kernel: str
-    args: tuple[View, ...]
-    work: int
-
-
-@dataclass
-class HostProgram:
-    """What the host `@main` of a lowered module does, as plain data."""
-
-    arena_bytes: int
-    input_shape: tuple[int, ...] | None
-    calls: list[Call]
-    heads: list[View]
-    intermediate_bytes: int
-    globals: dict[str, np.ndarray]
-
-
-def read_host(module: Any) -> tuple[HostProgram, Any]:
-    """The host program of a lowered module, and a module of its kernels alone (moved out of `module`)."""
-    from xdsl.dialects import arith, func, memref
-    from xdsl.dialects.builtin import (
-        DenseIntOrFPElementsAttr,
-        IntegerAttr,
-        IntegerType,
-        MemRefType,
-        ModuleOp,
-        StringAttr,
-    )
-
-    from cvmc.passes.cvm_loops_views import layout_of
-
-    main: Any = None
-    globals_: dict[str, np.ndarray] = {}
-    kernels = []
-    for op in list(module.ops):
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            main = op
-        elif isinstance(op, memref.GlobalOp):
-            value = op.initial_value
-            assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(op.type, MemRefType)
-            element = op.type.element_type
-            assert isinstance(element, IntegerType)
-            dtype = _DTYPES[f"i{element.width.data}"]
-            globals_[op.sym_name.data] = np.frombuffer(value.data.data, dtype=dtype).reshape(op.type.get_shape())
-        elif isinstance(op, func.FuncOp):
-            op.detach()
-            kernels.append(op)
-    if main is None:
-        raise CVMRuntimeError("the lowered module has no host function @main")
-
-    block = main.body.block
-    roots: dict[Any, tuple[str, int]] = {block.args[-1]: ("arena", 0)}
-    input_shape = None
-    if len(block.args) == 2:
-        roots[block.args[0]] = ("input", 0)
-        input_shape = tuple(block.args[0].type.get_shape())
-    consts: dict[Any, int] = {}
-
-    def view(v: Any) -> View:
-        layout = layout_of(v.type)
-        root, shift = roots[v]
-        return View(root, shift, f"i{v.type.element_type.width.data}", layout.shape, layout.strides, layout.offset)
-
-    calls: list[Call] = []
-    heads: list[View] = []
-    for op in block.ops:
-        if isinstance(op, arith.ConstantOp):
-            assert isinstance(op.value, IntegerAttr)
-            consts[op.result] = op.value.value.data
-        elif isinstance(op, memref.GetGlobalOp):
-            roots[op.memref] = (op.name_.root_reference.data, 0)
-        elif isinstance(op, memref.ViewOp):
-            roots[op.result] = ("arena", consts[op.byte_shift])
-        elif isinstance(op, memref.ReinterpretCastOp):
-            roots[op.result] = roots[op.source]
-        elif isinstance(op, func.CallOp):
-            work = op.attributes.get("cvm.work")
-            calls.append(Call(op.callee.root_reference.data, tuple(view(v) for v in op.arguments),
-                              work.value.data if isinstance(work, IntegerAttr) else 0))
-        elif isinstance(op, func.ReturnOp):
-            heads = [view(v) for v in op.arguments]
-    inter = main.attributes.get("cvm.intermediate_bytes")
-    program = HostProgram(block.args[-1].type.get_shape()[0], input_shape, calls, heads,
-                          inter.value.data if isinstance(inter, IntegerAttr) else 0, globals_)
-    return program, ModuleOp(kernels, sym_name=StringAttr(KERNELS_MODULE))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------------------------------------
+
+
+def shared_calls(program: HostProgram, splittable: list[bool]) -> tuple[list[bool], bool]:
+    """Which calls a native program (`jit.Program`, and `cvm-aot`'s library, which runs the same scheduler) shares
+    with helper threads: those of at least NATIVE_SPLIT_WORK whose kernel splits (`splittable`: its spec says so
+    and it has more than one unit); and whether the program shares at all (its shared calls hold SPLIT_WORK in
+    all: waking a helper costs more than a small model's whole run)."""
+    flags = [call.work >= NATIVE_SPLIT_WORK and ok for call, ok in zip(program.calls, splittable)]
+    return flags, sum(call.work for call, f in zip(program.calls, flags) if f) >= SPLIT_WORK
 
 
 def _aligned_bytes(n: int) -> np.ndarray:
@@ -217,17 +103,16 @@ class CpuRunner:
         native = program_runner_available() and all(isinstance(c, PreparedCall) for c, _ in self.calls)
         self.native = None
         if native:
-            shares = [(c, split or (call.work >= NATIVE_SPLIT_WORK and c.kernel.spec.splittable and c.kernel.trip > 1))
-                      for (c, split), call in zip(self.calls, program.calls)]
-            shared = sum(call.work for (_, split), call in zip(shares, program.calls) if split)
-            self.native = Program(shares, threads if shared >= SPLIT_WORK else 1)
+            splits = [c.kernel.spec.splittable and c.kernel.trip > 1 for c, _ in self.calls]
+            flags, share = shared_calls(program, splits)
+            self.native = Program(list(zip((c for c, _ in self.calls), flags)), threads if share else 1)
         self.stats: dict[str, object] = {}
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 
     def _base(self, v: View) -> np.ndarray:
         """The 1-D array of `v`'s elements from its base pointer to the end of its root."""
         root = self._roots[v.root]
-        dtype = _DTYPES[v.element]
+        dtype = DTYPES[v.element]
         end = v.shift + (root.size - v.shift) // dtype.itemsize * dtype.itemsize
         return root[v.shift:end].view(dtype)
 
@@ -270,43 +155,19 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 # ---------------------------------------------------------------------------------------------------------
 
 
-def lower_graph(graph: Graph) -> tuple[HostProgram, str, list[KernelSpec], float]:
-    """What every CPU target compiles (this JIT, and `cvm-aot` ahead of time): the graph lowered by `cvm-to-loops`,
-    its host program, its kernels as LLVM IR and their specs, and the milliseconds the lowering took. Kernels that
-    use AVX512-VNNI (`$CVMC_VNNI`) or AVX2 (`$CVMC_AVX2`) on a host without it are a CVMLogicError: they would not
-    run here."""
-    from cvmc.codegen.llvm import emit_llvm, kernel_specs
-    from cvmc.passes import cvm_loops_ops
-    from cvmc.passes.pipelines import gc_paused, run_pipeline
-    from cvmc.runtime.cvm_ir import graph_to_module
-
-    start = time.perf_counter()
-    with gc_paused():  # the whole compile allocates IR and frees little (see gc_paused)
-        module = graph_to_module(graph)
-        run_pipeline(module, "cvm-to-loops")
-        program, kernels = read_host(module)
-        lower_ms = 1000 * (time.perf_counter() - start)
-        ir_text, specs = str(emit_llvm(kernels)), list(kernel_specs(kernels).values())
-        del module, kernels
-    if "llvm.x86.avx512.vpdpbusd" in ir_text and not cvm_loops_ops._host_vnni():
-        raise CVMLogicError("expected $CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got "
-                            f"{os.environ.get('CVMC_VNNI')!r}: the u8 x s8 kernels would not run here")
-    if "llvm.x86.avx2.pmadd.ub.sw" in ir_text and not cvm_loops_ops._host_avx2():
-        raise CVMLogicError("expected $CVMC_AVX2 unset or 0 on a CPU without AVX2, got "
-                            f"{os.environ.get('CVMC_AVX2')!r}: the u8 x s8 micro-kernel would not run here")
-    return program, ir_text, specs, lower_ms
-
-
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
-                  check_plan: Callable[[HostProgram], None] | None = None) -> CpuRunner:
-    """Compile a verified graph for this CPU: `runner(data) -> heads`, with `runner.stats`. `check_plan` sees
-    the host program (the arena's size) before anything is allocated, and may raise to refuse it."""
+                  check_plan: Callable[[HostProgram], None] | None = None, target: Target | None = None,
+                  dump: StageDump | None = None) -> CpuRunner:
+    """Compile a verified graph for this CPU (`target` None: this host's, see `runtime.target.jit_target`):
+    `runner(data) -> heads`, with `runner.stats`. `check_plan` sees the host program (the arena's size) before
+    anything is allocated, and may raise to refuse it; `dump` sees every stage (`compile.StageDump`)."""
     from cvmc.passes.pipelines import gc_paused
     from cvmc.runtime.jit import JitEngine
+    from cvmc.runtime.target import jit_target
 
     start = time.perf_counter()
     with gc_paused():
-        program, ir_text, specs, lower_ms = lower_graph(graph)
+        program, ir_text, specs, lower_ms = lower_to_llvm(graph, jit_target(target), dump)
         if check_plan is not None:
             check_plan(program)
         engine = JitEngine(ir_text, specs, cache=cache)

@@ -7,8 +7,8 @@ launched with the CUDA driver API (through `cuda-python`).
     emit_sources(graph, "out/")     # out/kernels.cu (what NVRTC compiles), out/host.mlir (buffers, launches) and
                                     # out/launches.json (grid, block and multiply-adds of every launch)
 
-One pipeline, two printers: `graph_to_module`, the `cvm-to-loops` pipeline (built for the GPU: `gpu_target`)
-and `read_host` give the loop-level kernels and the host program (the arena's size, the views of it each kernel
+One driver, two printers: `runtime.compile.lower` (the `cvm-to-loops` pipeline built for the GPU: target
+`cuda:any`) gives the loop-level kernels and the host program (the arena's size, the views of it each kernel
 reads and writes, the calls in order), as for the cpu device; `cvmc.codegen.cuda` prints the kernels. The runner
 plans the device memory once: one arena, one buffer for the input, one per parameter (uploaded once), and the
 arguments of every launch (device pointers, prepared once). A run copies the input in, launches the kernels in
@@ -45,12 +45,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
-from cvmc.passes.cvm_loops_target import gpu_target
-from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.cache import open_cache
-from cvmc.runtime.cpu import HostProgram, View, read_host
-from cvmc.runtime.cvm_ir import graph_to_module
+from cvmc.runtime.compile import StageDump, cuda_kernels, lower
 from cvmc.runtime.graph import Graph
+from cvmc.runtime.host import HostProgram, View
+from cvmc.runtime.target import detect_target
 
 # Options NVRTC compiles every module with (the architecture is added per device).
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
@@ -373,14 +372,10 @@ def launch_config(spec: CudaKernelSpec, multiprocessors: int) -> tuple[int, int]
 
 
 def lower_graph(graph: Graph) -> tuple[HostProgram, ModuleOp, func.FuncOp]:
-    """The cpu device's pipeline built for the GPU (`gpu_target`): (host program, module of loop-level kernels,
-    the host function `@main`)."""
-    module = graph_to_module(graph)
-    with gpu_target():  # the GPU schedule of conv2d, dense and packing (`cvm_loops_gpu`)
-        run_pipeline(module, "cvm-to-loops")
-    program, kernels = read_host(module)
-    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-    return program, kernels, main
+    """The cpu device's pipeline built for the GPU (`detect_target("cuda")`): (host program, module of loop-level
+    kernels, the host function `@main`)."""
+    lowered = lower(graph, detect_target("cuda"))  # the GPU's conv2d, dense, pack kernels
+    return lowered.program, lowered.kernels, lowered.main
 
 
 def _free_all(device: Device, pointers: list[int]) -> None:
@@ -466,18 +461,21 @@ class CudaRunner:
 
 
 def compile_graph(graph: Graph, device: Device | None = None,
-                  check_plan: Callable[[HostProgram], None] | None = None) -> CudaRunner:
+                  check_plan: Callable[[HostProgram], None] | None = None, dump: StageDump | None = None
+                  ) -> CudaRunner:
     """Compile a verified graph for a CUDA device (the default GPU unless `device` is given):
-    `runner(data) -> heads`, with `runner.stats`. Raises CVMRuntimeError("no CUDA device: ...") without one."""
+    `runner(data) -> heads`, with `runner.stats`. Raises CVMRuntimeError("no CUDA device: ...") without one
+    (after the lowering, so that `dump` has seen every stage up to the source)."""
     start = time.perf_counter()
-    device = device if device is not None else default_device()
-    program, kernels, _ = lower_graph(graph)
+    low = lower(graph, detect_target("cuda"), dump)
+    program = low.program
     if check_plan is not None:  # sees the arena's size before anything is allocated; may raise to refuse it
         check_plan(program)
     lowered = time.perf_counter()
-    specs = kernel_specs(kernels)
-    source = emit_cuda(kernels)
+    source, specs = cuda_kernels(low, dump)
     printed = time.perf_counter()
+    device = device if device is not None else default_device()
+    ready = time.perf_counter()
     module = device.compile(source)
     compiled = time.perf_counter()
     runner = CudaRunner(program, specs, device, module)
@@ -485,7 +483,7 @@ def compile_graph(graph: Graph, device: Device | None = None,
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
         "lower_ms": round(1000 * (lowered - start), 1),
         "print_ms": round(1000 * (printed - lowered), 1),
-        "nvrtc_ms": round(1000 * (compiled - printed), 1),
+        "nvrtc_ms": round(1000 * (compiled - ready), 1),
         "device_name": device.name,
         "kernels": len(specs),
         "launches": len(program.calls),

@@ -1,4 +1,9 @@
-"""cvm-runtime model files: the graph JSON and the params binary, read into a verified `Graph` and written back.
+"""cvm-runtime model files loaded into a verified `Graph`: the graph's checks and the load, in the runtime's order.
+
+    graph = load_graph("model.json", "params.bin")   # every check of CVMAPILoadModel, in its order
+
+Its neighbours: `graph_json` reads the graph JSON as the runtime's reader does, `params` reads (and writes) the
+params binary, `graph_writer` writes a `Graph` back as the two files; their public names are importable from here.
 
 Loading takes the decision `CVMAPILoadModel` takes, check by check and in the same order, with the same class:
 the first check that fails decides. cvm-runtime's macros give the classes: `VERIFY*` raises a logic error
@@ -39,27 +44,28 @@ cvm-runtime" (the operators' cases are `cvm_rules.DEVIATIONS`). The graph's and 
 from __future__ import annotations
 
 import bisect
-import json
 import os
-import re
-import struct
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 from cvmc.runtime.files import read_bounded
+from cvmc.runtime.graph_json import U32, JsonReader, RawGraph, fail, read_graph_json
+from cvmc.runtime.graph_writer import graph_to_json, save_graph
+from cvmc.runtime.params import ARRAY_MAGIC, LIST_MAGIC, read_param_arrays, read_params, write_params
 
-LIST_MAGIC = 0xF7E58D4F05049CB7
-ARRAY_MAGIC = 0xDD5E40F096B4A13F
+# The names users import from here, whose homes are the modules above.
+__all__ = ["ARRAY_MAGIC", "LIST_MAGIC", "Graph", "Node", "estimate_gas", "graph_to_json", "load_graph", "load_params",
+           "read_param_arrays", "read_params", "read_source", "save_graph", "verify_graph", "write_params"]
+
 VERSIONS = ("cvm_1.0.0", "cvm_1.1.0")
 POSTPROCESS = (None, "argmax", "detection")
 MAX_STORAGE = 1 << 32  # graph_runtime.cc:567, the planned storage at load
 MAX_STORAGE_ID = 1 << 24  # a deviation: see the module docstring
-ALLOC_FAILS = 1 << 34  # a deviation: an allocation above this size is taken to fail
 
 # Operators registered under another name (src/top/*: add_alias): parsed and inferred as their operator, then
 # refused when the executor looks for a kernel of the alias's name (graph_runtime.cc:664, a logic error).
@@ -72,8 +78,6 @@ ALIASES = {
 IN_PLACE_OPS = frozenset({"flatten", "relu", "expand_dims", "reshape", "squeeze", "abs", "cvm_precision",
                           "elemwise_add", "elemwise_sub", "clip", "cvm_clip", "cvm_right_shift",
                           "cvm_left_shift"})
-
-_U32 = 1 << 32
 
 
 @dataclass
@@ -132,444 +136,8 @@ def read_source(src: bytes | str | os.PathLike[str], json_text: bool = False) ->
     raise CVMRuntimeError(f"expected bytes or a path, got {type(src).__name__}")
 
 
-def _fail(cls: type[CVMError], msg: str) -> NoReturn:
-    raise cls(msg)
-
-
 _verify, _check, _undefined = rules.verify, rules.check, rules.undefined  # VERIFY, CHECK, a deviation
 _unmodelled = rules.unmodelled  # a documented limit of cvmc
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The runtime's JSON reader (include/utils/json.h, JSONReader), byte for byte
-# ---------------------------------------------------------------------------------------------------------
-
-_SPACE = re.compile(rb"[ \t\n\v\f\r]*")
-_PLAIN = re.compile(rb'[^"\\\r\n]*')
-_NUMBER = re.compile(rb"[ \t\n\v\f\r]*([+-]?)([0-9]*)")
-_ESCAPES = {ord("r"): "\r", ord("n"): "\n", ord("\\"): "\\", ord("t"): "\t", ord('"'): '"'}
-_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-              "uint32": (0, _U32 - 1), "uint64": (0, (1 << 64) - 1)}
-
-
-_WS = rb"[ \t\n\v\f\r]*"
-_SPACE_BYTES = frozenset(b" \t\n\v\f\r")
-_QUOTE, _BACKSLASH, _COMMA, _COLON = ord('"'), ord("\\"), ord(","), ord(":")
-_OPEN_OBJECT, _CLOSE_OBJECT, _OPEN_ARRAY, _CLOSE_ARRAY = ord("{"), ord("}"), ord("["), ord("]")
-_SIMPLE_STRING = re.compile(_WS + rb'"([^"\\\r\n]*)"')
-_STRING_BODY = rb'"(?:[^"\\\r\n]|\\[rnt"\\])*"'
-_STR_ITEM = re.compile(rb'"((?:[^"\\\r\n]|\\[rnt"\\])*)"')
-_STR_LIST = re.compile(_WS + rb"\[(" + _WS + _STRING_BODY + _WS + rb"(?:," + _WS + _STRING_BODY + _WS + rb")*)?\]")
-_INT_BODY = rb"[+-]?[0-9]{1,18}"
-_INT_ITEM = re.compile(_INT_BODY)
-_INT_LIST = re.compile(_WS + rb"\[(" + _WS + _INT_BODY + _WS + rb"(?:," + _WS + _INT_BODY + _WS + rb")*)?\]")
-_UNESCAPE = re.compile(rb"\\(.)")
-
-
-def _unescape(raw: bytes) -> str:
-    return _text(_UNESCAPE.sub(lambda m: _ESCAPES[m.group(1)[0]].encode(), raw) if b"\\" in raw else raw)
-
-
-def _int_value(kind: str, sign: bytes, digits: bytes) -> int | None:
-    """What `istream >>` stores for these characters in a field of C++ type `kind`, or None (failbit)."""
-    digits = digits.lstrip(b"0") or b"0"
-    if len(digits) > 20:
-        return None
-    lo, hi = _INT_RANGE[kind]
-    value = int(digits)
-    if kind.startswith("uint"):  # libstdc++ negates an unsigned value modulo 2^bits
-        return None if value > hi else (-value) % (hi + 1) if sign == b"-" else value
-    value = -value if sign == b"-" else value
-    return value if lo <= value <= hi else None
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
-
-
-class _Reader:
-    """What both readers share: a list read item by item."""
-
-    def begin_array(self) -> None:
-        raise NotImplementedError
-
-    def next_array_item(self) -> bool:
-        raise NotImplementedError
-
-    def read_list(self, read_one: Any) -> list[Any]:
-        self.begin_array()
-        out = []
-        while self.next_array_item():
-            out.append(read_one())
-        return out
-
-
-class _JsonReader(_Reader):
-    """utils::JSONReader over bytes: the same accepted texts, and CHECK failures (runtime errors) where it has them.
-
-    Its quirks are kept: end of input closes any open object or array (json.h:747, 780); only the escapes
-    \\r \\n \\\\ \\t \\" exist (json.h:683); numbers are read with `istream >>`, so an unsigned field takes "-1" as
-    2^32 - 1 and a number stops at the first character that is not a digit (json.h:713)."""
-
-    def __init__(self, data: bytes):
-        self.data, self.pos, self.scope = data, 0, [0]
-
-    def where(self) -> str:
-        return f"byte {self.pos} of the graph JSON"
-
-    def next_non_space(self) -> int:
-        data, pos = self.data, self.pos
-        if pos < len(data) and data[pos] not in _SPACE_BYTES:
-            self.pos = pos + 1
-            return data[pos]
-        pos = _SPACE.match(data, pos).end()  # type: ignore[union-attr]
-        if pos >= len(data):
-            self.pos = pos
-            return -1
-        self.pos = pos + 1
-        return data[pos]
-
-    def peek_non_space(self) -> int:
-        self.pos = _SPACE.match(self.data, self.pos).end()  # type: ignore[union-attr]
-        return self.data[self.pos] if self.pos < len(self.data) else -1
-
-    def _expect(self, ch: int, want: int) -> None:
-        if ch != want:
-            got = "end of file" if ch < 0 else repr(chr(ch))
-            _fail(CVMRuntimeError, f"graph JSON: expected {chr(want)!r} at {self.where()}, got {got}")
-
-    def read_string(self) -> str:
-        m = _SIMPLE_STRING.match(self.data, self.pos)
-        if m is not None:  # no escape: the common case
-            self.pos = m.end()
-            return _text(m.group(1))
-        self._expect(self.next_non_space(), _QUOTE)
-        parts: list[str] = []
-        while True:
-            m = _PLAIN.match(self.data, self.pos)
-            assert m is not None
-            parts.append(_text(m.group()))
-            self.pos = m.end()
-            if self.pos >= len(self.data):
-                _fail(CVMRuntimeError, f"graph JSON: a string is not closed at {self.where()}")
-            ch = self.data[self.pos]
-            self.pos += 1
-            if ch == _QUOTE:
-                return "".join(parts)
-            if ch != _BACKSLASH:  # a raw end of line
-                _fail(CVMRuntimeError, f"graph JSON: a string is not closed before the end of line at {self.where()}")
-            esc = self.data[self.pos] if self.pos < len(self.data) else -1
-            self.pos += 1
-            if esc not in _ESCAPES:
-                _fail(CVMRuntimeError, f"graph JSON: unknown string escape \\{chr(esc) if esc >= 0 else ''} at "
-                      f"{self.where()} (the runtime's reader knows \\r \\n \\\\ \\t \\\")")
-            parts.append(_ESCAPES[esc])
-
-    def read_int(self, kind: str) -> int:
-        """`istream >> value` for an integer field of C++ type `kind`."""
-        m = _NUMBER.match(self.data, self.pos)
-        assert m is not None
-        sign, digits = m.group(1), m.group(2)
-        if not digits:
-            _fail(CVMRuntimeError, f"graph JSON: expected a number at {self.where()}")
-        self.pos = m.end()
-        value = _int_value(kind, sign, digits)
-        if value is None:
-            _fail(CVMRuntimeError, f"graph JSON: number {(sign + digits).decode()} does not fit a {kind} at "
-                  f"{self.where()}")
-        return value  # type: ignore[return-value]
-
-    def read_int_list(self, kind: str) -> list[int]:
-        """A list of integers; a plain `[1, 2, 3]` in one match, anything else item by item."""
-        m = _INT_LIST.match(self.data, self.pos)
-        if m is not None:
-            values = [_int_value(kind, n[:1] if n[:1] in b"+-" else b"", n.lstrip(b"+-"))
-                      for n in _INT_ITEM.findall(m.group(1) or b"")]
-            if None not in values:
-                self.pos = m.end()
-                return values  # type: ignore[return-value]
-        return self.read_list(lambda: self.read_int(kind))
-
-    def read_str_list(self) -> list[str]:
-        """A list of strings; a plain one in one match, anything else item by item."""
-        m = _STR_LIST.match(self.data, self.pos)
-        if m is not None:
-            self.pos = m.end()
-            return [_unescape(x) for x in _STR_ITEM.findall(m.group(1) or b"")]
-        return self.read_list(self.read_string)
-
-    def begin_object(self) -> None:
-        self._expect(self.next_non_space(), _OPEN_OBJECT)
-        self.scope.append(0)
-
-    def begin_array(self) -> None:
-        self._expect(self.next_non_space(), _OPEN_ARRAY)
-        self.scope.append(0)
-
-    def _next_item(self, close: int) -> bool:
-        if self.scope[-1] != 0:
-            ch = self.next_non_space()
-            more = ch != -1 and ch != close
-            if more:
-                self._expect(ch, _COMMA)
-        else:
-            more = self.peek_non_space() != close
-            if not more:
-                self.pos += 1
-        if not more:
-            self.scope.pop()
-            return False
-        self.scope[-1] += 1
-        return True
-
-    def next_object_item(self) -> str | None:
-        if not self._next_item(_CLOSE_OBJECT):
-            return None
-        key = self.read_string()
-        self._expect(self.next_non_space(), _COLON)
-        return key
-
-    def next_array_item(self) -> bool:
-        return self._next_item(_CLOSE_ARRAY)
-
-    def read_str_map(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        self.begin_object()
-        while (key := self.next_object_item()) is not None:
-            out[key] = self.read_string()
-        return out
-
-
-class _Obj(list):
-    """A JSON object as the list of its (key, value) pairs, in order, duplicates kept (the runtime reads each)."""
-
-
-class _Unreadable:
-    """A float or a constant (NaN, Infinity): the runtime's reader fails on it wherever it stands."""
-
-
-_UNREADABLE = _Unreadable()
-_BAD_ESCAPE = re.compile(rb'\\[^rnt"\\]')
-_END = object()
-
-
-def _parse_plain_json(data: bytes) -> Any:
-    """The document as a tree when Python's json module reads it as the runtime's reader does, else None."""
-    if _BAD_ESCAPE.search(data):  # (conservative: an escaped backslash before a letter also goes the slow way)
-        return None
-    try:
-        text = data.decode("utf-8")
-        return json.loads(text, object_pairs_hook=_Obj, parse_float=lambda _: _UNREADABLE,
-                          parse_constant=lambda _: _UNREADABLE)
-    except (ValueError, RecursionError):
-        return None
-
-
-class _TreeReader(_Reader):
-    """The interface of `_JsonReader` over a parsed document (see `_read_graph`); it only has to fail where the
-    streaming reader fails, since the streaming reader then gives the error."""
-
-    def __init__(self, root: Any):
-        self.pending, self.stack = root, []
-
-    def _take(self, kind: type | tuple[type, ...]) -> Any:
-        v, self.pending = self.pending, _END
-        if not isinstance(v, kind) or isinstance(v, bool):
-            raise CVMRuntimeError("graph JSON: a value of another type")
-        return v
-
-    def begin_object(self) -> None:
-        self.stack.append(iter(self._take(_Obj)))
-
-    def begin_array(self) -> None:
-        v = self._take(list)
-        if isinstance(v, _Obj):
-            raise CVMRuntimeError("graph JSON: an object where an array belongs")
-        self.stack.append(iter(v))
-
-    def next_object_item(self) -> str | None:
-        item = next(self.stack[-1], _END)
-        if item is _END:
-            self.stack.pop()
-            return None
-        key, self.pending = item  # type: ignore[misc]
-        return key
-
-    def next_array_item(self) -> bool:
-        item = next(self.stack[-1], _END)
-        if item is _END:
-            self.stack.pop()
-            return False
-        self.pending = item
-        return True
-
-    def read_string(self) -> str:
-        return self._take(str)
-
-    def read_int(self, kind: str) -> int:
-        v = self._take(int)
-        value = _int_value(kind, b"-" if v < 0 else b"", str(abs(v)).encode())
-        if value is None:
-            raise CVMRuntimeError("graph JSON: a number out of range")
-        return value
-
-    def read_int_list(self, kind: str) -> list[int]:
-        return self.read_list(lambda: self.read_int(kind))
-
-    def read_str_list(self) -> list[str]:
-        return self.read_list(self.read_string)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The graph's JSON loaders (graph_runtime.h: NodeEntry, Node, GraphAttr, CvmRuntime::Load)
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _RawNode:
-    op_type: str = ""
-    name: str = ""
-    inputs: list[tuple[int, int]] = field(default_factory=list)
-    func_name: str = ""
-
-
-@dataclass
-class _RawGraph:
-    nodes: list[_RawNode] = field(default_factory=list)
-    arg_nodes: list[int] = field(default_factory=list)
-    row_ptr: list[int] = field(default_factory=list)
-    heads: list[tuple[int, int]] = field(default_factory=list)
-    attrs: dict[str, list[Any]] = field(default_factory=dict)
-    version: str = "cvm_1.0.0"
-    postprocess: str = ""
-
-
-def _read_entry(r: Any) -> tuple[int, int]:
-    """NodeEntry::Load (graph_runtime.h:188): [node_id, index] or [node_id, index, version], all uint32."""
-    r.begin_array()
-    _verify(r.next_array_item(), "graph JSON: invalid json format: an entry needs [node, index]")  # h:191
-    node = r.read_int("uint32")
-    _verify(r.next_array_item(), "graph JSON: invalid json format: an entry needs [node, index]")  # h:193
-    index = r.read_int("uint32")
-    if r.next_array_item():
-        r.read_int("uint32")
-        _verify(not r.next_array_item(), "graph JSON: invalid json format: an entry has more than 3 values")  # h:197
-    return node, index
-
-
-def _read_node(r: Any) -> _RawNode:
-    """Node::Load and Node::LoadAttrs (graph_runtime.h:218-261)."""
-    node, bits = _RawNode(), 0
-    r.begin_object()
-    while (key := r.next_object_item()) is not None:
-        if key == "op":
-            node.op_type = r.read_string()
-            _verify(node.op_type in ("cvm_op", "null"),  # h:243
-                    f"node op {node.op_type!r}: the CVM executor supports only 'cvm_op' or 'null'")
-            bits |= 1
-        elif key == "name":
-            node.name = r.read_string()
-            bits |= 2
-        elif key == "inputs":
-            node.inputs = r.read_list(lambda: _read_entry(r))
-            bits |= 4
-        elif key == "attrs":
-            abits = 0
-            r.begin_object()
-            while (akey := r.next_object_item()) is not None:
-                value = r.read_string()
-                if akey == "func_name":
-                    node.func_name, abits = value, 1
-                else:
-                    _check(akey in ("num_inputs", "num_outputs", "op_attrs", "flatten_data"),  # h:230
-                           f"node {node.name!r}: node attributes do not support key {akey!r}")
-            _verify(abits == 1, f"node {node.name!r}: invalid format: 'attrs' has no 'func_name'")  # h:233
-        elif key == "precision":
-            r.read_int("int32")
-        else:
-            _fail(CVMRuntimeError, f"graph JSON: node do not support key {key!r}")  # h:257
-    _verify(bits == 7, f"node {node.name!r}: invalid format: a node needs 'op', 'name' and 'inputs'")  # h:260
-    return node
-
-
-_GRAPH_ATTR_TYPES = {"dltype": "list_str", "storage_id": "list_int", "shape": "list_shape",
-                     "device_index": "list_int", "precision": "list_int", "op_attrs": "list_str"}
-
-
-def _read_graph_attrs(r: Any, attrs: dict[str, list[Any]]) -> None:
-    """GraphAttr::Load (graph_runtime.h:328-405): each value is ["<type>", [...]]."""
-    bits = 0
-    r.begin_object()
-    while (key := r.next_object_item()) is not None:
-        if key in _GRAPH_ATTR_TYPES or key == "dtype":
-            r.begin_array()
-            _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
-            kind = r.read_string()
-            if key == "dtype":  # h:384, read and dropped
-                _check(kind in ("list_int", "list_str"), f"cannot skip graph attr {key!r} of type {kind!r}")
-                _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
-                if kind == "list_int":
-                    r.read_int_list("int32")
-                else:
-                    r.read_int("uint64")
-            else:
-                want = _GRAPH_ATTR_TYPES[key]
-                _verify(kind == want, f"graph attribute {key!r}: type {kind!r}, expected {want!r}")
-                _verify(r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
-                if want == "list_str":
-                    attrs[key] = r.read_str_list()
-                elif want == "list_int":
-                    attrs[key] = r.read_int_list("int32")
-                else:
-                    attrs[key] = r.read_list(lambda: r.read_int_list("int64"))
-                bits |= {"storage_id": 2, "shape": 4, "op_attrs": 8}.get(key, 0)
-            _verify(not r.next_array_item(), f"graph attribute {key!r}: expected [type, values]")
-        else:
-            _fail(CVMRuntimeError, f"graph attribute {key!r} not supported")  # h:401
-    _verify(bits == 14, "graph JSON: invalid format: 'attrs' needs 'storage_id', 'shape' and 'op_attrs'")  # h:404
-
-
-def _read_graph(data: bytes) -> _RawGraph:
-    """CvmRuntime::Load (graph_runtime.h:408-435) on the graph JSON's bytes.
-
-    The runtime's reader is a streaming one (`_JsonReader`), and it decides. A document that Python's json module
-    parses, with no escape, number or constant that the runtime reads otherwise, is first walked as a tree
-    (`_TreeReader`, the same loaders): the same values in the same order, many times faster. Any failure there is
-    decided again by the streaming reader, whose error (its class, its position) is the one raised."""
-    tree = _parse_plain_json(data)
-    if tree is not None:
-        try:
-            return _load_graph_json(_TreeReader(tree))
-        except CVMError:
-            pass
-    return _load_graph_json(_JsonReader(data))
-
-
-def _load_graph_json(r: Any) -> _RawGraph:
-    g, bits = _RawGraph(), 0
-    r.begin_object()
-    while (key := r.next_object_item()) is not None:
-        if key == "nodes":
-            g.nodes = r.read_list(lambda: _read_node(r))
-            bits |= 1
-        elif key == "arg_nodes":
-            g.arg_nodes = r.read_int_list("uint32")
-        elif key == "node_row_ptr":
-            g.row_ptr = r.read_int_list("uint32")
-        elif key == "heads":
-            g.heads = r.read_list(lambda: _read_entry(r))
-            bits |= 8
-        elif key == "attrs":
-            _read_graph_attrs(r, g.attrs)
-            bits |= 16
-        elif key == "version":
-            g.version = r.read_string()
-        elif key == "postprocess":
-            g.postprocess = r.read_string()
-        else:
-            _fail(CVMRuntimeError, f"graph JSON: key {key!r} is not supported")  # h:431
-    _verify(bits == 25, "graph JSON: invalid format: it needs 'nodes', 'heads' and 'attrs'")  # h:434
-    return g
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -588,7 +156,7 @@ def op_name(func_name: str) -> str:
 def _parse_op_attrs(nid: int, name: str, op: str, text: str) -> rules.Attrs:
     """LoadOpAndAttrs (graph_runtime.h:295): the op_attrs string is read as a JSON map of strings."""
     try:
-        raw = _EMPTY_MAP if text == "{}" else _JsonReader(text.encode("utf-8", "surrogateescape")).read_str_map()
+        raw = _EMPTY_MAP if text == "{}" else JsonReader(text.encode("utf-8", "surrogateescape")).read_str_map()
         return rules.parse_attrs(op, raw)
     except CVMError as e:
         raise type(e)(f"node {nid} ({name!r}): {e}") from None
@@ -601,14 +169,14 @@ def _entry_id(row_ptr: list[int], entry: tuple[int, int], what: str) -> int:
     node, index = entry
     if node >= len(row_ptr):
         _undefined(False, f"{what} names node {node}, past node_row_ptr's {len(row_ptr)} entries")
-    return (row_ptr[node] + index) % _U32
+    return (row_ptr[node] + index) % U32
 
 
 @dataclass
 class _Prepared:
     """What PrepareGraphWithVersion leaves: operator nodes parsed, entries numbered."""
 
-    raw: _RawGraph
+    raw: RawGraph
     ops: list[str | None]  # the registered operator of each node (None for a variable)
     attrs: list[rules.Attrs]
     row_ptr: list[int]
@@ -618,7 +186,7 @@ class _Prepared:
     variables: list[int]
 
 
-def _prepare(g: _RawGraph) -> _Prepared:
+def _prepare(g: RawGraph) -> _Prepared:
     nodes, attrs = g.nodes, g.attrs
     names: set[str] = set()
     for nid in g.arg_nodes:  # cc:116
@@ -643,13 +211,13 @@ def _prepare(g: _RawGraph) -> _Prepared:
         func = op_name(n.func_name)
         op = ALIASES.get(func, func)
         if op not in rules.OP_ATTRS:  # src/top/op.cc:55
-            _fail(CVMRuntimeError, f"node {nid} ({n.name!r}): operator {func!r} is not registered")
+            fail(CVMRuntimeError, f"node {nid} ({n.name!r}): operator {func!r} is not registered")
         a = _parse_op_attrs(nid, n.name, op, op_attrs[nid])
         want = rules.num_inputs(op, a)
         if want < 0:
             want = len(n.inputs)
         if want != len(n.inputs):  # h:314
-            _fail(CVMLogicError, f"node {nid} ({n.name!r}): operator {func} takes {want} inputs, got {len(n.inputs)}")
+            fail(CVMLogicError, f"node {nid} ({n.name!r}): operator {func} takes {want} inputs, got {len(n.inputs)}")
         ops.append(op)
         parsed.append(a)
         row_ptr.append(n_entries)
@@ -660,7 +228,7 @@ def _prepare(g: _RawGraph) -> _Prepared:
     _verify(len(storage) == n_entries,  # cc:143
             f"graph attribute 'storage_id' has {len(storage)} entries, expected {n_entries}")
     if storage and min(storage) < 0:  # cc:147
-        _fail(CVMLogicError, f"graph attribute 'storage_id': expected ids >= 0, got {min(storage)}")
+        fail(CVMLogicError, f"graph attribute 'storage_id': expected ids >= 0, got {min(storage)}")
     file_rows = g.row_ptr  # the storage check reads the file's node_row_ptr, before it is verified
     for nid, n in enumerate(nodes):
         op = ops[nid]
@@ -675,7 +243,7 @@ def _prepare(g: _RawGraph) -> _Prepared:
                 if in_eid >= len(storage):
                     _undefined(False, f"node {nid}: input entry {in_eid} is past the storage ids")
                 if storage[out_eid] == storage[in_eid]:  # cc:169
-                    _fail(CVMLogicError, f"node {nid} ({n.name!r}): operator {op} output ({nid}, {k}) uses the same "
+                    fail(CVMLogicError, f"node {nid} ({n.name!r}): operator {op} output ({nid}, {k}) uses the same "
                           f"storage_id {storage[in_eid]} as its input ({e[0]}, {e[1]}); only "
                           f"{sorted(IN_PLACE_OPS)} may")
 
@@ -683,20 +251,20 @@ def _prepare(g: _RawGraph) -> _Prepared:
     _verify(len(shapes) == n_entries, f"graph attribute 'shape' has {len(shapes)} entries, expected {n_entries}")
     for k, shape in enumerate(shapes):  # cc:184
         if not 0 < len(shape) <= rules.MAX_NDIM:
-            _fail(CVMLogicError, f"entry {k}: shape {shape} has {len(shape)} dims, expected 1 to {rules.MAX_NDIM}")
+            fail(CVMLogicError, f"entry {k}: shape {shape} has {len(shape)} dims, expected 1 to {rules.MAX_NDIM}")
         size = 1
         for d in shape:
             size *= d
             if not 0 < d <= rules.MAX_DIM:
-                _fail(CVMLogicError, f"entry {k}: shape {shape}: dim {d}, expected in [1, {rules.MAX_DIM}]")
+                fail(CVMLogicError, f"entry {k}: shape {shape}: dim {d}, expected in [1, {rules.MAX_DIM}]")
             if size > rules.MAX_SIZE:
-                _fail(CVMLogicError, f"entry {k}: shape {shape} has more than {rules.MAX_SIZE} elements")
+                fail(CVMLogicError, f"entry {k}: shape {shape} has more than {rules.MAX_SIZE} elements")
     precisions = attrs.get("precision", [])
     _verify(len(precisions) == n_entries,  # cc:199
             f"graph attribute 'precision' has {len(precisions)} entries, expected {n_entries}")
     for k, p in enumerate(precisions):
         if not (p == -1 or 0 < p <= 32):  # cc:203
-            _fail(CVMLogicError, f"entry {k}: precision {p}, expected -1 or in [1, 32]")
+            fail(CVMLogicError, f"entry {k}: precision {p}, expected -1 or in [1, 32]")
     _verify(not attrs.get("device_index"), "graph attribute 'device_index' must be absent or empty")  # cc:208
 
     if g.version == "cvm_1.0.0":
@@ -705,18 +273,18 @@ def _prepare(g: _RawGraph) -> _Prepared:
                 f"graph attribute 'dltype' has {len(dltype)} entries, expected {n_entries}")
         for t in dltype:
             if t != "int32":
-                _fail(CVMLogicError, f"graph attribute 'dltype': type {t!r} is not supported in cvm_1.0.0")
+                fail(CVMLogicError, f"graph attribute 'dltype': type {t!r} is not supported in cvm_1.0.0")
         _verify(file_rows == row_ptr, f"'node_row_ptr' {file_rows}, expected {row_ptr}")  # cc:226
         _verify(g.arg_nodes == variables, f"'arg_nodes' {g.arg_nodes}, expected {variables}")  # cc:236
     elif g.version != "cvm_1.1.0":
-        _fail(CVMRuntimeError, f"graph version {g.version!r} not supported, expected one of {list(VERSIONS)}")
+        fail(CVMRuntimeError, f"graph version {g.version!r} not supported, expected one of {list(VERSIONS)}")
 
     for nid, n in enumerate(nodes):  # cc:252
         eid = row_ptr[nid]
         for e in n.inputs:
             src = _entry_id(row_ptr, e, "an input")
             if src >= eid:
-                _fail(CVMLogicError, f"node {nid} ({n.name!r}): input {list(e)} is entry {src}, not before the "
+                fail(CVMLogicError, f"node {nid} ({n.name!r}): input {list(e)} is entry {src}, not before the "
                       f"node's entry {eid}: the graph does not follow the topological order")
     return _Prepared(g, ops, parsed, row_ptr, [tuple(s) for s in shapes], list(precisions), list(storage),
                      variables)
@@ -738,7 +306,7 @@ def _setup(p: _Prepared) -> list[Node]:
         if op is None:
             nodes.append(Node(raw.name, "null", [], {}, outs, ()))
             continue
-        inputs = [_locate(p.row_ptr, (p.row_ptr[s] + k) % _U32) for s, k in raw.inputs]
+        inputs = [_locate(p.row_ptr, (p.row_ptr[s] + k) % U32) for s, k in raw.inputs]
         in_shapes = [p.shapes[p.row_ptr[s] + k] for s, k in inputs]
         try:
             inferred = rules.infer_shape(op, p.attrs[nid], in_shapes)
@@ -757,7 +325,7 @@ def _setup(p: _Prepared) -> list[Node]:
         first = p.row_ptr[nid]
         if node.is_variable:
             if precs[first] == -1:  # infer_attr.cc:44
-                _fail(CVMLogicError, f"node {nid} ({node.name!r}): a variable's precision must be set, got -1")
+                fail(CVMLogicError, f"node {nid} ({node.name!r}): a variable's precision must be set, got -1")
             node.precisions = (precs[first],)
             continue
         in_shapes = [nodes[s].shapes[k] for s, k in node.inputs]
@@ -795,7 +363,7 @@ def _model_checks(p: _Prepared, nodes: list[Node]) -> tuple[list[tuple[int, int]
         pools[sid] = max(pools.get(sid, 0), 4 * prod(p.shapes[k]))
     for nid, func in enumerate(p.raw.nodes):  # cc:664 SetupOpExecs: a kernel is looked up by the func_name
         if p.ops[nid] is not None and op_name(func.func_name) in ALIASES:
-            _fail(CVMLogicError, f"node {nid} ({func.name!r}): function undefined: "
+            fail(CVMLogicError, f"node {nid} ({func.name!r}): function undefined: "
                   f"cvm.runtime.formal.{op_name(func.func_name)} (an alias of {p.ops[nid]} with no kernel)")
     total = 0
     for sid in sorted(pools):  # cc:566 GetStorageSize, called by the CVMModel constructor
@@ -815,146 +383,24 @@ def _model_checks(p: _Prepared, nodes: list[Node]) -> tuple[list[tuple[int, int]
     return heads, (post if post in ("argmax", "detection") else None)
 
 
+def estimate_gas(data: bytes) -> int:
+    """The gas of a graph JSON as `CvmRuntime::EstimateOps` (graph_runtime.h:98) counts it: the graph read
+    (Load), prepared (PrepareGraphWithVersion), its shapes, types and precisions inferred (CheckAttr), its ops
+    counted (GetOps); the loader's first steps, without the params and the model's checks."""
+    return graph_gas(_setup(_prepare(read_graph_json(data))))
+
+
 def parse_graph(data: bytes) -> tuple[list[Node], list[tuple[int, int]], _Prepared, str | None]:
     """Read and check a graph JSON as `CvmRuntime::Init` and `Setup` do: nodes with shapes and precisions."""
-    p = _prepare(_read_graph(data))
+    p = _prepare(read_graph_json(data))
     nodes = _setup(p)
     heads, post = _model_checks(p, nodes)
     return nodes, heads, p, post
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Params binary (param_dict.cc: load_param_dict; ndarray.h: NDArray::Load; graph_runtime.cc: LoadParams)
+# The params against the graph (model.cc: CVMModel::LoadParams; graph_runtime.cc: LoadParams, SetInput)
 # ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Array:
-    code: int
-    bits: int
-    lanes: int
-    device_type: int
-    shape: tuple[int, ...]
-    values: np.ndarray  # int32, sign-extended from the file's int8 or int32
-    complete: bool  # False: the file ends inside the data
-
-
-class _Stream:
-    """utils::MemoryStringStream: a read returns what is left, up to the size asked."""
-
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def read(self, n: int) -> bytes:
-        b = self.data[self.pos:self.pos + n]
-        self.pos += len(b)
-        return b
-
-    def unpack(self, fmt: str) -> tuple[Any, ...] | None:
-        """Arithmetic reads: None when the stream is short (the runtime's Read returns false)."""
-        n = struct.calcsize(fmt)
-        b = self.read(n)
-        return struct.unpack(fmt, b) if len(b) == n else None
-
-
-_VEC_STRING_MAX = ((1 << 63) - 1) // 32  # libstdc++ vector<string>::max_size()
-_STRING_MAX = (1 << 62) - 1  # basic_string::max_size()
-
-
-def _alloc(nbytes: int, what: str) -> None:
-    _check(nbytes <= ALLOC_FAILS, f"invalid params file: std::bad_alloc allocating {nbytes} bytes for {what}")
-
-
-def read_params(data: bytes) -> dict[str, np.ndarray]:
-    """The int32 arrays of a params binary by name (int8 storage is sign-extended)."""
-    return {name: arr.values for name, arr in read_param_arrays(data)}
-
-
-def read_param_arrays(data: bytes) -> list[tuple[str, _Array]]:
-    """load_param_dict and NDArray::Load: the arrays of a params binary, in file order, as the runtime reads them."""
-    s = _Stream(data)
-    header = s.unpack("<Q")
-    _verify(header is not None, "invalid params file format: no list magic")  # param_dict.cc:20
-    _verify(header == (LIST_MAGIC,), "invalid params file format: wrong list magic")  # param_dict.cc:22
-    _verify(s.unpack("<Q") is not None, "invalid params file format: no reserved word")  # param_dict.cc:24
-    count = s.unpack("<Q")
-    if count is None:  # param_dict.cc:27
-        _fail(CVMLogicError, "invalid params file format: no name count")
-    n_names = count[0]
-    _verify(n_names <= _VEC_STRING_MAX, f"invalid params file: {n_names} names (std::length_error)")
-    _alloc(32 * n_names, f"{n_names} names")
-    names = []
-    for i in range(n_names):
-        length = s.unpack("<Q")
-        if length is None:
-            _fail(CVMLogicError, f"invalid params file format: name {i} has no length")
-        n = length[0]
-        _verify(n <= _STRING_MAX, f"invalid params file: name {i} of {n} bytes (std::length_error)")
-        _alloc(n + 1, f"name {i}")
-        raw = s.read(n)
-        _verify(len(raw) == n, f"invalid params file format: name {i} is cut short")
-        names.append(_text(raw))
-    left = len(data) - s.pos
-    _undefined(left >= 8, "the params file ends inside the array count, which the runtime reads uninitialised")
-    n_arrays = s.unpack("<Q")[0]  # type: ignore[index]
-    _verify(n_arrays == len(names), f"invalid params file format: {n_arrays} arrays for {len(names)} names")
-    arrays = [(name, _read_array(s, name)) for name in names]
-    for name, arr in arrays:  # only the last array can be cut short: any later one fails its header (a CHECK)
-        _undefined(arr.complete, f"param {name!r} is cut short inside its data: the runtime keeps the rest "
-                   "uninitialised")
-    return arrays
-
-
-def _read_array(s: _Stream, name: str) -> _Array:
-    def need(v: tuple[Any, ...] | None, what: str) -> tuple[Any, ...]:
-        _check(v is not None, f"invalid DLTensor file format: param {name!r} is cut short in its {what}")
-        assert v is not None
-        return v
-
-    magic = need(s.unpack("<Q"), "magic")[0]  # ndarray.h:487
-    need(s.unpack("<Q"), "reserved word")
-    _check(magic == ARRAY_MAGIC, f"invalid DLTensor file format: param {name!r} has a wrong array magic")
-    device_type, _device_id = need(s.unpack("<ii"), "context")
-    ndim = need(s.unpack("<i"), "ndim")[0]
-    code, bits, lanes = need(s.unpack("<BBH"), "dtype")
-    _verify(ndim >= 0, f"param {name!r}: ndim {ndim} (std::length_error)")  # vector<int64_t>(ndim)
-    _alloc(8 * ndim, f"the shape of {name!r}")
-    shape = need(s.unpack(f"<{ndim}q"), "shape") if ndim else ()
-    # NDArray::Empty: VerifyDataType (ndarray.cc:22), DeviceAPI::Get (device_api.cc), AllocDataSpace
-    _check(lanes >= 1, f"param {name!r}: dtype lanes {lanes}, expected >= 1")
-    if not (bits == 1 and code == 1):  # uint1 is allowed as a bool flag
-        _check(bits % 8 == 0, f"param {name!r}: dtype bits {bits} are not a whole number of bytes")
-        _check(bits & (bits - 1) == 0, f"param {name!r}: dtype bits {bits} are not a power of two")
-    _undefined(0 <= device_type < 32 or device_type >= 128, f"param {name!r}: device type {device_type}")
-    _check(device_type in (1, 3), f"param {name!r}: device type {device_type} is not enabled (1 cpu, 3 formal)")
-    nbytes = 1
-    for d in shape:
-        nbytes = nbytes * (d % (1 << 64)) % (1 << 64)
-    nbytes = nbytes * ((bits * lanes + 7) // 8) % (1 << 64)
-    align = max(64, (bits // 8) * lanes)
-    _check(align & (align - 1) == 0, f"param {name!r}: alignment {align} (std::bad_alloc)")
-    _alloc(nbytes, f"param {name!r}")
-    elems = 1
-    for d in shape:
-        elems = _wrap64(elems * d)
-    size = need(s.unpack("<q"), "data size")[0]  # ndarray.h:526
-    _check(size == _wrap64(elems * ((bits + 7) // 8)),
-           f"invalid DLTensor file format: param {name!r} declares {size} data bytes for shape {list(shape)}")
-    raw = s.read(size % (1 << 64))
-    _check(len(raw) > 0, f"invalid DLTensor file format: param {name!r} has no data")  # ndarray.h:530
-    values = np.zeros(0, np.int32)
-    # a negative dim, or dims whose product the runtime's 64-bit sizes wrap, give no array of that shape: the
-    # runtime holds the bytes it read, and its shape check against the graph's (load_params; those dims are in
-    # [1, 2^24]) refuses it
-    exact = all(d >= 0 for d in shape) and prod(shape) == elems
-    if code == 0 and lanes == 1 and bits in (8, 32) and len(raw) == size and exact:
-        values = np.frombuffer(raw, "<i1" if bits == 8 else "<i4").astype(np.int32).reshape(shape)
-    return _Array(code, bits, lanes, device_type, tuple(shape), values, len(raw) == size)
-
-
-def _wrap64(x: int) -> int:
-    x %= 1 << 64
-    return x - (1 << 64) if x >= 1 << 63 else x
 
 
 def load_params(nodes: list[Node], data: bytes) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -1147,66 +593,3 @@ def _follow_conv_weights(nodes: list[Node], heads: list[tuple[int, int]], params
         params[weight.name] = np.ascontiguousarray(params[weight.name][:, :channels])
         weight.shapes = ((shapes[1][0], channels, *kernel),)
         node.attrs = {**node.attrs, "kernel_size": kernel}
-
-
-def graph_to_json(g: Graph) -> dict[str, Any]:
-    """The graph JSON document of a Graph (with a fresh one-buffer-per-entry storage plan)."""
-    nodes, row_ptr, shapes, precs, op_attrs = [], [0], [], [], []
-    for n in g.nodes:
-        entry: dict[str, Any] = {"op": "null" if n.is_variable else "cvm_op", "name": n.name,
-                                 "inputs": [[s, k, 0] for s, k in n.inputs]}
-        if not n.is_variable:
-            entry["attrs"] = {"func_name": n.op, "num_inputs": str(len(n.inputs)),
-                              "num_outputs": str(len(n.shapes)), "flatten_data": "0"}
-            specs = {s.name: s for s in rules.OP_ATTRS[n.op]}
-            text = json.dumps({k: rules.format_attr(specs[k], v) for k, v in n.attrs.items()}, ensure_ascii=False)
-        else:
-            text = "{}"
-        nodes.append(entry)
-        op_attrs.append(text)
-        for shape, p in zip(n.shapes, n.precisions, strict=True):
-            shapes.append(list(shape))
-            precs.append(p)
-        row_ptr.append(len(shapes))
-    doc: dict[str, Any] = {
-        "nodes": nodes,
-        "arg_nodes": [i for i, n in enumerate(g.nodes) if n.is_variable],
-        "node_row_ptr": row_ptr,
-        "heads": [[n, k, 0] for n, k in g.heads],
-        "attrs": {
-            "dltype": ["list_str", ["int32"] * len(shapes)],
-            "storage_id": ["list_int", list(range(len(shapes)))],
-            "shape": ["list_shape", shapes],
-            "precision": ["list_int", precs],
-            "op_attrs": ["list_str", op_attrs],
-        },
-        "version": g.version,
-    }
-    if g.postprocess:
-        doc["postprocess"] = g.postprocess
-    return doc
-
-
-def write_params(params: dict[str, np.ndarray]) -> bytes:
-    """Encode int32 arrays as a params binary (int8 storage when every value fits, as cvm-runtime writes)."""
-    parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(params))]
-    for name in params:
-        b = name.encode("utf-8", "surrogateescape")
-        parts.append(struct.pack("<Q", len(b)) + b)
-    parts.append(struct.pack("<Q", len(params)))
-    for arr in params.values():
-        a = np.asarray(arr)
-        small = a.size > 0 and int(a.min()) >= -127 and int(a.max()) <= 127
-        data = a.astype("<i1" if small else "<i4").tobytes()
-        parts.append(struct.pack("<QQiiiBBH", ARRAY_MAGIC, 0, 1, 0, a.ndim, 0, 8 if small else 32, 1))
-        parts.append(struct.pack(f"<{a.ndim}q", *a.shape) + struct.pack("<q", len(data)) + data)
-    return b"".join(parts)
-
-
-def save_graph(graph: Graph, directory: str | os.PathLike[str]) -> None:
-    """Write cvm-runtime's `model.json` and `params.bin` for a graph into a directory, created if needed."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(graph_to_json(graph), f, ensure_ascii=False)
-    with open(os.path.join(directory, "params.bin"), "wb") as f:
-        f.write(write_params(graph.params))

@@ -28,10 +28,14 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.runtime.compile import StageDump, dump_stages
 from cvmc.runtime.graph import Graph, load_graph
+from cvmc.runtime.threads import MAX_THREADS, default_threads, physical_cores
+
+__all__ = ["DEFAULT_DEVICE", "Model", "default_threads", "dump_stages", "load_model", "pack_outputs", "physical_cores"]
 
 if TYPE_CHECKING:
-    from cvmc.runtime.cpu import HostProgram
+    from cvmc.runtime.host import HostProgram
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +52,17 @@ def _reference(graph: Graph) -> Runner:
     return lambda data: run_graph(graph, data)
 
 
-def _cpu(graph: Graph, check_plan: PlanCheck | None = None, threads: int | None = None) -> Runner:
+def _cpu(graph: Graph, check_plan: PlanCheck | None = None, threads: int | None = None,
+         dump: StageDump | None = None) -> Runner:
     from cvmc.runtime.cpu import compile_graph
 
-    return compile_graph(graph, threads=threads, check_plan=check_plan)
+    return compile_graph(graph, threads=threads, check_plan=check_plan, dump=dump)
 
 
-def _cuda(graph: Graph, check_plan: PlanCheck | None = None) -> Runner:
+def _cuda(graph: Graph, check_plan: PlanCheck | None = None, dump: StageDump | None = None) -> Runner:
     from cvmc.runtime.cuda import compile_graph
 
-    return compile_graph(graph, check_plan=check_plan)
+    return compile_graph(graph, check_plan=check_plan, dump=dump)
 
 
 DEVICES: dict[str, Callable[[Graph], Runner]] = {"reference": _reference, "cpu": _cpu, "cuda": _cuda}
@@ -99,37 +104,13 @@ def _input_array(x: object, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
-def physical_cores() -> int:
-    """The physical cores this process may run on (hyper-threads of one core count once): the sibling lists of
-    /sys for the CPUs of the affinity mask; the CPU count where /sys does not say."""
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    cores = set()
-    for c in cpus:
-        try:
-            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
-                cores.add(f.read().strip())
-        except OSError:
-            cores.add(str(c))
-    return max(1, len(cores))
-
-
 def _check_threads(threads: object) -> int | None:
-    """None (the default: $CVMC_THREADS, else the physical cores), or a thread count in [1, MAX_THREADS]."""
-    from cvmc.runtime.cpu import MAX_THREADS
-
+    """None (the default: `threads.default_threads`), or a thread count in [1, MAX_THREADS]."""
     if threads is None:
         return None
     if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or not 1 <= threads <= MAX_THREADS:
         raise CVMLogicError(f"expected 'threads' to be an integer in [1, {MAX_THREADS}], got {threads!r}")
     return int(threads)
-
-
-def default_threads() -> int:
-    """`$CVMC_THREADS` when set, else the physical cores of this process's CPUs (at most MAX_THREADS)."""
-    from cvmc.runtime.cpu import MAX_THREADS
-    from cvmc.runtime.cpu import default_threads as from_env
-
-    return from_env() if os.environ.get("CVMC_THREADS") else min(physical_cores(), MAX_THREADS)
 
 
 class Model:
@@ -147,8 +128,11 @@ class Model:
         self.max_memory = _check_memory_limit(max_memory)
         self.threads = _check_threads(threads) or default_threads()
         self._replicas: list[Runner] = []
-        if dump is not None:
+        stages = None  # the device's compile writes each stage as it passes through it (one lowering)
+        if dump is not None and device == "reference":
             dump_stages(graph, dump, device)
+        elif dump is not None:
+            stages = StageDump(dump)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
             from cvmc.runtime.reference import peak_live_bytes
@@ -161,7 +145,9 @@ class Model:
         try:
             factory, planned = DEVICES[device], PLANNED.get(device)
             if device == "cpu" and planned is factory:
-                self._run = _cpu(graph, check, self.threads)
+                self._run = _cpu(graph, check, self.threads, stages)
+            elif device == "cuda" and planned is factory:
+                self._run = _cuda(graph, check, stages)
             else:
                 self._run = planned(graph, check) if planned is not None and planned is factory else factory(graph)
         except MemoryError:
@@ -338,74 +324,14 @@ def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
     return b"".join(o.astype(dtype).tobytes() for o in outs)
 
 
-def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[str]:
-    """Write every stage of the compilation of `graph` for `device` into `directory`: the module after import,
-    after each pass of the `cvm-to-loops` pipeline, then on cpu the LLVM IR before and after O3 and the assembly,
-    on cuda the CUDA source. The stages are computed as the device computes them (the same functions, in the same
-    order), in a lowering of their own. Returns the paths written."""
-    import pathlib
-
-    from xdsl.context import Context
-
-    from cvmc.passes.pipelines import pipeline_passes
-    from cvmc.runtime.cvm_ir import graph_to_module
-
-    out = pathlib.Path(directory)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot create the dump folder {str(out)!r}: {e.strerror or e}") from None
-    written: list[str] = []
-
-    def write(name: str, text: str) -> None:
-        path = out / name
-        try:
-            path.write_text(text if text.endswith("\n") else text + "\n")
-        except OSError as e:
-            raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-        log.info("dump: %s", path)
-        written.append(str(path))
-
-    module = graph_to_module(graph)
-    write("00-import.mlir", str(module))
-    if device == "reference":
-        return written
-    import contextlib
-
-    from cvmc.passes.cvm_loops_target import gpu_target
-
-    ctx = Context()
-    with gpu_target() if device == "cuda" else contextlib.nullcontext():  # as runtime.cuda.lower_graph
-        for i, p in enumerate(pipeline_passes("cvm-to-loops"), start=1):
-            p.apply(ctx, module)
-            write(f"{i:02d}-{p.name}.mlir", str(module))
-    from cvmc.runtime.cpu import read_host
-
-    _, kernels = read_host(module)
-    k = len(written)
-    if device == "cuda":
-        from cvmc.codegen.cuda import emit_cuda
-
-        write(f"{k:02d}-kernels.cu", emit_cuda(kernels))
-        return written
-    from cvmc.codegen.llvm import emit_llvm
-    from cvmc.runtime.jit import assembly, optimized_ir
-
-    ir_text = str(emit_llvm(kernels))
-    write(f"{k:02d}-kernels.ll", ir_text)
-    write(f"{k + 1:02d}-kernels.O3.ll", optimized_ir(ir_text))
-    write(f"{k + 2:02d}-kernels.s", assembly(ir_text))
-    return written
-
-
 def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str],
                device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY, threads: int | None = None,
                dump: str | os.PathLike[str] | None = None) -> Model:
     """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text).
 
     A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError.
-    `threads` (cpu): default `$CVMC_THREADS`, else the machine's physical cores. `dump=DIR` writes every stage
-    of the compilation into DIR (see `dump_stages`)."""
+    `threads` (cpu): default `$CVMC_THREADS`, else the physical cores, at most the CPUs this process may use
+    (`threads.default_threads`). `dump=DIR` writes every stage of the compilation into DIR (see `dump_stages`)."""
     threads = _check_threads(threads)
     max_memory = _check_memory_limit(max_memory)
     t0 = time.perf_counter()

@@ -2,6 +2,9 @@
 
 import json
 import pathlib
+import sys
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +16,23 @@ def pytest_configure(config):
 
 DATA = pathlib.Path(__file__).parent / "data"
 CVM_CORPUS = DATA / "cvm"
+
+
+def python_calls(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """How many Python functions `fn()` calls (and its result): a measure of work that, unlike a time, does not
+    depend on the machine's load. A speed test bounds it with room to spare: a quadratic slip shows at once."""
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += event == "call"
+
+    sys.setprofile(count)
+    try:
+        result = fn()
+    finally:
+        sys.setprofile(None)
+    return calls, result
 
 
 def corpus_cases(*kinds: str) -> list[pathlib.Path]:

@@ -34,7 +34,7 @@ def _kernels(module: ModuleOp) -> ModuleOp:
     """The loop-level kernels of a module; a host function calling them (as convert-cvm-to-loops writes) is
     set aside, since code generators print kernels only."""
     if any(isinstance(op, func.CallOp) for op in module.walk()):
-        from cvmc.runtime.cpu import read_host
+        from cvmc.runtime.host import read_host
 
         return read_host(module.clone())[1]
     return module

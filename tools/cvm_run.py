@@ -51,35 +51,17 @@ def _threads(text: str) -> int:
 
 def _emit_source(a: argparse.Namespace) -> int:
     """What the chosen device compiles: the LLVM IR of the kernels (cpu) or the CUDA source (cuda)."""
-    import pathlib
 
     from cvmc.runtime.graph import load_graph
     from cvmc.runtime.model import DEFAULT_DEVICE
 
     graph = load_graph(a.graph, a.params)
     device = a.device or DEFAULT_DEVICE
-    if device == "cuda":
-        from cvmc.runtime.cuda import emit_sources
-
-        paths = emit_sources(graph, a.emit_source)
-    elif device == "cpu":
-        from xdsl.dialects import func
-
-        from cvmc.codegen.llvm import emit_llvm
-        from cvmc.passes.pipelines import run_pipeline
-        from cvmc.runtime.cpu import read_host
-        from cvmc.runtime.cvm_ir import graph_to_module
-
-        module = run_pipeline(graph_to_module(graph), "cvm-to-loops")  # as runtime.cpu.compile_graph does
-        _, kernels = read_host(module)
-        out = pathlib.Path(a.emit_source)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / "kernels.ll", out / "host.mlir"]
-        paths[0].write_text(str(emit_llvm(kernels)))
-        paths[1].write_text("".join(str(op) + "\n" for op in module.ops
-                                    if isinstance(op, func.FuncOp) and op.sym_name.data == "main"))
-    else:
+    if device not in ("cpu", "cuda"):
         raise cli.UsageError("the reference device compiles nothing: --emit-source takes --device cpu or cuda")
+    from cvmc.runtime.compile import emit_sources
+
+    paths = emit_sources(graph, a.emit_source, device)  # as the device compiles it (cpu: for this host)
     for path in paths:
         print(path)
     return 0

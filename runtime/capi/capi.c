@@ -4,7 +4,7 @@
  * then either returns the decision recorded for a rejected model (its status; the message as the runtime's) or
  * loads the model's shared object and walks its host program (cvmc_model.h): an arena, an input buffer, the
  * kernels' argument pointers, resolved once. CVMAPIInference copies the input in (saturated to its precision),
- * makes the calls (a large kernel cut over the threads, as the JIT cuts it), copies the heads out and packs them
+ * makes the calls (one native program: the JIT's scheduler, runtime/program.ll), copies the heads out and packs them
  * as CVMModel::SaveTensor does (model.cc:150).
  *
  * The statuses are cvm-runtime's, check by check: a NULL argument where the runtime CHECKs is 2, an input of the
@@ -54,186 +54,145 @@ int cvmc_fail(int status, const char *format, ...) {
 const char *CVMGetLastError(void) { return last_error; }
 
 /* ---------------------------------------------------------------------------------------------------------------
- * Threads: a kernel's units [0, trip) cut into contiguous ranges, one per thread (cvmc.runtime.jit.split_range)
+ * Threads: the JIT's scheduler (runtime/program.ll, compiled into this library by `cvm-aot lib`). A net's calls
+ * run as one native program: this thread runs them in order, the split ones shared by chunks with the helper
+ * threads of one pool per process (started on first use, kept), one hand-off per inference. One inference has
+ * the pool at a time; another that finds it taken runs without helpers (the same bits). See runtime/program.py.
  * ------------------------------------------------------------------------------------------------------------- */
 
-struct pool {
-  int threads;  /* the caller and threads - 1 workers; 1: no workers */
-  pthread_t *workers;
-  struct worker *slots;
-  pthread_mutex_t mu;  /* with `wake` and `done`: where a worker or the caller sleeps once it stops spinning */
-  pthread_cond_t wake, done;
-  atomic_ullong generation;  /* bumped for each launch */
-  atomic_int pending;        /* workers still running the current launch */
-  atomic_int sleepers;       /* workers asleep on `wake` */
-  atomic_int stop;
-  cvmc_kernel kernel;  /* the current launch, written before `generation` moves */
-  void **args;
-  int64_t trip;
-  int parts;
-};
+void cvmc_program_begin(int64_t *prog);
+void cvmc_program_main(int64_t *prog);
+void cvmc_pool_worker(int64_t *pool);
+void cvmc_pool_publish(int64_t *pool, int64_t *prog, int64_t tickets);
+void cvmc_pool_retire(int64_t *pool);
 
-struct worker {
-  struct pool *pool;
-  int index;
-};
+#define PROGRAM_WORDS 4 /* [calls, stop, active helpers, sleepers], then per call: */
+#define CALL_WORDS 7    /* kernel, argument table, trip, split, chunk, next unit, units done */
 
-/* A worker, or the caller waiting for the workers, spins this long before it sleeps: the split calls of one
- * inference follow each other within microseconds, and a sleep and a wake-up cost tens of them. */
-#define SPIN_NS 100000
+static struct {
+  pthread_mutex_t busy;  /* held by the inference that has the pool */
+  pthread_mutex_t grow;
+  int64_t words[6];      /* [generation, sleepers, program, tickets, inside, joined] (program.ll) */
+  pthread_t helpers[MAX_THREADS];
+  int count;
+  int cpu;               /* the CPU the helpers are kept off: the publishing thread's at the last publish */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, -1};
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-/* Range `i` of [0, trip) cut into `parts` ranges whose sizes differ by at most one, the larger ones first. */
-static void range_of(int64_t trip, int parts, int i, int64_t *begin, int64_t *end) {
-  int64_t size = trip / parts, extra = trip % parts;
-  *begin = i * size + (i < extra ? i : extra);
-  *end = *begin + size + (i < extra ? 1 : 0);
-}
-
-static void *work(void *arg) {
-  struct worker *w = arg;
-  struct pool *p = w->pool;
-  unsigned long long seen = 0;
-  for (;;) {
-    /* Wait for the next launch: spin a while, then sleep. The sleeper count and the generation are sequentially
-     * consistent: either the launcher sees this worker asleep and wakes it, or this worker sees the launch. */
-    uint64_t start = now_ns();
-    while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop) && now_ns() - start < SPIN_NS)
-      relax();
-    if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
-      pthread_mutex_lock(&p->mu);
-      atomic_fetch_add(&p->sleepers, 1);
-      while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
-        pthread_cond_wait(&p->wake, &p->mu);
-      atomic_fetch_sub(&p->sleepers, 1);
-      pthread_mutex_unlock(&p->mu);
-    }
-    if (atomic_load(&p->stop))
-      break;
-    seen = atomic_load(&p->generation);
-    if (w->index < p->parts) {
-      int64_t b, e;
-      range_of(p->trip, p->parts, w->index, &b, &e);
-      p->kernel(p->args, b, e);
-    }
-    if (atomic_fetch_sub(&p->pending, 1) == 1) {  /* the last one: wake the caller if it sleeps */
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
-  }
+static void *pool_thread(void *arg) {
+  (void)arg;
+  cvmc_pool_worker(pool.words); /* never returns */
   return NULL;
 }
 
-static void pool_stop(struct pool *p) {
-  if (p->threads > 1) {
-    pthread_mutex_lock(&p->mu);
-    atomic_store(&p->stop, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->threads - 1; ++i)
-      pthread_join(p->workers[i], NULL);
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
-    pthread_mutex_destroy(&p->mu);
-  }
-  free(p->workers);
-  free(p->slots);
-  memset(p, 0, sizeof *p);
-  p->threads = 1;
+/* A forked child has none of the parent's helpers: it starts a pool of its own. */
+static void pool_after_fork(void) {
+  memset(pool.words, 0, sizeof pool.words);
+  pthread_mutex_init(&pool.busy, NULL);
+  pthread_mutex_init(&pool.grow, NULL);
+  pool.count = 0;
+  pool.cpu = -1;
 }
 
-/* Start threads - 1 workers; on any failure the pool runs with those that started (none: the caller alone). */
-static void pool_start(struct pool *p, int threads) {
-  memset(p, 0, sizeof *p);
-  p->threads = 1;
-  if (threads <= 1)
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static void pool_init(void) { pthread_atfork(NULL, NULL, pool_after_fork); }
+
+/* At least `helpers` helper threads (fewer where the system refuses more: the run goes on with those). */
+static void pool_grow(int helpers) {
+  pthread_once(&pool_once, pool_init);
+  if (pool.count >= helpers)
     return;
-  p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
-  p->slots = calloc((size_t)threads - 1, sizeof *p->slots);
-  if (p->workers == NULL || p->slots == NULL || pthread_mutex_init(&p->mu, NULL) != 0) {
-    free(p->workers);
-    free(p->slots);
-    p->workers = NULL;
-    p->slots = NULL;
-    return;
-  }
-  pthread_cond_init(&p->wake, NULL);
-  pthread_cond_init(&p->done, NULL);
-  int started = 0;
-  for (; started < threads - 1; ++started) {
-    p->slots[started].pool = p;
-    p->slots[started].index = started + 1;
-    if (pthread_create(&p->workers[started], NULL, work, &p->slots[started]) != 0)
+  pthread_mutex_lock(&pool.grow);
+  while (pool.count < helpers && pool.count < MAX_THREADS) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int ok = pthread_create(&pool.helpers[pool.count], &attr, pool_thread, NULL) == 0;
+    pthread_attr_destroy(&attr);
+    if (!ok)
       break;
+    pool.count++;
+    pool.cpu = -1; /* the new one is placed at the next publish */
   }
-  p->threads = started + 1;
-  if (started == 0) {
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
-    pthread_mutex_destroy(&p->mu);
-  }
+  pthread_mutex_unlock(&pool.grow);
 }
 
-/* Run the whole kernel, its units cut over the pool's threads; returns when every range is done. One launch at a
- * time (the net's mutex). */
-static void pool_launch(struct pool *p, cvmc_kernel kernel, void **args, int64_t trip) {
-  int parts = trip < p->threads ? (int)trip : p->threads;
-  if (parts <= 1) {
-    kernel(args, 0, trip);
+/* Keep the helpers off `cpu`, the publishing thread's: a helper woken by it is otherwise often put on its CPU
+ * (the scheduler's wake-affinity), where the two share one core while another idles (program.py `_keep_off`). */
+static void pool_keep_off(int cpu) {
+  if (cpu < 0 || cpu == pool.cpu)
     return;
-  }
-  p->kernel = kernel;
-  p->args = args;
-  p->trip = trip;
-  p->parts = parts;
-  atomic_store(&p->pending, p->threads - 1);
-  atomic_fetch_add(&p->generation, 1);  /* publishes the launch (sequentially consistent) */
-  if (atomic_load(&p->sleepers) > 0) {
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-  }
-  int64_t b, e;
-  range_of(trip, parts, 0, &b, &e);
-  kernel(args, b, e);
-  uint64_t start = now_ns();
-  while (atomic_load(&p->pending) > 0 && now_ns() - start < SPIN_NS)
-    relax();
-  if (atomic_load(&p->pending) > 0) {
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load(&p->pending) > 0)
-      pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-  }
+  pool.cpu = cpu;
+  cpu_set_t allowed, others;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return;
+  others = allowed;
+  CPU_CLR(cpu, &others);
+  for (int i = 0; i < pool.count; ++i)
+    pthread_setaffinity_np(pool.helpers[i], sizeof others, CPU_COUNT(&others) ? &others : &allowed);
 }
 
-/* $CVMC_THREADS (an integer in [1, 256]), else the CPUs this process may use, at most 2 (the JIT's default). */
+/* The net's native program: its calls' words, as program.py's `Program` writes them. */
+static int64_t *program_words(const struct cvmc_model *m, void **args, int threads) {
+  int64_t *w = calloc(PROGRAM_WORDS + (size_t)CALL_WORDS * m->ncalls, sizeof *w);
+  if (w == NULL)
+    return NULL;
+  w[0] = m->ncalls;
+  w[1] = 1;
+  for (uint32_t i = 0; i < m->ncalls; ++i) {
+    const struct cvmc_call *c = &m->calls[i];
+    int64_t *call = w + PROGRAM_WORDS + (size_t)CALL_WORDS * i;
+    int64_t per = 16 * (int64_t)threads, chunk = (c->trip + per - 1) / per;
+    call[0] = (int64_t)(intptr_t)c->kernel;
+    call[1] = (int64_t)(intptr_t)(args + c->first_arg);
+    call[2] = c->trip;
+    call[3] = c->split != 0 && c->trip > 1;
+    call[4] = chunk < 1 ? 1 : chunk;
+  }
+  return w;
+}
+
+/* The physical cores among the CPUs of `set` (hyper-threads of one core count once): CPUs whose sibling lists in
+ * /sys start with the same CPU are one core; a CPU /sys says nothing of is a core of its own. */
+static int physical_cores(const cpu_set_t *set) {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, set))
+      continue;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+    long first = c;
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+      if (fscanf(f, "%ld", &first) != 1 || first < 0 || first >= CPU_SETSIZE)
+        first = c;
+      fclose(f);
+    }
+    CPU_SET((int)first, &cores);
+  }
+  return CPU_COUNT(&cores);
+}
+
+/* The rule of `cvmc.runtime.threads.default_threads`: $CVMC_THREADS (an integer in [1, 256]), else the physical
+ * cores this process may use; either way at most the CPUs it may use (more threads only wait for each other). */
 static int threads_wanted(int *threads) {
+  cpu_set_t set;
+  int cpus = 1, cores = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    cpus = CPU_COUNT(&set);
+    cores = physical_cores(&set);
+  }
+  int n = cores;
   const char *env = getenv("CVMC_THREADS");
   if (env != NULL && env[0] != 0) {
     char *end;
     errno = 0;
-    long n = strtol(env, &end, 10);
-    if (errno != 0 || *end != 0 || n < 1 || n > MAX_THREADS)
+    long v = strtol(env, &end, 10);
+    if (errno != 0 || *end != 0 || v < 1 || v > MAX_THREADS)
       return cvmc_fail(1, "expected $CVMC_THREADS to be an integer in [1, %d], got '%s'", MAX_THREADS, env);
-    *threads = (int)n;
-    return 0;
+    n = (int)v;
   }
-  cpu_set_t set;
-  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  *threads = n < 1 ? 1 : n > 2 ? 2 : n;
+  *threads = n > cpus ? cpus : n < 1 ? 1 : n;
   return 0;
 }
 
@@ -252,13 +211,14 @@ struct net {
   void **args;            /* every call's argument pointers */
   pthread_mutex_t lock;   /* one inference at a time */
   int has_lock;
-  struct pool pool;
+  int64_t *program;       /* the calls as one native program (program_words) */
+  int threads;            /* the caller and threads - 1 helpers; 1: the caller alone */
 };
 
 static void net_free(struct net *n) {
   if (n == NULL)
     return;
-  pool_stop(&n->pool);
+  free(n->program);
   if (n->has_lock)
     pthread_mutex_destroy(&n->lock);
   free(n->arena);
@@ -376,7 +336,10 @@ static int net_setup(struct net *n, const char *key) {
   int split = 0;
   for (uint32_t i = 0; i < m->ncalls; ++i)
     split |= m->calls[i].split != 0 && m->calls[i].trip > 1;
-  pool_start(&n->pool, split ? threads : 1);
+  n->threads = split ? threads : 1;
+  n->program = program_words(m, n->args, n->threads);
+  if (n->program == NULL)
+    return cvmc_fail(2, "out of memory setting up model %s", key);
   return 0;
 }
 
@@ -403,15 +366,17 @@ static void read_input(const struct cvmc_model *m, const char *in, int32_t *out)
 }
 
 static void run_calls(struct net *n) {
-  const struct cvmc_model *m = n->m;
-  for (uint32_t i = 0; i < m->ncalls; ++i) {
-    const struct cvmc_call *c = &m->calls[i];
-    void **args = n->args + c->first_arg;
-    if (c->split && n->pool.threads > 1)
-      pool_launch(&n->pool, c->kernel, args, c->trip);
-    else
-      c->kernel(args, 0, c->trip);
+  cvmc_program_begin(n->program);
+  if (n->threads > 1 && pthread_mutex_trylock(&pool.busy) == 0) {
+    pool_grow(n->threads - 1);
+    pool_keep_off(sched_getcpu());
+    cvmc_pool_publish(pool.words, n->program, n->threads - 1);
+    cvmc_program_main(n->program);
+    cvmc_pool_retire(pool.words);
+    pthread_mutex_unlock(&pool.busy);
+    return;
   }
+  cvmc_program_main(n->program);
 }
 
 /* A head's strided view, row-major into `out`. */
@@ -551,7 +516,7 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
     cvmc_entry_free(&entry);
     return cvmc_fail(2, "out of memory loading model %s", key);
   }
-  n->pool.threads = 1;
+  n->threads = 1;
   status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object);
   cvmc_entry_free(&entry);
   if (status == 0) {

@@ -9,13 +9,13 @@ the survivors and the score (killed / (killed + survived); a mutant that breaks 
 as killed, cosmic-ray's "incompetent" is left out). A survivor must be listed in `tests/mutation/equivalent.md`
 with the reason it is equivalent; the exit status is 1 when one is not.
 
-Each worker copy is the tree's tracked and unignored files with `cvmc/<layer>` links to the copy's own
-`dialects/`, `passes/`, ... folders: `python -m pytest` run in the copy imports the mutated files there (the
-editable install's finder comes after the working directory on sys.path), so the checkout itself is never
-mutated. Each test run gets a fresh JIT cache (compiled programs are cached by graph, not by compiler) and
-writes no bytecode. `--module` runs some modules; `--keep DIR` keeps the copies and sessions, and `--retry DIR`
-runs again, against the tree's current tests, only the mutants that survived in the sessions kept there (the
-score after new tests, without running the killed ones again).
+Each worker copy is the tree's tracked and unignored files, the committed `cvmc/<layer>` links among them
+(relative: to the copy's own `dialects/`, `passes/`, ... folders): `python -m pytest` run in the copy imports the
+mutated files there (the editable install's finder comes after the working directory on sys.path), so the checkout
+itself is never mutated. Each test run gets a fresh JIT cache (compiled programs are cached by graph, not by
+compiler) and writes no bytecode. `--module` runs some modules; `--keep DIR` keeps the copies and sessions, and
+`--retry DIR` runs again, against the tree's current tests, only the mutants that survived in the sessions kept
+there (the score after new tests, without running the killed ones again).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENT = Path(__file__).with_name("equivalent.md")
-LAYERS = ("dialects", "passes", "codegen", "runtime", "tools")
 
 # The mutation operators run: boundary shifts of comparisons, negations, number +-1, a few arithmetic swaps,
 # and/or, True/False, loops that never run, removed decorators (cosmic-ray's `core/` names).
@@ -123,11 +122,12 @@ def make_copy(dest: Path) -> None:
                            capture_output=True).stdout.decode().split("\0")  # fmt: skip
     for f in filter(None, files):
         src = ROOT / f
-        if src.is_file():
+        if src.is_symlink():  # the committed `cvmc/<layer>` links, relative: the copy's own folders
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            (dest / f).symlink_to(src.readlink())
+        elif src.is_file():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f)
-    for layer in LAYERS:
-        (dest / "cvmc" / layer).symlink_to(Path("..") / layer)
 
 
 def selected_lines(source: str, module: Module) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ from cvmc.passes.cvm_loops_views import Layout, collapse
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
+from cvmc.runtime.target import detect_target, host_has
 
 RNG = np.random.default_rng(7)
 
@@ -34,8 +35,9 @@ def _name(op) -> str:
 
 
 def _plan(builder, outputs):
+    """The plan as the runtime makes it here (`detect_target`: the host's tier and $CVMC_VNNI)."""
     net, _ = net_from_function(graph_to_module(builder.graph(outputs)).body.block.first_op)
-    return plan(net)
+    return plan(net, target=detect_target())
 
 
 def _lowered(builder, outputs) -> ModuleOp:
@@ -134,7 +136,7 @@ def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypat
     """2 groups of 36 taps: padded to 48 int16 values, or to 64 bytes (u8 x s8)."""
     from cvmc.passes import cvm_loops_ops
 
-    if vnni == "1" and not cvm_loops_ops._host_vnni():
+    if vnni == "1" and not host_has("avx512-vnni"):
         pytest.skip("the host CPU has no AVX512-VNNI")
     monkeypatch.setenv("CVMC_VNNI", vnni)
     b = CvmBuilder()

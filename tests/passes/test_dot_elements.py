@@ -5,15 +5,16 @@ import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
-from cvmc.passes import cvm_loops_ops
 from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
+from cvmc.passes.cvm_loops_target import Target
+from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
 
 RNG = np.random.default_rng(11)
-needs_vnni = pytest.mark.skipif(not cvm_loops_ops._host_vnni(), reason="the host CPU has no AVX512-VNNI")
+needs_vnni = pytest.mark.skipif(not host.host_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
 
 
 def _extremes(shape, bound):
@@ -51,20 +52,18 @@ def _dense(bits):
     return b, y
 
 
-def _elements(b, y):
+def _elements(b, y, target):
     net, _ = net_from_function(graph_to_module(b.graph([y])).body.block.first_op)
-    return sorted({t.element for t in plan(net).tensors} - {"i32"})  # the packed operands'
+    return sorted({t.element for t in plan(net, target=Target.parse(target)).tensors} - {"i32"})  # packed operands'
 
 
 CASES = [(_conv, 8, ["i8", "u8"]), (_conv, 9, ["i16"]), (_dense, 8, ["i8", "u8"]), (_dense, 9, ["i16"])]
 
 
 @pytest.mark.parametrize(("make", "bits", "elements"), CASES)
-def test_the_int8_bound_picks_u8s8_and_one_past_int16(monkeypatch, make, bits, elements):
-    monkeypatch.setenv("CVMC_VNNI", "1")
-    assert _elements(*make(bits)) == elements
-    monkeypatch.setenv("CVMC_VNNI", "0")  # no VNNI: int16 at the int8 bound too
-    assert _elements(*make(bits)) == ["i16"]
+def test_the_int8_bound_picks_u8s8_and_one_past_int16(make, bits, elements):
+    assert _elements(*make(bits), "x86:avx512-vnni") == elements
+    assert _elements(*make(bits), "x86:avx2") == ["i16"]  # no VNNI: int16 at the int8 bound too
 
 
 @needs_vnni
@@ -87,9 +86,9 @@ def test_forcing_vnni_on_a_cpu_without_it_is_refused(monkeypatch):
     from cvmc.errors import CVMLogicError
 
     monkeypatch.setenv("CVMC_VNNI", "1")
-    monkeypatch.setattr(cvm_loops_ops, "_host_vnni", lambda: False)
+    monkeypatch.setattr(host, "host_features", lambda: frozenset({"avx2"}))
     b, y = _dense(8)
-    with pytest.raises(CVMLogicError, match="CVMC_VNNI unset or 0 on a CPU without AVX512-VNNI, got '1'"):
+    with pytest.raises(CVMLogicError, match="got x86:avx512-vnni .*: this CPU has no avx512-vnni"):
         compile_graph(b.graph([y]), cache=False)
     monkeypatch.setenv("CVMC_VNNI", "0")
     b, y = _dense(8)

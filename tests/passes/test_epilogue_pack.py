@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
-from cvmc.passes import cvm_loops_ops
 from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
-from cvmc.passes.cvm_loops_target import gpu_target
+from cvmc.passes.cvm_loops_target import GPU, Target
 from cvmc.runtime.cpu import compile_graph, lower_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
+from cvmc.runtime.target import detect_target
 
 RNG = np.random.default_rng(31)
 
@@ -57,9 +57,10 @@ def _two_convs(x_shape=(1, 8, 7, 9), mid=20, out=16, padding=(1, 1), strides=(1,
     return b.graph(heads)
 
 
-def _plan(graph):
+def _plan(graph, target=None):
+    """The plan for `target`, else as the runtime makes it here (`detect_target`)."""
     net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    return plan(net)
+    return plan(net, target=detect_target() if target is None else target)
 
 
 def _check(graph, threads=1):
@@ -97,16 +98,16 @@ def test_the_dropped_output_takes_no_arena_space():
     assert "unused" not in [b.kind for b in stored.buffers]
 
 
-def test_no_epilogue_pack_without_the_blocked_kernel_nor_on_the_gpu(monkeypatch):
-    with gpu_target():
-        assert all(not g.packed for g in _plan(_two_convs()).groups)
-    monkeypatch.setenv("CVMC_MMK", "0")
-    assert all(not g.packed for g in _plan(_two_convs()).groups)
+def test_no_epilogue_pack_without_the_blocked_kernel_nor_on_the_gpu():
+    assert all(not g.packed for g in _plan(_two_convs(), GPU).groups)
+    assert all(not g.packed for g in _plan(_two_convs(), Target("avx2", mmk=False)).groups)
+    assert any(g.packed for g in _plan(_two_convs(), Target("avx2")).groups)
 
 
 def test_the_producer_keeps_its_accumulators_pixel_major():
     ir = lower_graph(_two_convs())[1]
-    kernels = "__cvmc_mmk_u8s8_r4_l16_pm" if cvm_loops_ops.avx2_available() else "__cvmc_mmk_i16_r4_l16_pm"
+    target = detect_target()
+    kernels = "__cvmc_mmk_u8s8_r4_l16_pm" if target.has("avx2") else "__cvmc_mmk_i16_r4_l16_pm"
     assert f'define internal void @"{kernels}"(' in ir
 
 

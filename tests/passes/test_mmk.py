@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
-from cvmc.passes import cvm_loops_ops
 from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
+from cvmc.passes.cvm_loops_target import Target
+from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph, lower_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
@@ -18,7 +19,7 @@ from cvmc.runtime.reference import run_graph
 RNG = np.random.default_rng(23)
 
 
-needs_avx2 = pytest.mark.skipif(not cvm_loops_ops._host_avx2(), reason="the host CPU has no AVX2")
+needs_avx2 = pytest.mark.skipif(not host.host_has("avx2"), reason="the host CPU has no AVX2")
 
 
 @pytest.fixture(autouse=True)
@@ -53,9 +54,10 @@ def _conv(x_shape, oc, kernel=(3, 3), bits=8, bias=True, residual=False, relu=Fa
     return b.graph([y])
 
 
-def _weights(graph):
+def _weights(graph, target="x86:avx2"):
     net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    return [(t.element, t.shape, t.pack["to"]) for t in plan(net).tensors if t.pack is not None and t.kind == "param"]
+    return [(t.element, t.shape, t.pack["to"]) for t in plan(net, target=Target.parse(target)).tensors
+            if t.pack is not None and t.kind == "param"]
 
 
 def _check(graph, x):
@@ -64,30 +66,25 @@ def _check(graph, x):
     np.testing.assert_array_equal(got[0], want[0])
 
 
-def test_an_int16_conv_with_a_param_weight_takes_the_blocked_weight(monkeypatch):
-    monkeypatch.setenv("CVMC_AVX2", "1")
+def test_an_int16_conv_with_a_param_weight_takes_the_blocked_weight():
     # 20 output channels: two blocks of 16 lanes (the second half zeros); 3 x 3 x 4 = 36 taps: pairs of int16
     assert _weights(_conv((1, 4, 6, 6), 20)) == [("i16", (2, 18, 32), "conv_weight_blocked")]
     assert _weights(_conv((1, 3, 6, 6), 4)) == [("i16", (1, 14, 32), "conv_weight_blocked")]  # 27 taps -> 28
-    monkeypatch.setenv("CVMC_MMK", "0")
-    assert _weights(_conv((1, 4, 6, 6), 20)) == [("i16", (20, 48), "conv_weight")]
-    monkeypatch.delenv("CVMC_MMK")
+    assert _weights(_conv((1, 4, 6, 6), 20), "x86:avx2,no-mmk") == [("i16", (20, 48), "conv_weight")]
     assert _weights(_conv((1, 4, 6, 6), 4, groups=2)) == [("i16", (4, 32), "conv_weight")]  # one group only
-    assert "__cvmc_mmk_i16_r4_l16" in lower_graph(_conv((1, 4, 6, 6), 20))[1]
-    with cvm_loops_ops.without_vnni():  # another CPU's lowering (cvm-aot --cpu) has no micro-kernel
-        assert _weights(_conv((1, 4, 6, 6), 20)) == [("i16", (20, 48), "conv_weight")]
-        assert _weights(_conv((1, 4, 6, 6), 20, relu=True)) == [("i16", (20, 48), "conv_weight")]
+    assert "__cvmc_mmk_i16_r4_l16" in lower_graph(_conv((1, 4, 6, 6), 20), Target("generic"))[1]
+    other = "x86:generic,no-mmk"  # another CPU's lowering (cvm-aot --cpu) has no micro-kernel
+    assert _weights(_conv((1, 4, 6, 6), 20), other) == [("i16", (20, 48), "conv_weight")]
+    assert _weights(_conv((1, 4, 6, 6), 20, relu=True), other) == [("i16", (20, 48), "conv_weight")]
 
 
-def test_data_provably_in_0_127_takes_u8s8_with_avx2_and_one_past_int16(monkeypatch):
-    monkeypatch.setenv("CVMC_AVX2", "1")
+def test_data_provably_in_0_127_takes_u8s8_with_avx2_and_one_past_int16():
     # 36 taps: quads of bytes; the relu's 8 bits and >= 0
     assert _weights(_conv((1, 4, 6, 6), 20, relu=True)) == [("i8", (2, 9, 64), "conv_weight_blocked")]
     assert _weights(_conv((1, 3, 6, 6), 4, relu=True)) == [("i8", (1, 7, 64), "conv_weight_blocked")]  # 27 -> 28
     assert _weights(_conv((1, 4, 6, 6), 20, relu=True, bits=9))[0][0] == "i16"  # 9 bits: [0, 255]
     assert _weights(_conv((1, 4, 6, 6), 20))[0][0] == "i16"  # may be negative
-    monkeypatch.setenv("CVMC_AVX2", "0")
-    assert _weights(_conv((1, 4, 6, 6), 20, relu=True))[0][0] == "i16"
+    assert _weights(_conv((1, 4, 6, 6), 20, relu=True), "x86:generic")[0][0] == "i16"
 
 
 @pytest.mark.parametrize(("x_shape", "oc", "kernel", "attrs"), [
@@ -146,10 +143,9 @@ def test_the_micro_kernel_is_a_chain_of_multiply_adds_in_registers(monkeypatch, 
 
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import jit
+    from cvmc.runtime import llvm_compile as jit
 
-    monkeypatch.setenv("CVMC_AVX2", "1")
-    ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1), relu=kind == "u8s8"))[1]
+    ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1), relu=kind == "u8s8"), Target("avx2"))[1]
     triple = jit.host_target()[0]
     tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features="", opt=3)
     asm = tm.emit_assembly(jit._optimized(ir_text, tm))
@@ -169,11 +165,12 @@ def test_forcing_avx2_on_a_cpu_without_it_is_refused(monkeypatch):
     from cvmc.errors import CVMLogicError
 
     monkeypatch.setenv("CVMC_AVX2", "1")
-    monkeypatch.setattr(cvm_loops_ops, "_host_avx2", lambda: False)
-    with pytest.raises(CVMLogicError, match="CVMC_AVX2 unset or 0 on a CPU without AVX2, got '1'"):
+    monkeypatch.setattr(host, "host_features", lambda: frozenset())
+    with pytest.raises(CVMLogicError, match="got x86:avx2 .*: this CPU has no avx2, its kernels would not run here"):
         compile_graph(_conv((1, 4, 6, 6), 20, relu=True), cache=False)
-    monkeypatch.delenv("CVMC_AVX2")  # the host check: int16
-    assert _weights(_conv((1, 4, 6, 6), 20, relu=True))[0][0] == "i16"
+    monkeypatch.delenv("CVMC_AVX2")  # the host's tier: generic, int16
+    assert str(host.detect_target()) == "x86:generic"
+    assert _weights(_conv((1, 4, 6, 6), 20, relu=True), str(host.detect_target()))[0][0] == "i16"
 
 
 @needs_avx2

@@ -22,8 +22,9 @@ from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
 from cvmc.passes.cvm_plan_buffers import CvmPlanBuffersPass
 from cvmc.passes.pipelines import PIPELINES, run_pipeline
-from cvmc.runtime.cpu import CpuRunner, read_host
+from cvmc.runtime.cpu import CpuRunner
 from cvmc.runtime.cvm_ir import graph_to_module
+from cvmc.runtime.host import read_host
 from cvmc.runtime.jit import JitEngine
 from cvmc.runtime.reference import run_graph
 

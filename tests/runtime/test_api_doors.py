@@ -10,8 +10,8 @@ from conftest import CVM_CORPUS
 
 import cvmc
 from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.cpu import MAX_THREADS, default_threads
 from cvmc.runtime.files import read_bounded, read_text
+from cvmc.runtime.threads import MAX_THREADS, default_threads
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -98,8 +98,21 @@ def test_cvmc_threads_must_be_an_integer_in_range(monkeypatch, value):
 
 @pytest.mark.parametrize("value", ["1", str(MAX_THREADS)])
 def test_cvmc_threads_at_its_bounds(monkeypatch, value):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(MAX_THREADS)))
     monkeypatch.setenv("CVMC_THREADS", value)
     assert default_threads() == int(value)
+
+
+@pytest.mark.parametrize(("value", "threads"), [("2", 2), ("3", 3), ("4", 3), ("64", 3), ("", 3)])
+def test_threads_are_at_most_the_cpus_this_process_may_use(monkeypatch, value, threads):
+    """$CVMC_THREADS and the default stop at the affinity mask's CPUs (3 here: at the bound and one past it);
+    beyond them threads only wait for each other (64 on 2 CPUs: the bench model 15x slower)."""
+    from cvmc.runtime import threads as th
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(th, "physical_cores", lambda: 3)
+    monkeypatch.setenv("CVMC_THREADS", value)
+    assert default_threads() == threads
 
 
 def test_cvmc_threads_error_comes_from_load_model(monkeypatch):

@@ -19,7 +19,7 @@ from cvmc.errors import CVMRuntimeError
 from cvmc.passes.cvm_loops_gpu import BLOCK, split, tile
 from cvmc.passes.cvm_loops_ir import net_from_function
 from cvmc.passes.cvm_loops_plan import plan
-from cvmc.passes.cvm_loops_target import gpu_target
+from cvmc.passes.cvm_loops_target import GPU
 from cvmc.runtime import cuda as rc
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
@@ -127,8 +127,7 @@ def check(graph, grids=((2, 3), (1, 5), (3, 256))):
 def test_packed_elements_on_the_gpu(make, name):
     graph, bits = make(name)
     net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    with gpu_target():
-        elements = sorted({t.element for t in plan(net).tensors} - {"i32"})
+    elements = sorted({t.element for t in plan(net, target=GPU).tensors} - {"i32"})
     assert elements == (["i8"] if bits <= 8 else ["i16"] if bits <= 16 else [])
 
 

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -162,18 +161,23 @@ func.func @add(%x: memref<8xi32, strided<[2], offset: 0>>, %y: memref<8xi32, str
     np.testing.assert_array_equal(buf[1::2], 2 * buf[0::2])
 
 
-def test_prepared_call_costs_about_a_microsecond(engine):
-    a, b = affine_inputs(1, 1)
-    small = compile_module(parse_loop_level(affine(1, 1)), cache=False)
-    run = small["affine"].prepare(a, b, np.zeros_like(a))
-    for _ in range(1000):
+def test_a_prepared_call_runs_one_python_frame_and_the_kernel(engine):
+    """A prepared call costs about a microsecond because it runs no Python but its own frame: the kernel's ctypes
+    arguments are made once, by `prepare` (no checks, no conversion per call). Counted with a profiler, not timed:
+    a timing would fail on a loaded machine."""
+    a, b = affine_inputs(4, 4)
+    small = compile_module(parse_loop_level(affine(4, 4)), cache=False)
+    out = np.zeros_like(a)
+    run = small["affine"].prepare(a, b, out)
+    events: list[tuple[str, str]] = []
+    sys.setprofile(lambda frame, event, arg: events.append((event, frame.f_code.co_qualname)))
+    try:
         run()
-    n = 20000
-    start = time.perf_counter()
-    for _ in range(n):
-        run()
-    per_call = (time.perf_counter() - start) / n
-    assert per_call < 5e-6, f"{per_call * 1e6:.2f} us per call"
+    finally:
+        sys.setprofile(None)
+    assert events[:2] == [("call", "PreparedCall.__call__"), ("return", "PreparedCall.__call__")]
+    assert [e for e, _ in events[2:]] == ["c_call"]  # sys.setprofile(None)
+    np.testing.assert_array_equal(out, a * 3 + b)
 
 
 def test_kernels_keep_their_engine_alive():
@@ -212,12 +216,14 @@ def test_cache_files_and_damaged_entries(tmp_path):
 
 
 CACHE_SCRIPT = """
-import json, sys, time
+import json, sys
 import numpy as np
-start = time.perf_counter()
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
+from cvmc.runtime import jit
 from cvmc.runtime.jit import JitEngine
 module = parse_loop_level(sys.stdin.read())
+if sys.argv[1:] == ["--warm"]:  # a hit compiles nothing: LLVM's code generation may not run
+    jit.object_code = None
 llvm_module, specs = emit_llvm(module), kernel_specs(module)
 engine = JitEngine(llvm_module, specs)
 a = np.arange(24 * 24, dtype=np.int32).reshape(24, 24)
@@ -227,7 +233,7 @@ for name in engine.kernels:
     out = np.zeros_like(a)
     engine[name](a, b, out)
     ok = ok and bool((out == a * 3 + b).all())
-print(json.dumps({"hit": engine.cache_hit, "compile": engine.compile_seconds, "ok": ok}))
+print(json.dumps({"hit": engine.cache_hit, "ok": ok}))
 """
 
 
@@ -235,12 +241,11 @@ def test_second_process_hits_the_cache(tmp_path):
     text = "\n".join(affine(24, 24).replace("@affine", f"@affine{i}") for i in range(20))
     env = dict(os.environ, CVMC_CACHE_DIR=str(tmp_path))
 
-    def run() -> dict:
-        proc = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], input=text, env=env, capture_output=True,
+    def run(*args: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", CACHE_SCRIPT, *args], input=text, env=env, capture_output=True,
                               text=True, check=True)  # fmt: skip
         return json.loads(proc.stdout)
 
-    cold, warm = run(), run()
+    cold, warm = run(), run("--warm")  # the warm one has no code generator: it must load the cold one's objects
     assert cold["ok"] and warm["ok"]
     assert not cold["hit"] and warm["hit"]
-    assert warm["compile"] < cold["compile"] / 3, (cold, warm)

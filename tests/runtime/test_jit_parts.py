@@ -10,7 +10,7 @@ from conftest import CVM_CORPUS
 import cvmc
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime import jit
+from cvmc.runtime import jit, llvm_compile
 from cvmc.runtime.cache import open_cache
 from cvmc.runtime.jit import PART_CHARS, JitEngine, cache_key, compile_threads, object_code, partition, split_module
 
@@ -156,7 +156,7 @@ def test_a_small_module_is_one_part_as_it_is(large):
 
 def test_without_the_unlocked_calls_the_parts_compile_under_llvmlites_lock(large, monkeypatch):
     text, specs = large
-    monkeypatch.setattr(jit, "_unlocked_llvm", lambda: None)
+    monkeypatch.setattr(llvm_compile, "_unlocked_llvm", lambda: None)
     monkeypatch.setenv("CVMC_COMPILE_THREADS", "2")
     engine = JitEngine(text, specs, cache=False)
     assert engine.parts == 2

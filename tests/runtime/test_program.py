@@ -10,6 +10,7 @@ import pytest
 
 from cvmc import CvmBuilder
 from cvmc.runtime import jit
+from cvmc.runtime import program as native
 from cvmc.runtime.cpu import compile_graph
 
 pytestmark = pytest.mark.skipif(not jit.program_runner_available(), reason="Linux on x86-64 only")
@@ -46,30 +47,44 @@ def test_threads_give_one_threads_bits(monkeypatch, threads):
         np.testing.assert_array_equal(launched(x)[0], want)
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05])
-def test_late_or_missing_helpers_change_nothing(monkeypatch, delay):
-    """Helpers that start `delay` seconds late (the run ends without them, they leave on `stop`), or never."""
+def _wait_until(condition, what: str) -> None:
+    """Wait for another thread's step (a hand-off, not a timing guess: the deadline is only there so that a broken
+    hand-off fails instead of hanging the suite)."""
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("when", ["inside before the run", "after the run", "never"])
+def test_early_late_or_missing_helpers_change_nothing(monkeypatch, when):
+    """A helper that is inside the program before its runner starts (it claims what it can of each split call and
+    waits for the calls before it), one that starts only after the run has ended (it sees `stop` and
+    leaves), or none (the caller does it all): the same bits. Each order is forced, not hoped for."""
     graph, x = _model()
     one, two = compile_graph(graph, threads=1, cache=False), compile_graph(graph, threads=2, cache=False)
     want = one(x)[0]
     started: list[threading.Thread] = []
+    pending: list = []
 
-    def late(program, helpers):
-        def run():
-            time.sleep(delay)
-            for _ in range(helpers):
-                program._help()
+    def publish(program, helpers):
+        if when == "inside before the run":  # the runner starts once the helper is counted in `active`
+            started.append(threading.Thread(target=program._help))
+            started[-1].start()
+            helper = started[-1]  # inside (counted in `active`), or already gone having run every call it could
+            _wait_until(lambda: program.words[2] == 1 or not helper.is_alive(), "the helper entered the program")
+        elif when == "after the run":
+            pending.extend([program._help] * helpers)
 
-        started.append(threading.Thread(target=run))
-        started[-1].start()
-
-    monkeypatch.setattr(jit._POOL, "publish", late)
+    monkeypatch.setattr(native._POOL, "publish", publish)
     for _ in range(4):
         np.testing.assert_array_equal(two(x)[0], want)
-    monkeypatch.setattr(jit._POOL, "publish", lambda program, helpers: None)  # no helper: the caller does it all
-    np.testing.assert_array_equal(two(x)[0], want)
+        for helper in pending:  # the run is over: the helper finds `stop` set and leaves at once
+            helper()
+        pending.clear()
     for t in started:
         t.join()
+    assert len(started) == (4 if when == "inside before the run" else 0)
     assert two.native.words[2] == 0  # every helper has left
 
 
@@ -79,7 +94,7 @@ def test_a_helper_that_starts_after_its_runner_is_gone_finds_its_program_alive(m
     graph, x = _model()
     pending: list = []
     # the helpers start only below
-    monkeypatch.setattr(jit._POOL, "publish", lambda program, helpers: pending.extend([program._help] * helpers))
+    monkeypatch.setattr(native._POOL, "publish", lambda program, helpers: pending.extend([program._help] * helpers))
     two = compile_graph(graph, threads=2, cache=False)
     want = two(x)[0].copy()
     np.testing.assert_array_equal(compile_graph(graph, threads=1, cache=False)(x)[0], want)
@@ -108,22 +123,33 @@ def test_helpers_are_woken_only_for_enough_split_work(monkeypatch):
         np.testing.assert_array_equal(run(x)[0], want)
 
 
-def test_the_pools_helpers_join_runs_and_a_run_that_finds_the_pool_taken_runs_alone():
-    """The pool's threads, started once, take the runs' tickets (`jit._Pool`); once a run is over no helper is
-    inside its program; while another run holds the pool, a run goes on without helpers, with the same bits."""
+def test_the_pools_helpers_join_runs_and_a_run_that_finds_the_pool_taken_runs_alone(monkeypatch):
+    """The pool's threads, started once, take the runs' tickets (`program._Pool`); once a run is over no helper is
+    inside its program; while another run holds the pool, a run goes on without helpers, with the same bits.
+    Each run starts only once a pool thread has joined it (a hand-off: with a free core a helper joins by itself,
+    but on a loaded machine the run may end first, so the test forces the order instead of hoping for it)."""
     graph, x = _model()
     want = compile_graph(graph, threads=1, cache=False)(x)[0]
     two = compile_graph(graph, threads=2, cache=False)
-    joined = jit._POOL.joined
-    for _ in range(20):
+    publish = native._POOL.publish
+
+    def publish_then_wait_for_a_helper(program, helpers):
+        joined = native._POOL.joined
+        publish(program, helpers)
+        _wait_until(lambda: native._POOL.joined > joined, "a pool thread joined the run")
+
+    monkeypatch.setattr(native._POOL, "publish", publish_then_wait_for_a_helper)
+    joined = native._POOL.joined
+    for _ in range(5):
         np.testing.assert_array_equal(two(x)[0], want)
-        assert jit._POOL.words[4] == 0 and jit._POOL.words[2] == 0  # nobody inside, nothing published
-    assert jit._POOL.joined > joined and len(jit._POOL.tids) >= 1
-    generation = int(jit._POOL.words[0])
-    with jit._POOL.busy:  # another thread's run holds the pool: these publish nothing
+        assert native._POOL.words[4] == 0 and native._POOL.words[2] == 0  # nobody inside, nothing published
+    assert native._POOL.joined == joined + 5 and len(native._POOL.tids) >= 1  # one ticket a run: one helper joined each
+    monkeypatch.setattr(native._POOL, "publish", publish)
+    generation = int(native._POOL.words[0])
+    with native._POOL.busy:  # another thread's run holds the pool: these publish nothing
         for _ in range(3):
             np.testing.assert_array_equal(two(x)[0], want)
-    assert int(jit._POOL.words[0]) == generation
+    assert int(native._POOL.words[0]) == generation and native._POOL.joined == joined + 5
 
 
 _COUNT_IR = """
@@ -169,14 +195,14 @@ def test_a_forked_child_runs_with_a_pool_of_its_own():
     graph, x = _model()
     two = compile_graph(graph, threads=2, cache=False)
     want = two(x)[0].copy()
-    assert jit._POOL.tids
+    assert native._POOL.tids
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: exit status 0 when its runs equal the parent's, through a pool of its own
         ok = False
         try:
-            ok = jit._POOL.tids == [] and all(np.array_equal(two(x)[0], want) for _ in range(3))
-            ok = ok and len(jit._POOL.tids) >= 1
+            ok = native._POOL.tids == [] and all(np.array_equal(two(x)[0], want) for _ in range(3))
+            ok = ok and len(native._POOL.tids) >= 1
         finally:
             os.write(write, b"1" if ok else b"0")
             os._exit(0)

@@ -40,7 +40,7 @@ def installed(tmp_path_factory) -> tuple[pathlib.Path, dict[str, str]]:
     for name in SOURCES:
         p = ROOT / name
         if p.is_dir():
-            shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(p, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(p, src / name)
     venv = tmp / "venv"

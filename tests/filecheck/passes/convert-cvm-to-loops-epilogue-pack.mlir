@@ -1,12 +1,12 @@
-// RUN: env CVMC_VNNI=0 CVMC_AVX2=1 cvm-opt %s -p convert-cvm-to-loops | filecheck %s
-// RUN: env CVMC_VNNI=0 CVMC_MMK=0 cvm-opt %s -p convert-cvm-to-loops | filecheck %s --check-prefix=OFF
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx2\"}" | filecheck %s
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx2,no-mmk\"}" | filecheck %s --check-prefix=OFF
 
 // A blocked conv2d whose output only the next conv2d reads writes that conv's padded NHWC input in its epilogue,
 // and not its own int32 output: the first kernel's one argument written is the second's 6 x 7 x 16 byte input
 // (u8 x s8: the relu makes it >= 0). Each parallel row writes its packed row's left and right borders, the first
 // and last rows the rows above and below; the micro-kernel stores its accumulators pixel-major (`pixel_major`),
 // and the epilogue runs pixel by pixel over the 16 channels, storing bytes at [n, oh + 1, ow + 1, oc]. No pack
-// kernel runs between the two convolutions. Without the micro-kernel (CVMC_MMK=0) a pack kernel does.
+// kernel runs between the two convolutions. Without the micro-kernel (target flag no-mmk) a pack kernel does.
 
 func.func @main(%data: tensor<1x2x4x5xi32, #cvm.prec<8>>) -> tensor<1x16x4x5xi32, #cvm.prec<8>> {
   %w = cvm.param "w" dense<1> : tensor<16x2x3x3xi32, #cvm.prec<8>>

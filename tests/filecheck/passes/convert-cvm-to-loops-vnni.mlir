@@ -1,5 +1,5 @@
-// RUN: env CVMC_VNNI=1 cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s
-// RUN: env CVMC_VNNI=0 CVMC_MMK=0 cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s --check-prefix=NOVNNI
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s --check-prefix=NOVNNI
 
 // Both operands of the conv provably fit int8 (precision 8: |x| <= 127) and VNNI is on: the input is packed as
 // x + 128 in bytes (padding 128 too), the weight as signed bytes in rows padded to 64, and each output is one

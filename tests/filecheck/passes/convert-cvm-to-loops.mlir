@@ -1,6 +1,6 @@
-// RUN: env CVMC_VNNI=0 CVMC_MMK=0 cvm-opt %s -p convert-cvm-to-loops --split-input-file | filecheck %s
-// RUN: env CVMC_VNNI=0 CVMC_MMK=0 cvm-opt %s -p cvm-to-loops --split-input-file | filecheck %s
-// (CVMC_MMK=0: the convolutions below without the blocked micro-kernel, which convert-cvm-to-loops-mmk.mlir checks.)
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s
+// (target flag no-mmk: the convolutions below without the blocked micro-kernel, which convert-cvm-to-loops-mmk.mlir checks.)
 
 // An elementwise chain (add -> shift -> relu) is one kernel over the collapsed index space: one loop, no
 // temporary buffer; the shift's rounding and clip and the relu run on the sum before the only store.

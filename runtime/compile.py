@@ -1,0 +1,182 @@
+"""The one compile driver: every device and tool lowers a model here, the same way.
+
+    lowered = lower(graph, target)               # graph -> cvm IR -> `cvm-to-loops` for target -> host + kernels
+    ir_text, specs = llvm_kernels(lowered)       # the cpu JIT and `cvm-aot` (LLVM IR headed by the target)
+    source, specs = cuda_kernels(lowered)        # the cuda device (CUDA C for NVRTC)
+    dump_stages(graph, "out/", "cpu")            # every stage as a file: 00-import.mlir ... 07-kernels.s
+
+A `StageDump` given to `lower` and the printers (or to `cpu.compile_graph`, `cuda.compile_graph`, through
+`load_model(..., dump=DIR)`) writes each stage as the compile passes through it: the module after import, after
+each pass of the pipeline, then the device's source (and on cpu the LLVM IR after O3 and the assembly), so a dump
+shows what the device compiled, in one lowering.
+
+The target is chosen by the caller (`runtime.target`: `jit_target()` for code this process runs,
+`detect_target("cuda")` for the GPU); nothing here looks at the machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.graph import Graph
+from cvmc.runtime.host import HostProgram, read_host
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+
+    from cvmc.codegen.abi import KernelSpec
+    from cvmc.codegen.cuda import CudaKernelSpec
+    from cvmc.passes.cvm_loops_target import Target
+
+log = logging.getLogger(__name__)
+PIPELINE = "cvm-to-loops"
+
+
+class StageDump:
+    """Writes each stage of a compile into `directory`, numbered in the order they come: `00-import.mlir`,
+    `01-cvm-mark-views.mlir`, ...; `written` lists the paths. A folder or file that cannot be written is a
+    CVMRuntimeError naming it."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.directory = Path(directory)
+        self.written: list[str] = []
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CVMRuntimeError(f"cannot create the dump folder {str(self.directory)!r}: {e.strerror or e}") from None
+
+    def __call__(self, name: str, text: str) -> None:
+        path = self.directory / f"{len(self.written):02d}-{name}"
+        try:
+            path.write_text(text if text.endswith("\n") else text + "\n")
+        except OSError as e:
+            raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+        log.info("dump: %s", path)
+        self.written.append(str(path))
+
+
+@dataclass
+class Lowered:
+    """A graph lowered for a target: its host program, the module of its loop-level kernels (moved out of the
+    lowered module), the host function `@main`, and the milliseconds the lowering took."""
+
+    target: Target
+    program: HostProgram
+    kernels: ModuleOp
+    main: FuncOp
+    lower_ms: float
+
+
+def lower(graph: Graph, target: Target, dump: StageDump | None = None) -> Lowered:
+    """`graph` (verified) to cvm IR, through the `cvm-to-loops` pipeline built for `target` (recorded on the module
+    as `cvmc.target`), read into its host program and kernels. `dump` sees the module after import and after each
+    pass."""
+    from xdsl.context import Context
+    from xdsl.dialects import func
+
+    from cvmc.passes.cvm_loops_target import module_target
+    from cvmc.passes.pipelines import gc_paused, pipeline_passes
+    from cvmc.runtime.cvm_ir import graph_to_module
+
+    start = time.perf_counter()
+    with gc_paused():  # the whole compile allocates IR and frees little (see gc_paused)
+        module = graph_to_module(graph)
+        if dump is not None:
+            dump("import.mlir", str(module))
+        module_target(module, str(target))
+        ctx = Context()
+        for p in pipeline_passes(PIPELINE):
+            p.apply(ctx, module)
+            if dump is not None:
+                dump(f"{p.name}.mlir", str(module))
+        program, kernels = read_host(module)
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+    return Lowered(target, program, kernels, main, 1000 * (time.perf_counter() - start))
+
+
+def llvm_kernels(lowered: Lowered, dump: StageDump | None = None) -> tuple[str, list[KernelSpec]]:
+    """The kernels as LLVM IR, headed by the target (so that the JIT's cache key holds it), and their specs.
+    `dump` sees the IR, the IR after O3 and the assembly (the two last are compiled for the dump alone)."""
+    from cvmc.codegen.llvm import emit_llvm, kernel_specs
+    from cvmc.passes.pipelines import gc_paused
+
+    with gc_paused():
+        ir_text = f"; cvmc.target = {lowered.target}\n" + str(emit_llvm(lowered.kernels))
+        specs = list(kernel_specs(lowered.kernels).values())
+    if dump is not None:
+        from cvmc.runtime.jit import assembly, optimized_ir
+
+        dump("kernels.ll", ir_text)
+        dump("kernels.O3.ll", optimized_ir(ir_text))
+        dump("kernels.s", assembly(ir_text))
+    return ir_text, specs
+
+
+def cuda_kernels(lowered: Lowered, dump: StageDump | None = None) -> tuple[str, dict[str, CudaKernelSpec]]:
+    """The kernels as CUDA C (what NVRTC compiles) and their launch specs; `dump` sees the source."""
+    from cvmc.codegen.cuda import emit_cuda, kernel_specs
+
+    source = emit_cuda(lowered.kernels)
+    if dump is not None:
+        dump("kernels.cu", source)
+    return source, kernel_specs(lowered.kernels)
+
+
+def lower_to_llvm(graph: Graph, target: Target | None = None, dump: StageDump | None = None
+                  ) -> tuple[HostProgram, str, list[KernelSpec], float]:
+    """What every CPU target compiles (the JIT, and `cvm-aot` ahead of time): the host program, the kernels as
+    LLVM IR and their specs, and the milliseconds the lowering took. `target` None: this host's
+    (`runtime.target.jit_target`, a CVMLogicError where an override names a tier this CPU lacks)."""
+    from cvmc.runtime.target import jit_target
+
+    lowered = lower(graph, jit_target() if target is None else target, dump)
+    ir_text, specs = llvm_kernels(lowered, dump)
+    return lowered.program, ir_text, specs, lowered.lower_ms
+
+
+def device_target(device: str) -> Target:
+    """What `device` ("cpu": this host's JIT, "cuda": the GPU) builds for."""
+    from cvmc.runtime.target import detect_target, jit_target
+
+    return detect_target("cuda") if device == "cuda" else jit_target()
+
+
+def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[str]:
+    """Write every stage of the compilation of `graph` for `device` into `directory` (see `StageDump`; on the
+    reference device, the imported module alone). Returns the paths written."""
+    dump = StageDump(directory)
+    if device == "reference":
+        from cvmc.runtime.cvm_ir import graph_to_module
+
+        dump("import.mlir", str(graph_to_module(graph)))
+        return dump.written
+    lowered = lower(graph, device_target(device), dump)
+    if device == "cuda":
+        cuda_kernels(lowered, dump)
+    else:
+        llvm_kernels(lowered, dump)
+    return dump.written
+
+
+def emit_sources(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[Path]:
+    """What `device` compiles, written into `directory` (needs no GPU): on cpu `kernels.ll` and the host function
+    `host.mlir`; on cuda `kernels.cu`, `host.mlir` and `launches.json` (`cuda.emit_sources`). Returns the paths."""
+    if device == "cuda":
+        from cvmc.runtime.cuda import emit_sources as cuda_sources
+
+        return cuda_sources(graph, directory)
+    lowered = lower(graph, device_target(device))
+    ir_text, _ = llvm_kernels(lowered)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "kernels.ll", out / "host.mlir"]
+    paths[0].write_text(ir_text)
+    paths[1].write_text(str(lowered.main) + "\n")
+    return paths
