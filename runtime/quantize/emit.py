@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMError, CVMLogicError
 from cvmc.runtime.builder import CvmBuilder, Tensor
 from cvmc.runtime.quantize.onnx_graph import FloatGraph, Node, pads_2d, pool_geometry
 
@@ -181,6 +181,14 @@ class Emitter:
                                 name=f"{self._node_name()}/weight")
         bias_name = n.inputs[2] if len(n.inputs) > 2 else ""
         bias = self._bias(self.fg.consts[bias_name] if bias_name else None, x.scale * sw)
+        k = int(np.prod(w_int.shape[1:]))
+        need = x.precision + WEIGHT_PRECISION + rules.bitlen(k)
+        if bias is not None:
+            need = max(need, bias.precision) + 1
+        if need > 32:  # the CVM rule (cvm_rules._conv2d_prec, _dense_prec) bounds every partial sum by 2^(need-1)
+            raise CVMLogicError(f"{self._where()}: the int32 accumulation of the layer can overflow: its values need "
+                                f"{need} bits ({x.precision}-bit data x {WEIGHT_PRECISION}-bit weights over {k} "
+                                f"terms{' + the bias' if bias is not None else ''}), more than 32")
         if n.op == "Dense":
             if len(x.t.shape) != 2:
                 raise CVMLogicError(f"{self._where()}: expected 2-D data (flatten first), got {list(x.t.shape)}")
@@ -276,6 +284,14 @@ class Emitter:
         return self.fit(q, DATA_PRECISION, self.calib[n.inputs[0]])
 
     def node(self, n: Node) -> None:
+        try:
+            self._emit(n)
+        except CVMError as e:
+            if str(e).startswith(n.where()):
+                raise
+            raise type(e)(f"{n.where()}: {e}") from None
+
+    def _emit(self, n: Node) -> None:
         self._node = n
         self._layer = Layer(n.name, n.op, n.outputs[0])
         op, a = n.op, n.attrs
