@@ -24,13 +24,14 @@ import numpy as np
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.runtime.builder import CvmBuilder, Tensor
-from cvmc.runtime.quantize.onnx_graph import FloatGraph, Node, pads_2d, pool_geometry
+from cvmc.runtime.quantize.onnx_graph import FloatGraph, Node, conv_float, pads_2d, pool_geometry
 
 WEIGHT_PRECISION = 8  # what conv2d and dense accept (cvm_rules._conv2d_prec, _dense_prec)
 DATA_PRECISION = 8
 WIDE_PRECISION = 16  # operands of an Add, Sub, Concat or Mul: two of them fit int32 with room
 MULTIPLIER_BITS = 14  # the integer multiplier between unrelated scales (relative error <= 2^-14)
 METHODS = ("mse", "minmax")
+ZERO_POINT = 127  # unsigned 8-bit data [0, 254] is stored as x - 127
 MSE_SAMPLES = 1 << 18
 
 
@@ -169,36 +170,74 @@ class Emitter:
         s = amax / rules.precision_bound(WEIGHT_PRECISION) if amax > 0 else 1.0
         return np.clip(np.floor(w / s + 0.5), -127, 127).astype(np.int64), s
 
-    def _bias(self, b: np.ndarray | None, scale: float) -> Tensor | None:
-        if b is None:
-            return None
-        return self._param(np.floor(b.astype(np.float64) / scale + 0.5), "bias")
+    def _data8(self, q: QValue, ref: np.ndarray) -> tuple[QValue, int]:
+        """The 8-bit data of a Conv or Dense and its zero point. Data never negative on the calibration set is
+        taken as unsigned: x in [0, 254] steps, stored as x - 127 (zero point 127, which the layer adds back as a
+        constant); other data as signed (zero point 0)."""
+        if not (ref.size and float(ref.min()) >= 0 and float(ref.max()) > 0):
+            return self.fit(q, DATA_PRECISION, ref), 0
+        k = choose_shift(ref, q.scale, DATA_PRECISION + 1, self.method)
+        if self._layer is not None:
+            self._layer.shifts.append(k)
+        t = q.t
+        if k > 0:
+            t = self.b.cvm_right_shift(t, precision=DATA_PRECISION + 1, shift_bit=k, name=self._node_name())
+        elif q.precision > DATA_PRECISION + 1:
+            t = self.b.cvm_clip(t, precision=DATA_PRECISION + 1, name=self._node_name())
+        t = self.b.broadcast_sub(t, self._param(np.array([ZERO_POINT]), "zero_point"), name=self._node_name())
+        t = self.b.cvm_clip(t, precision=DATA_PRECISION, name=self._node_name())  # clip(+-127) would say 9 bits
+        return QValue(t, q.scale * 2.0**k), ZERO_POINT
 
-    def _linear(self, n: Node) -> QValue:
-        x = self.fit(self.values[n.inputs[0]], DATA_PRECISION, self.calib[n.inputs[0]])
-        w_int, sw = self._weights(self.fg.consts[n.inputs[1]])
-        w = self.b.create_param(w_int.astype(np.int32), precision=WEIGHT_PRECISION,
-                                name=f"{self._node_name()}/weight")
-        bias_name = n.inputs[2] if len(n.inputs) > 2 else ""
-        bias = self._bias(self.fg.consts[bias_name] if bias_name else None, x.scale * sw)
+    def _conv_like(self, q: QValue, ref: np.ndarray, w_int: np.ndarray, sw: float, w_prec: int,
+                   bias: np.ndarray | None, conv: dict | None) -> QValue:
+        """conv2d (attributes `conv`) or dense (`conv` None) of `q` by integer weights of scale `sw`, with the float
+        bias; the zero point of the data comes back as a constant: in the bias, or where zero padding makes it vary
+        over the output, as a per-pixel constant added after the layer."""
+        x, zp = self._data8(q, ref)
+        acc_scale = x.scale * sw
+        oc = w_int.shape[0]
+        const = np.zeros(oc, np.int64) if bias is None else np.floor(bias.astype(np.float64) / acc_scale + 0.5)
+        const = const.astype(np.int64)
+        per_pixel = None
+        if zp and conv is None:
+            const = const + zp * w_int.reshape(oc, -1).sum(axis=1)
+        elif zp:
+            ones = np.ones((1, *x.t.shape[1:]), np.float64)
+            inside = conv_float(ones, w_int.astype(np.float64), None, conv["strides"], conv["padding"],
+                                conv["dilation"], conv["groups"])[0]
+            per_pixel = zp * np.rint(inside).astype(np.int64) + const.reshape(oc, 1, 1)
+            if np.all(per_pixel == per_pixel[:, :1, :1]):
+                const, per_pixel = per_pixel[:, 0, 0], None
+        has_const = per_pixel is not None or bias is not None or bool(zp)
         k = int(np.prod(w_int.shape[1:]))
-        need = x.precision + WEIGHT_PRECISION + rules.bitlen(k)
-        if bias is not None:
-            need = max(need, bias.precision) + 1
+        need = x.precision + w_prec + rules.bitlen(k)
+        extra = per_pixel if per_pixel is not None else const
+        if has_const:
+            need = max(need, rules.next_precision(int(np.max(np.abs(extra))) if extra.size else 0)) + 1
         if need > 32:  # the CVM rule (cvm_rules._conv2d_prec, _dense_prec) bounds every partial sum by 2^(need-1)
             raise CVMLogicError(f"{self._where()}: the int32 accumulation of the layer can overflow: its values need "
-                                f"{need} bits ({x.precision}-bit data x {WEIGHT_PRECISION}-bit weights over {k} "
-                                f"terms{' + the bias' if bias is not None else ''}), more than 32")
-        if n.op == "Dense":
+                                f"{need} bits ({x.precision}-bit data x {w_prec}-bit weights over {k} "
+                                f"terms{' + the bias' if has_const else ''}), more than 32")
+        w = self.b.create_param(w_int.astype(np.int32), precision=w_prec, name=f"{self._node_name()}/weight")
+        b = self._param(const, "bias") if has_const and per_pixel is None else None
+        if conv is None:
             if len(x.t.shape) != 2:
                 raise CVMLogicError(f"{self._where()}: expected 2-D data (flatten first), got {list(x.t.shape)}")
-            t = self.b.dense(x.t, w, bias, units=w_int.shape[0], name=self._node_name())
+            t = self.b.dense(x.t, w, b, units=oc, name=self._node_name())
         else:
-            a = n.attrs
-            t = self.b.conv2d(x.t, w, bias, channels=w_int.shape[0], kernel_size=w_int.shape[2:],
-                              strides=a.get("strides", [1, 1]), padding=pads_2d(n),
-                              dilation=a.get("dilations", [1, 1]), groups=a.get("group", 1), name=self._node_name())
-        return QValue(self._checked(t, "the layer"), x.scale * sw)
+            t = self.b.conv2d(x.t, w, b, channels=oc, kernel_size=w_int.shape[2:], name=self._node_name(), **conv)
+        if per_pixel is not None:
+            t = self.b.broadcast_add(t, self._param(per_pixel, "bias"), name=self._node_name())
+        return QValue(self._checked(t, "the layer"), acc_scale)
+
+    def _linear(self, n: Node) -> QValue:
+        w_int, sw = self._weights(self.fg.consts[n.inputs[1]])
+        bias_name = n.inputs[2] if len(n.inputs) > 2 else ""
+        conv = None if n.op == "Dense" else {
+            "strides": tuple(n.attrs.get("strides", [1, 1])), "padding": pads_2d(n),
+            "dilation": tuple(n.attrs.get("dilations", [1, 1])), "groups": n.attrs.get("group", 1)}
+        return self._conv_like(self.values[n.inputs[0]], self.calib[n.inputs[0]], w_int, sw, WEIGHT_PRECISION,
+                               self.fg.consts[bias_name] if bias_name else None, conv)
 
     def _binary(self, n: Node) -> QValue:
         a_name, b_name = n.inputs[:2]
@@ -254,12 +293,10 @@ class Emitter:
         if ceil or (any(p) and not n.attrs.get("count_include_pad", 0)):
             raise CVMLogicError(f"{self._where()}: an average over a varying count (ceil_mode, or pads without "
                                 f"count_include_pad) has no CVM form")
-        q = self.fit(q, DATA_PRECISION, self.calib[n.inputs[0]])
         c = q.t.shape[1]
-        ones = self.b.create_param(np.ones((c, 1, *k), np.int32), precision=2, name=f"{self._node_name()}/window")
-        t = self.b.conv2d(q.t, ones, None, channels=c, kernel_size=k, strides=s, padding=p, groups=c,
-                          name=self._node_name())
-        return QValue(t, q.scale / (k[0] * k[1]))
+        out = self._conv_like(q, self.calib[n.inputs[0]], np.ones((c, 1, *k), np.int64), 1.0, 2, None,
+                              {"strides": s, "padding": p, "dilation": (1, 1), "groups": c})
+        return QValue(out.t, out.scale / (k[0] * k[1]))
 
     def _global_pool(self, n: Node) -> QValue:
         q = self.values[n.inputs[0]]

@@ -231,10 +231,11 @@ def test_accumulation_overflow_at_the_bound(k, ok):
             quantize(blob, x)
 
 
-def test_bias_too_large_for_int32_names_the_node():
+def test_bias_past_int32_names_the_node():
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc", transB=1)]
     blob = _model(nodes, {"w": np.full((2, 4), 1e-3), "b": np.array([1e9, 0.0])})
-    with pytest.raises(CVMLogicError, match=r"node 'fc' \(Dense\): bias needs .* bits"):
+    with pytest.raises(CVMLogicError, match=r"node 'fc' \(Dense\): the int32 accumulation of the layer can overflow: "
+                       r"its values need \d+ bits \(.* \+ the bias\), more than 32"):
         quantize(blob, _calib((1, 4)))
 
 
