@@ -4,7 +4,7 @@ calibration inputs and test inputs.
     python bench/quantize_peers.py [--models digits,resnet18,mobilenetv2] [--size 64] [--calib 64] [--test 256]
 
 Models, each built in plain PyTorch with a fixed seed (no downloaded weights), exported to ONNX (opset 13):
-- digits: the digits CNN of tests/runtime/test_quantize.py, trained on scikit-learn's digits; inputs its
+- digits: the digits CNN of the digits_cnn example (its make.py), trained on scikit-learn's digits; inputs its
   train (calibration) and test images, labels the test labels;
 - resnet18, mobilenetv2: the torchvision architectures written out here (1000 classes), random weights, batch
   norm statistics gathered in train mode on 256 inputs of the calibration distribution so that activations keep
@@ -28,8 +28,6 @@ import time
 import warnings
 
 import numpy as np
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "runtime"))
 
 MRT = {"resnet18_v1": (70.96, 70.11), "resnet50_v1": (77.39, 76.45), "mobilenetv2_1.0": (72.05, 69.79),
        "mobilenet1_0": (70.77, 66.11), "cifar_resnet20_v1": (92.88, 92.82), "mnist": (99.00, 98.96)}
@@ -170,10 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in a.models.split(","):
         t0 = time.perf_counter()
         if name == "digits":
-            from test_quantize import digits_cnn
+            import cvmc.examples
 
-            blob, xtr, xte, labels, _ = digits_cnn()
-            calib, test = xtr[:256], xte
+            make = cvmc.examples.digits_cnn().script_module()
+            x, y = make.digits()
+            blob, calib, test, labels = make.to_onnx(make.train()), x[:256], x[make.TRAIN:], y[make.TRAIN:]
         else:
             blob, calib, test, labels = random_model(torch, name, a.size, a.calib, a.test)
         fg = onnx_graph.load(blob)

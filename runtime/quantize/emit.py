@@ -80,7 +80,7 @@ def choose_shift(ref: np.ndarray, scale: float, precision: int, method: str, flo
     for k in range(k_max, max(floor - 1, k_max - 5), -1):
         step = scale * 2.0**k
         err = float(np.sum((np.clip(np.floor(flat / step + 0.5), -bound, bound) * step - flat) ** 2))
-        if err < best_err - 1e-12 * abs(best_err):
+        if err < best_err * (1 - 1e-12):  # strictly better: ties keep the wider range
             best, best_err = k, err
     return best
 

@@ -2,9 +2,7 @@
 thread, fixed seed, seconds) on scikit-learn's digits; small ONNX graphs built with onnx.helper cover the
 operators and every refusal (each names the node)."""
 
-import io
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -21,34 +19,18 @@ from cvmc.tools import cvm_quantize  # noqa: E402
 
 
 def digits_cnn():
-    """(onnx bytes, train x, test x, test labels, float test accuracy) of a small CNN trained on the digits."""
+    """(onnx bytes, train x, test x, test labels, float test accuracy) of the digits CNN, trained here as the
+    digits_cnn example's script trains it (torch, one thread, seed 0, seconds)."""
     torch = pytest.importorskip("torch", reason="the digits CNN is trained with torch (the dev extra)")
-    datasets = pytest.importorskip("sklearn.datasets", reason="the digits come with scikit-learn (the dev extra)")
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    d = datasets.load_digits()
-    x, y = d.images.astype(np.float32)[:, None], d.target.astype(np.int64)
-    xtr, ytr, xte, yte = x[:1347], y[:1347], x[1347:], y[1347:]
-    nn = torch.nn
-    net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(128, 10))
-    opt = torch.optim.Adam(net.parameters(), 1e-2)
-    xt, yt = torch.tensor(xtr), torch.tensor(ytr)
-    for _ in range(40):
-        perm = torch.randperm(len(xt))
-        for i in range(0, len(xt), 128):
-            idx = perm[i:i + 128]
-            opt.zero_grad()
-            nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
-            opt.step()
-    net.eval()
+    pytest.importorskip("sklearn", reason="the digits come with scikit-learn (the dev extra)")
+    import cvmc.examples
+
+    make = cvmc.examples.digits_cnn().script_module()
+    x, y = make.digits()
+    net = make.train()
     with torch.no_grad():
-        acc = float((net(torch.tensor(xte)).argmax(1).numpy() == yte).mean())
-    f = io.BytesIO()
-    with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice
-        warnings.simplefilter("ignore")
-        torch.onnx.export(net, torch.zeros(1, 1, 8, 8), f, dynamo=False, opset_version=13)
-    return f.getvalue(), xtr, xte, yte, acc
+        acc = float((net(torch.tensor(x[make.TRAIN:])).argmax(1).numpy() == y[make.TRAIN:]).mean())
+    return make.to_onnx(net), x[:make.TRAIN], x[make.TRAIN:], y[make.TRAIN:], acc
 
 
 @pytest.fixture(scope="module")
@@ -240,6 +222,21 @@ def test_bias_past_int32_names_the_node():
 
 
 # --- the command line -------------------------------------------------------------------------------------
+
+
+def test_the_digits_cnn_example_runs_as_its_report_says():
+    import cvmc.examples
+
+    ex = cvmc.examples.digits_cnn()
+    facts = ex.facts()
+    x, labels = ex.test_set()
+    ref, cpu = ex.load("reference"), ex.load("cpu")
+    assert ref.gas == cpu.gas == facts["gas"]
+    preds = np.argmax(cpu.run_batch(x)[0].reshape(len(x), -1), axis=1)
+    assert np.mean(preds == labels) == pytest.approx(facts["report"]["cvm_accuracy"])
+    assert abs(facts["report"]["cvm_accuracy"] - facts["report"]["float_accuracy"]) <= 0.005
+    for v in x[:16]:
+        assert ref.infer(v.tobytes()) == cpu.infer(v.tobytes())
 
 
 def test_cvm_quantize_writes_the_three_files(digits, tmp_path, capsys):
