@@ -52,6 +52,7 @@ class Quantized:
     outputs: list[dict[str, Any]]
     method: str
     report: Report
+    per_channel: bool = False
 
     def encode(self, x: Any) -> np.ndarray:
         """Float inputs (one, or a stack with the model's shape after the first axis) as the CVM input ints."""
@@ -71,7 +72,8 @@ class Quantized:
         """What quantize.json holds."""
         return {"input": self.input_name, "input_shape": list(self.input_shape), "input_scale": self.input_scale,
                 "input_precision": self.input_precision, "output_scales": self.output_scales,
-                "outputs": self.outputs, "calibration": self.method, "gas": self.graph.gas,
+                "outputs": self.outputs, "calibration": self.method, "per_channel": self.per_channel,
+                "gas": self.graph.gas,
                 "report": self.report.as_dict()}
 
     def save(self, directory: str | os.PathLike[str]) -> pathlib.Path:
@@ -109,11 +111,14 @@ def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str) -> list[n
 
 
 def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = None, method: str = "mse",
-             device: str = "reference", report_samples: int = REPORT_SAMPLES) -> Quantized:
+             per_channel: bool = False, device: str = "reference", report_samples: int = REPORT_SAMPLES) -> Quantized:
     """Quantize a float ONNX model (path, bytes or ModelProto) on calibration inputs (array or .npy path).
 
     `test` (default: the calibration inputs) are the inputs the top-1 agreement is measured on, `labels` their
-    classes (then both accuracies are reported); `device` runs the CVM model for the report."""
+    classes (then both accuracies are reported); `device` runs the CVM model for the report. `per_channel`
+    gives each output channel of a Conv or Dense its own weight scale, at the price of two operators after the
+    layer (a per-channel integer multiplier and a shift: CVM has no per-channel shift); the default is per-tensor
+    weights, which CVM expresses with the layer alone."""
     if method not in METHODS:
         raise CVMLogicError(f"expected a calibration method in {METHODS}, got {method!r}")
     fg = onnx_graph.load(model)
@@ -124,7 +129,7 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
     e_in = choose_shift(calib_x, 1.0, DATA_PRECISION, method, floor=-60)
     input_scale = 2.0**e_in
     # the emitter sees the float values of the model fed the input as the CVM model sees it (on its grid)
-    em = emit(fg, calib, input_scale, method)
+    em = emit(fg, calib, input_scale, method, per_channel)
     heads, scales, outputs = [], [], []
     float_names = []
     for name in fg.outputs:
@@ -143,7 +148,8 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
     layered = [lr for lr in em.layers if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax")]
     tensors = list({(lr.tensor.node, lr.tensor.index): lr.tensor for lr in layered}.values())
     n_rep = max(shape[0], min(len(calib_x), report_samples) // shape[0] * shape[0])
-    enc = Quantized(graph, fg.input_name, shape, input_scale, DATA_PRECISION, scales, outputs, method, rep)
+    enc = Quantized(graph, fg.input_name, shape, input_scale, DATA_PRECISION, scales, outputs, method, rep,
+                    per_channel)
     x_rep = enc.encode(calib_x[:n_rep])
     got = dict(zip([(t.node, t.index) for t in tensors], _run_cvm(em.b.graph(tensors), x_rep, shape[0], device)))
     for lr in em.layers:

@@ -89,8 +89,8 @@ class Emitter:
     """Walks a FloatGraph's nodes in order, building the CVM graph; `values` maps ONNX names to QValues."""
 
     def __init__(self, fg: FloatGraph, calib: dict[str, np.ndarray], input_scale: float, method: str,
-                 name: str = "quantized"):
-        self.fg, self.calib, self.method = fg, calib, method
+                 name: str = "quantized", per_channel: bool = False):
+        self.fg, self.calib, self.method, self.per_channel = fg, calib, method, per_channel
         self.b = CvmBuilder(name)
         x = self.b.create_input(fg.input_shape, DATA_PRECISION)
         self.values: dict[str, QValue] = {fg.input_name: QValue(x, input_scale)}
@@ -165,6 +165,31 @@ class Emitter:
 
     # -- operators ----------------------------------------------------------------------------------------
 
+    def _channel_weights(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Symmetric int8 weights with a scale per output channel (max |w_c| -> 127)."""
+        amax = np.abs(w.reshape(len(w), -1)).max(axis=1).astype(np.float64)
+        s = np.where(amax > 0, amax / rules.precision_bound(WEIGHT_PRECISION), 1.0)
+        shape = (-1,) + (1,) * (w.ndim - 1)
+        return np.clip(np.floor(w / s.reshape(shape) + 0.5), -127, 127).astype(np.int64), s
+
+    def _uniform(self, t: Tensor, scales: np.ndarray, out_ref: np.ndarray) -> QValue:
+        """A layer output whose channels (axis 1) have scales `scales` at one scale: shifted to WIDE_PRECISION
+        bits, multiplied per channel by m_c = 2^14 s_c / max s (at most 2^14: 16 + 16 bits) and shifted by 14."""
+        shape = (1, -1) + (1,) * (len(t.shape) - 2)
+        k = choose_shift(out_ref / scales.reshape(shape), 1.0, WIDE_PRECISION, self.method)
+        if self._layer is not None:
+            self._layer.shifts.append(k)
+        if k > 0:
+            t = self.b.cvm_right_shift(t, precision=WIDE_PRECISION, shift_bit=k, name=self._node_name())
+        elif t.precision > WIDE_PRECISION:
+            t = self.b.cvm_clip(t, precision=WIDE_PRECISION, name=self._node_name())
+        s1 = scales * 2.0**k
+        m = np.maximum(1, np.floor(2.0**MULTIPLIER_BITS * s1 / s1.max() + 0.5)).astype(np.int64)
+        mt = self._param(m.reshape((-1,) + (1,) * (len(t.shape) - 2)), "channel_scale")
+        t = self.b.broadcast_mul(t, mt, name=self._node_name())
+        t = self.b.cvm_right_shift(t, precision=WIDE_PRECISION, shift_bit=MULTIPLIER_BITS, name=self._node_name())
+        return QValue(t, float(s1.max()))
+
     def _weights(self, w: np.ndarray) -> tuple[np.ndarray, float]:
         amax = float(np.max(np.abs(w))) if w.size else 0.0
         s = amax / rules.precision_bound(WEIGHT_PRECISION) if amax > 0 else 1.0
@@ -188,8 +213,8 @@ class Emitter:
         t = self.b.cvm_clip(t, precision=DATA_PRECISION, name=self._node_name())  # clip(+-127) would say 9 bits
         return QValue(t, q.scale * 2.0**k), ZERO_POINT
 
-    def _conv_like(self, q: QValue, ref: np.ndarray, w_int: np.ndarray, sw: float, w_prec: int,
-                   bias: np.ndarray | None, conv: dict | None) -> QValue:
+    def _conv_like(self, q: QValue, ref: np.ndarray, w_int: np.ndarray, sw: float | np.ndarray, w_prec: int,
+                   bias: np.ndarray | None, conv: dict | None, out_ref: np.ndarray | None = None) -> QValue:
         """conv2d (attributes `conv`) or dense (`conv` None) of `q` by integer weights of scale `sw`, with the float
         bias; the zero point of the data comes back as a constant: in the bias, or where zero padding makes it vary
         over the output, as a per-pixel constant added after the layer."""
@@ -228,16 +253,36 @@ class Emitter:
             t = self.b.conv2d(x.t, w, b, channels=oc, kernel_size=w_int.shape[2:], name=self._node_name(), **conv)
         if per_pixel is not None:
             t = self.b.broadcast_add(t, self._param(per_pixel, "bias"), name=self._node_name())
-        return QValue(self._checked(t, "the layer"), acc_scale)
+        t = self._checked(t, "the layer")
+        if isinstance(acc_scale, np.ndarray):  # per-channel weights
+            assert out_ref is not None
+            return self._uniform(t, acc_scale, out_ref)
+        return QValue(t, acc_scale)
 
     def _linear(self, n: Node) -> QValue:
-        w_int, sw = self._weights(self.fg.consts[n.inputs[1]])
+        w = self.fg.consts[n.inputs[1]]
+        w_int, sw = self._channel_weights(w) if self.per_channel else self._weights(w)
         bias_name = n.inputs[2] if len(n.inputs) > 2 else ""
+        bias = self.fg.consts[bias_name] if bias_name else None
+        ref = self.calib[n.inputs[0]]
         conv = None if n.op == "Dense" else {
             "strides": tuple(n.attrs.get("strides", [1, 1])), "padding": pads_2d(n),
             "dilation": tuple(n.attrs.get("dilations", [1, 1])), "groups": n.attrs.get("group", 1)}
-        return self._conv_like(self.values[n.inputs[0]], self.calib[n.inputs[0]], w_int, sw, WEIGHT_PRECISION,
-                               self.fg.consts[bias_name] if bias_name else None, conv)
+        # bias correction: the weights' rounding shifts the mean output by (W_q - W) . E[x]; take it back
+        err = (w_int * (sw.reshape((-1,) + (1,) * (w.ndim - 1)) if isinstance(sw, np.ndarray) else sw)
+               - w).astype(np.float64)
+        oc = w.shape[0]
+        if conv is None:
+            shift = err @ ref.reshape(len(ref), -1).mean(axis=0)
+        else:
+            g = conv["groups"]
+            mean = ref.mean(axis=(0, 2, 3)).reshape(g, -1)  # (groups, in channels per group)
+            per = err.sum(axis=(2, 3)).reshape(g, oc // g, -1)  # (groups, out per group, in per group)
+            shift = np.einsum("goi,gi->go", per, mean).reshape(oc)
+        if np.any(shift):
+            bias = (np.zeros(oc) if bias is None else bias.astype(np.float64)) - shift
+        return self._conv_like(self.values[n.inputs[0]], ref, w_int, sw, WEIGHT_PRECISION, bias, conv,
+                               self.calib[n.outputs[0]])
 
     def _binary(self, n: Node) -> QValue:
         a_name, b_name = n.inputs[:2]
@@ -382,11 +427,12 @@ class Emitter:
         self._node = self._layer = None
 
 
-def emit(fg: FloatGraph, calib: dict[str, np.ndarray], input_scale: float, method: str) -> Emitter:
+def emit(fg: FloatGraph, calib: dict[str, np.ndarray], input_scale: float, method: str,
+         per_channel: bool = False) -> Emitter:
     """The emitter after every node: its builder, values, layers and postprocess."""
     if method not in METHODS:
         raise CVMLogicError(f"expected a calibration method in {METHODS}, got {method!r}")
-    e = Emitter(fg, calib, input_scale, method)
+    e = Emitter(fg, calib, input_scale, method, per_channel=per_channel)
     for n in fg.nodes:
         e.node(n)
     return e
