@@ -214,7 +214,8 @@ class Emitter:
         return QValue(t, q.scale * 2.0**k), ZERO_POINT
 
     def _conv_like(self, q: QValue, ref: np.ndarray, w_int: np.ndarray, sw: float | np.ndarray, w_prec: int,
-                   bias: np.ndarray | None, conv: dict | None, out_ref: np.ndarray | None = None) -> QValue:
+                   bias: np.ndarray | None, conv: dict | None, out_ref: np.ndarray | None = None,
+                   optional_bias: bool = False) -> QValue:
         """conv2d (attributes `conv`) or dense (`conv` None) of `q` by integer weights of scale `sw`, with the float
         bias; the zero point of the data comes back as a constant: in the bias, or where zero padding makes it vary
         over the output, as a per-pixel constant added after the layer."""
@@ -237,6 +238,8 @@ class Emitter:
         k = int(np.prod(w_int.shape[1:]))
         need = x.precision + w_prec + rules.bitlen(k)
         extra = per_pixel if per_pixel is not None else const
+        if has_const and optional_bias and not zp and need + 1 > 32:
+            has_const = False  # a bias of bias correction alone goes where it would cost the bit past 32
         if has_const:
             need = max(need, rules.next_precision(int(np.max(np.abs(extra))) if extra.size else 0)) + 1
         if need > 32:  # the CVM rule (cvm_rules._conv2d_prec, _dense_prec) bounds every partial sum by 2^(need-1)
@@ -279,10 +282,11 @@ class Emitter:
             mean = ref.mean(axis=(0, 2, 3)).reshape(g, -1)  # (groups, in channels per group)
             per = err.sum(axis=(2, 3)).reshape(g, oc // g, -1)  # (groups, out per group, in per group)
             shift = np.einsum("goi,gi->go", per, mean).reshape(oc)
+        optional = bias is None
         if np.any(shift):
             bias = (np.zeros(oc) if bias is None else bias.astype(np.float64)) - shift
         return self._conv_like(self.values[n.inputs[0]], ref, w_int, sw, WEIGHT_PRECISION, bias, conv,
-                               self.calib[n.outputs[0]])
+                               self.calib[n.outputs[0]], optional_bias=optional)
 
     def _binary(self, n: Node) -> QValue:
         a_name, b_name = n.inputs[:2]

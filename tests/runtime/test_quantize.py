@@ -76,6 +76,14 @@ def _float_logits(blob, x):
     return onnx_graph.run(fg, x)[fg.outputs[0]]
 
 
+def test_digits_per_channel_weights(digits):
+    blob, xtr, xte, yte, _, q = digits
+    pc = quantize(blob, xtr[:256], test=xte, labels=yte, per_channel=True)
+    assert pc.per_channel and pc.facts()["per_channel"]
+    assert abs(pc.report.cvm_accuracy - pc.report.float_accuracy) <= 0.005, pc.report.text()
+    assert pc.report.logits_sqnr_db > 35 and pc.graph.gas > q.graph.gas  # the multipliers cost gas
+
+
 def test_digits_decode_matches_float(digits):
     blob, _, xte, _, _, q = digits
     outs = q.model("cpu").run_batch(q.encode(xte[:64]))
@@ -95,7 +103,8 @@ def _calib(shape, n=32, seed=0):
     return np.random.default_rng(seed).normal(size=(n, *shape[1:])).astype(np.float32)
 
 
-def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path):
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path, per_channel):
     rng = np.random.default_rng(3)
     w1 = rng.normal(size=(8, 3, 3, 3)) * 0.3
     dw = rng.normal(size=(8, 1, 3, 3)) * 0.3
@@ -128,7 +137,8 @@ def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path):
              "wg": rng.normal(size=(5, 12)) * 0.3, "bg": rng.normal(size=5)}
     blob = _model(nodes, inits, in_shape=(1, 3, 8, 8))
     x = _calib((1, 3, 8, 8), 64)
-    q = quantize(blob, x)
+    q = quantize(blob, x, per_channel=per_channel)
+    assert any(n.op == "broadcast_mul" and n.name.startswith("conv1") for n in q.graph.nodes) == per_channel
     ops = [lr.op for lr in q.report.layers]
     assert "BatchNormalization" not in ops and ops[0] == "Conv"  # folded into the conv
     assert q.report.logits_sqnr_db > 20 and q.report.agreement >= 0.9, q.report.text()
