@@ -178,15 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         fg = onnx_graph.load(blob)
         ref = onnx_graph.run(fg, test)[fg.outputs[0]]
         build = time.perf_counter() - t0
-        for method, per_channel in (("mse", False), ("minmax", False), ("mse", True)):
+        for method, per_channel, eq in (("mse", False, True), ("mse", False, False), ("minmax", False, True),
+                                        ("mse", True, True)):
             t0 = time.perf_counter()
             q = quantize(blob, calib, test=test, labels=labels, method=method, device=a.device, report_samples=16,
-                         per_channel=per_channel)
+                         per_channel=per_channel, equalize=eq)
             r = q.report
-            label = f"cvmc {method}{' per-channel' if per_channel else ''}"
+            label = f"cvmc {method}{' per-channel' if per_channel else ''}{'' if eq else ' no-equalize'}"
             acc = None if labels is None else 100 * r.cvm_accuracy
             rows.append((name, label, 100 * r.agreement, r.logits_sqnr_db, acc, time.perf_counter() - t0, r.gas))
-            if method == "mse" and not per_channel:
+            if method == "mse" and not per_channel and eq:
                 print(f"# {name} (built in {build:.1f} s), cvmc mse:\n{r.text()}\n", flush=True)
         t0 = time.perf_counter()
         got = ort_side(blob, calib, test)

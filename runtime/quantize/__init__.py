@@ -111,17 +111,23 @@ def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str) -> list[n
 
 
 def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = None, method: str = "mse",
-             per_channel: bool = False, device: str = "reference", report_samples: int = REPORT_SAMPLES) -> Quantized:
+             per_channel: bool = False, equalize: bool = True, device: str = "reference",
+             report_samples: int = REPORT_SAMPLES) -> Quantized:
     """Quantize a float ONNX model (path, bytes or ModelProto) on calibration inputs (array or .npy path).
 
     `test` (default: the calibration inputs) are the inputs the top-1 agreement is measured on, `labels` their
     classes (then both accuracies are reported); `device` runs the CVM model for the report. `per_channel`
     gives each output channel of a Conv or Dense its own weight scale, at the price of two operators after the
     layer (a per-channel integer multiplier and a shift: CVM has no per-channel shift); the default is per-tensor
-    weights, which CVM expresses with the layer alone."""
+    weights, which CVM expresses with the layer alone. `equalize` rescales the channels between two layers joined
+    by Relu or pooling (`equalize.equalize`: the float function unchanged, no operator added)."""
     if method not in METHODS:
         raise CVMLogicError(f"expected a calibration method in {METHODS}, got {method!r}")
     fg = onnx_graph.load(model)
+    if equalize:
+        from cvmc.runtime.quantize.equalize import equalize as equalize_pairs
+
+        equalize_pairs(fg)
     shape = fg.input_shape
     calib_x = _samples(fg.input_name, "the calibration data", calibration, shape, "f")
     test_x = calib_x if test is None else _samples(fg.input_name, "the test data", test, shape, "f")
