@@ -3,6 +3,8 @@ thread, fixed seed, seconds) on scikit-learn's digits; small ONNX graphs built w
 operators and every refusal (each names the node)."""
 
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -103,8 +105,8 @@ def _calib(shape, n=32, seed=0):
     return np.random.default_rng(seed).normal(size=(n, *shape[1:])).astype(np.float32)
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path, per_channel):
+def every_operator_model():
+    """An ONNX model of every operator the issue names (and its calibration inputs)."""
     rng = np.random.default_rng(3)
     w1 = rng.normal(size=(8, 3, 3, 3)) * 0.3
     dw = rng.normal(size=(8, 1, 3, 3)) * 0.3
@@ -135,8 +137,12 @@ def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path, per_chan
              "six": np.array(6.0), "dw": dw, "half": rng.uniform(0.2, 1.0, (1, 8, 1, 1)),
              "shift": rng.normal(size=(8, 1, 1)), "wt": rng.normal(size=(12, 16)) * 0.3, "shape": np.array([1, 16]),
              "wg": rng.normal(size=(5, 12)) * 0.3, "bg": rng.normal(size=5)}
-    blob = _model(nodes, inits, in_shape=(1, 3, 8, 8))
-    x = _calib((1, 3, 8, 8), 64)
+    return _model(nodes, inits, in_shape=(1, 3, 8, 8)), _calib((1, 3, 8, 8), 64)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path, per_channel):
+    blob, x = every_operator_model()
     q = quantize(blob, x, per_channel=per_channel)
     assert any(n.op == "broadcast_mul" and n.name.startswith("conv1") for n in q.graph.nodes) == per_channel
     ops = [lr.op for lr in q.report.layers]
@@ -152,11 +158,7 @@ def test_every_operator_of_the_issue_quantizes_and_runs_alike(tmp_path, per_chan
 
 
 def test_argmax_head_is_the_runtime_postprocess(tmp_path):
-    rng = np.random.default_rng(5)
-    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["l"], name="fc", transB=1),
-             helper.make_node("ArgMax", ["l"], ["y"], name="argmax", axis=1, keepdims=1)]
-    blob = _model(nodes, {"w": rng.normal(size=(6, 4)), "b": rng.normal(size=6)}, out_elem=TensorProto.INT64)
-    x = _calib((1, 4), 64)
+    blob, x = argmax_model()
     q = quantize(blob, x)
     assert q.graph.postprocess == "argmax" and q.outputs[0]["precision"] == 8
     q.save(tmp_path)
@@ -165,6 +167,40 @@ def test_argmax_head_is_the_runtime_postprocess(tmp_path):
     got = [int(np.frombuffer(m.infer(v.astype(np.int8).tobytes()), "<i4")[0]) for v in q.encode(x)]
     assert got == list(np.argmax(heads, axis=1))  # the index of the int8 logits, as cvm-runtime packs it
     assert q.report.agreement >= 0.9
+
+
+def argmax_model():
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["l"], name="fc", transB=1),
+             helper.make_node("ArgMax", ["l"], ["y"], name="argmax", axis=1, keepdims=1)]
+    return _model(nodes, {"w": rng.normal(size=(6, 4)), "b": rng.normal(size=6)}, out_elem=TensorProto.INT64), \
+        _calib((1, 4), 64)
+
+
+ORACLE = os.environ.get("CVMC_ORACLE_RUN_MODEL")
+
+
+@pytest.mark.skipif(not ORACLE, reason="set CVMC_ORACLE_RUN_MODEL to cvm-runtime's run_model driver "
+                                       "(tests/consensus/ORACLE.md) to compare with it")
+@pytest.mark.parametrize(("model", "per_channel"), [("digits", False), ("digits", True), ("ops", False),
+                                                    ("ops", True), ("argmax", False)])
+@pytest.mark.parametrize("device", ["formal", "cpu"])
+def test_cvm_runtime_accepts_the_models_and_gives_cvmc_bytes(digits, tmp_path, model, per_channel, device):
+    if model == "digits":
+        blob, x = digits[0], digits[1][:64]
+    else:
+        blob, x = every_operator_model() if model == "ops" else argmax_model()
+    q = quantize(blob, x, per_channel=per_channel)
+    q.save(tmp_path)
+    mine = load_model(tmp_path / "model.json", tmp_path / "params.bin", device="reference")
+    for i, v in enumerate(q.encode(x[:6])):
+        (tmp_path / "in.bin").write_bytes(v.astype(np.int8).tobytes())
+        r = subprocess.run([ORACLE, "--device", device, "--api-bytes", "-o", str(tmp_path / "out.bin"),
+                            str(tmp_path / "model.json"), str(tmp_path / "params.bin"), str(tmp_path / "in.bin")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert f"ops(gas)={q.graph.gas}" in r.stderr
+        assert (tmp_path / "out.bin").read_bytes() == mine.infer(v.astype(np.int8).tobytes()), f"input {i}"
 
 
 # --- refusals: each names the node (or the input) ---------------------------------------------------------
