@@ -40,22 +40,28 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
-class Digits:
-    """The digits MLP's files (a cvm-runtime model), its sample input and its test set."""
+class _CvmFiles:
+    """A cvm-runtime model's folder and files."""
 
     folder: pathlib.Path
     graph: pathlib.Path
     params: pathlib.Path
-    input: pathlib.Path
-    inputs: pathlib.Path
-    labels: pathlib.Path
-    oracle: pathlib.Path
 
     def load(self, device: str = "cpu", **kwargs: object) -> Model:
         """The model loaded by `cvmc.load_model` on `device` (other keywords go to load_model too)."""
         from cvmc.runtime.model import load_model
 
         return load_model(self.graph, self.params, device=device, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Digits(_CvmFiles):
+    """The digits MLP's files (a cvm-runtime model), its sample input and its test set."""
+
+    input: pathlib.Path
+    inputs: pathlib.Path
+    labels: pathlib.Path
+    oracle: pathlib.Path
 
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
         """The 450 test digits (int8, shape (450, 64)) and their labels (int32)."""
@@ -68,22 +74,13 @@ class Digits:
 
 
 @dataclass(frozen=True)
-class DigitsCnn:
+class DigitsCnn(_CvmFiles):
     """The digits CNN quantized from ONNX: its files, the facts of its quantization and its test set."""
 
-    folder: pathlib.Path
-    graph: pathlib.Path
-    params: pathlib.Path
     quantize_json: pathlib.Path
     inputs: pathlib.Path
     labels: pathlib.Path
     script: pathlib.Path
-
-    def load(self, device: str = "cpu", **kwargs: object) -> Model:
-        """The model loaded by `cvmc.load_model` on `device`."""
-        from cvmc.runtime.model import load_model
-
-        return load_model(self.graph, self.params, device=device, **kwargs)  # type: ignore[arg-type]
 
     def facts(self) -> dict:
         """quantize.json: input_scale, input_precision, output_scales, the report."""
