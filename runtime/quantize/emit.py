@@ -1,17 +1,18 @@
 """The quantized CVM graph of a FloatGraph, built with `CvmBuilder`.
 
 Every quantized value is an integer tensor and a float scale (float value ~= integer x scale). Scales change only
-by powers of two (`cvm_right_shift`, `cvm_left_shift`), by a weight's scale (a Conv or Dense multiplies the
-scales of its data and weight) or by a known divisor (an average's window): a requantization is a shift, never a
-float multiply. Where two values of unrelated scales meet (Add, Sub, Concat, LeakyRelu's slope) one is brought to
-the other's scale by an integer multiplier of 14 bits and a shift (`broadcast_mul`, `cvm_right_shift`).
+by powers of two (`cvm_right_shift`), by a weight's scale (a Conv or Dense multiplies the scales of its data and
+weight) or by a known divisor (an average's window): a requantization is a shift, never a float multiply. Where
+two values of unrelated scales meet (Add, Sub, Concat, LeakyRelu's slope, per-channel weights) one is brought to
+the other's scale by an integer multiplier of at most 14 bits and a shift (`broadcast_mul`, `cvm_right_shift`).
+Data of a Conv or Dense never negative on the calibration set is unsigned: x - 127 on 255 steps (`_data8`).
 
 Precisions follow the CVM rules (`cvm_rules.infer`): a Conv or Dense reads data and weights of at most 8 bits and
-its accumulation has p_data + p_weight + bitlen(K) bits (+1 with a bias), every value of which fits in int32 when
-that sum is at most 32; so a node whose precision would pass 32 is refused (`OverflowError` is never risked at run
-time: the bound is proved from the precisions, as the verifier proves it). Values keep their full precision
-until an operator needs fewer bits (8 for a Conv or Dense, 16 for the operands of an Add): only then is a shift
-chosen, from the calibration data (`choose_shift`).
+its accumulation has p_data + p_weight + bitlen(K) bits (+1 with a bias): every partial sum of any input within
+the declared precisions fits in int32 when that sum is at most 32, so a layer whose precision would pass 32 is
+refused by name (proved from the precisions, as the verifier proves it, never from the calibration). Values keep
+their full precision until an operator needs fewer bits (8 for a Conv or Dense, 16 for the operands of an Add):
+only then is a shift chosen, from the calibration data (`choose_shift`).
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class Emitter:
         self.postprocess: str | None = None
         self._layer: Layer | None = None
         self._node: Node | None = None
+        self._names: set[str] = {"data"}
 
     # -- helpers ------------------------------------------------------------------------------------------
 
@@ -119,12 +121,13 @@ class Emitter:
         return self.b.create_param(arr.astype(np.int32), precision=p, name=f"{self._node_name()}/{what}")
 
     def _node_name(self) -> str:
+        """A fresh name for a CVM node of the ONNX node being emitted: its name, then NAME:1, NAME:2, ..."""
         base = self._node.name if self._node is not None else "q"
         k, name = 0, base
-        taken = {n.name for n in self.b._nodes}
-        while name in taken:
+        while name in self._names:
             k += 1
             name = f"{base}:{k}"
+        self._names.add(name)
         return name
 
     def fit(self, q: QValue, precision: int, ref: np.ndarray) -> QValue:

@@ -80,16 +80,12 @@ def load(model: str | os.PathLike[str] | bytes | Any) -> FloatGraph:
     import onnx
     from onnx import numpy_helper
 
+    if isinstance(model, str | os.PathLike):
+        with open(model, "rb") as f:  # a missing file is an OSError, as for every tool
+            model = f.read()
     try:
-        if isinstance(model, bytes | bytearray):
-            proto = onnx.load_from_string(bytes(model))
-        elif isinstance(model, str | os.PathLike):
-            proto = onnx.load(os.fspath(model))
-        else:
-            proto = model
-    except OSError:
-        raise
-    except Exception as e:  # a file that is not ONNX
+        proto = onnx.load_from_string(bytes(model)) if isinstance(model, bytes | bytearray) else model
+    except Exception as e:  # bytes that are not ONNX
         raise CVMRuntimeError(f"cannot read the ONNX model: {e}") from None
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < MIN_OPSET:

@@ -225,6 +225,16 @@ def test_dynamic_input_shape_names_the_input():
         quantize(blob, _calib((1, 4)))
 
 
+def test_bytes_that_are_not_onnx_and_a_missing_file(tmp_path):
+    from cvmc.errors import CVMRuntimeError
+
+    with pytest.raises(CVMRuntimeError, match="cannot read the ONNX model"):
+        quantize(b"not a model", _calib((1, 4)))
+    with pytest.raises(FileNotFoundError):
+        quantize(tmp_path / "missing.onnx", _calib((1, 4)))
+    assert cvm_quantize.main([str(tmp_path / "missing.onnx"), "--calibration", "c.npy", "-o", str(tmp_path)]) == 2
+
+
 def test_old_opset_is_refused():
     blob = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], {}, opset=12)
     with pytest.raises(CVMLogicError, match="opset 12; the quantizer reads opset 13 and later"):
