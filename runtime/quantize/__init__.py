@@ -151,8 +151,8 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
     graph = em.b.graph(heads, postprocess=em.postprocess)
     rep = Report(gas=graph.gas)
     # per layer: the CVM model's values against the float model's on the first calibration inputs
-    layered = [lr for lr in em.layers if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax")]
-    tensors = list({(lr.tensor.node, lr.tensor.index): lr.tensor for lr in layered}.values())
+    layered = [lr.tensor for lr in em.layers if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax")]
+    tensors = list({(t.node, t.index): t for t in layered}.values())
     n_rep = max(shape[0], min(len(calib_x), report_samples) // shape[0] * shape[0])
     enc = Quantized(graph, fg.input_name, shape, input_scale, DATA_PRECISION, scales, outputs, method, rep,
                     per_channel)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -217,7 +218,7 @@ class Emitter:
         return QValue(t, q.scale * 2.0**k), ZERO_POINT
 
     def _conv_like(self, q: QValue, ref: np.ndarray, w_int: np.ndarray, sw: float | np.ndarray, w_prec: int,
-                   bias: np.ndarray | None, conv: dict | None, out_ref: np.ndarray | None = None,
+                   bias: np.ndarray | None, conv: dict[str, Any] | None, out_ref: np.ndarray | None = None,
                    optional_bias: bool = False) -> QValue:
         """conv2d (attributes `conv`) or dense (`conv` None) of `q` by integer weights of scale `sw`, with the float
         bias; the zero point of the data comes back as a constant: in the bias, or where zero padding makes it vary
@@ -230,7 +231,7 @@ class Emitter:
         per_pixel = None
         if zp and conv is None:
             const = const + zp * w_int.reshape(oc, -1).sum(axis=1)
-        elif zp:
+        elif zp and conv is not None:
             ones = np.ones((1, *x.t.shape[1:]), np.float64)
             inside = conv_float(ones, w_int.astype(np.float64), None, conv["strides"], conv["padding"],
                                 conv["dilation"], conv["groups"])[0]

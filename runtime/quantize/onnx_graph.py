@@ -254,7 +254,7 @@ def _pool(n: Node, x: np.ndarray) -> np.ndarray:
     return _windows(x, k, s, p, (1, 1), 0.0).mean(axis=(4, 5))
 
 
-def _eval(n: Node, xs: list[np.ndarray | None], fg: FloatGraph) -> list[np.ndarray]:
+def _eval(n: Node, xs: list[Any], fg: FloatGraph) -> list[np.ndarray]:
     """One node on float (or constant) values."""
     a, x = n.attrs, xs[0]
     op = n.op
@@ -310,7 +310,7 @@ def _eval(n: Node, xs: list[np.ndarray | None], fg: FloatGraph) -> list[np.ndarr
         e = np.exp(x - x.max(axis=a.get("axis", -1), keepdims=True))
         return [e / e.sum(axis=a.get("axis", -1), keepdims=True)]
     if op == "ArgMax":
-        y = np.argmax(x, axis=a.get("axis", 0))
+        y = np.asarray(np.argmax(x, axis=a.get("axis", 0)))
         return [np.expand_dims(y, a.get("axis", 0)) if a.get("keepdims", 1) else y]
     if op == "BatchNormalization":
         g, b, m, v = xs[1:5]

@@ -58,7 +58,7 @@ class Report:
         if self.agreement is not None:
             lines.append(f"top-1 agreement with the float model: {100 * self.agreement:.2f}% on {self.samples} inputs; "
                          f"logits SQNR {self.logits_sqnr_db:.2f} dB")
-        if self.float_accuracy is not None:
+        if self.float_accuracy is not None and self.cvm_accuracy is not None:
             lines.append(f"accuracy: float {100 * self.float_accuracy:.2f}%, CVM {100 * self.cvm_accuracy:.2f}%")
         return "\n".join(lines)
 
