@@ -55,6 +55,9 @@ def test_digits_cnn_within_half_a_point(digits):
 
 
 def test_digits_files_load_with_the_same_bytes_on_reference_and_cpu(digits, tmp_path):
+    import cvmc
+
+    assert cvmc.quantize is quantize
     _, _, xte, _, _, q = digits
     q.save(tmp_path)
     facts = json.loads((tmp_path / "quantize.json").read_text())
