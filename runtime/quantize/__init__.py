@@ -149,6 +149,10 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
                                  "ArgMax": "int8 logits; cvm-runtime's argmax postprocess gives the index"}.get(
                                      node.op, "values")})
     graph = em.b.graph(heads, postprocess=em.postprocess)
+    for node in graph.nodes:  # every value of every input within the declared precisions fits in int32
+        if node.precisions and max(node.precisions) > 32:
+            raise CVMLogicError(f"node {node.name!r} ({node.op}): its values need {max(node.precisions)} bits, "
+                                f"more than int32 holds")
     rep = Report(gas=graph.gas)
     # per layer: the CVM model's values against the float model's on the first calibration inputs
     layered = [lr.tensor for lr in em.layers if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax")]

@@ -314,3 +314,12 @@ def test_cvm_quantize_writes_the_three_files(digits, tmp_path, capsys):
     argv[2] = str(tmp_path / "bad.npy")
     assert cvm_quantize.main(argv) == 1
     assert "the calibration data for input" in capsys.readouterr().err
+
+
+def test_cvm_quantize_help_and_usage(capsys):
+    with pytest.raises(SystemExit) as e:
+        cvm_quantize.main(["--help"])
+    assert e.value.code == 0 and "exit status:" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cvm_quantize.main(["m.onnx"])
+    assert e.value.code == 64 and "--calibration" in capsys.readouterr().err
