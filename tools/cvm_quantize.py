@@ -2,7 +2,7 @@
 quantization on calibration inputs.
 
     cvm-quantize model.onnx --calibration inputs.npy -o DIR [--test test.npy] [--labels labels.npy]
-                 [--method mse|minmax] [--per-channel] [--device reference|cpu] [--report report.txt] [-v]
+                 [--method mse|minmax] [--per-channel] [--device cpu|reference] [--report report.txt] [-v]
 
 `inputs.npy` holds float32 inputs stacked along the first axis (N, *input_shape[1:]), N a multiple of the model's
 batch. DIR receives model.json, params.bin and quantize.json (the input scale and precision, one output scale
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="how a shift is chosen (default mse: least squared error on the calibration data)")
     parser.add_argument("--per-channel", action="store_true",
                         help="a weight scale per output channel (a multiplier and a shift after each layer)")
-    parser.add_argument("--device", default="reference", help="the device the report runs the CVM model on")
+    parser.add_argument("--device", default="cpu", help="the device the report runs the CVM model on (default cpu)")
     parser.add_argument("--report", metavar="FILE", help="also write the report to FILE")
     a = parser.parse_args(argv)
     cli.setup_logging(a)

@@ -111,7 +111,7 @@ def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str) -> list[n
 
 
 def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = None, method: str = "mse",
-             per_channel: bool = False, equalize: bool = True, device: str = "reference",
+             per_channel: bool = False, equalize: bool = True, device: str = "cpu",
              report_samples: int = REPORT_SAMPLES) -> Quantized:
     """Quantize a float ONNX model (path, bytes or ModelProto) on calibration inputs (array or .npy path).
 
