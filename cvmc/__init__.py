@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use
     from cvmc.runtime.builder import CvmBuilder
     from cvmc.runtime.cinn_builder import CinnBuilder
     from cvmc.runtime.model import Model, load_model
+    from cvmc.runtime.quantize import quantize
 
 __all__ = [
     "CVMError",
@@ -30,6 +31,7 @@ __all__ = [
     "Model",
     "__version__",
     "load_model",
+    "quantize",
 ]
 
 _LAZY = {
@@ -37,6 +39,7 @@ _LAZY = {
     "Model": "cvmc.runtime.model",
     "CvmBuilder": "cvmc.runtime.builder",
     "CinnBuilder": "cvmc.runtime.cinn_builder",
+    "quantize": "cvmc.runtime.quantize",
 }
 
 

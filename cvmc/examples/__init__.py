@@ -14,6 +14,10 @@ From a shell, `cvm-examples` lists them and `cvm-examples path digits` prints a 
   (model.json, params.bin) with the argmax postprocess: one digit per inference; `input.bin` is one digit as
   the API's int8 bytes, `digits_inputs.bin` 450 of them, `digits_labels.bin` their labels and
   `digits_oracle_pred.bin` cvm-runtime's predictions (int32 each).
+- digits_cnn: a CNN (conv-bn-relu-maxpool, conv-relu-avgpool, dense) trained in PyTorch on the same digits and
+  quantized from ONNX by `cvmc.quantize` (`make.py` beside it is the script that made it: training, export,
+  quantization); `quantize.json` holds its input and output scales and the quantizer's report,
+  `test_inputs.bin` the 450 test digits as int8 inputs (450 x 1 x 8 x 8) and `test_labels.bin` their labels.
 - lenet: LeNet in the Task IR of a many-core chip (`lenet.task.txt`), one input frame (`i_0_0_0.dat`, int32) and
   its 10 expected logits (`o_0_0_0.dat.txt`), under the Apache License 2.0 (`LICENSE` beside them).
 """
@@ -30,28 +34,34 @@ import numpy as np
 if TYPE_CHECKING:
     from cvmc.runtime.model import Model
 
-__all__ = ["EXAMPLES", "Digits", "Lenet", "digits", "lenet"]
+__all__ = ["EXAMPLES", "Digits", "DigitsCnn", "Lenet", "digits", "digits_cnn", "lenet"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
-class Digits:
-    """The digits MLP's files (a cvm-runtime model), its sample input and its test set."""
+class _CvmFiles:
+    """A cvm-runtime model's folder and files."""
 
     folder: pathlib.Path
     graph: pathlib.Path
     params: pathlib.Path
-    input: pathlib.Path
-    inputs: pathlib.Path
-    labels: pathlib.Path
-    oracle: pathlib.Path
 
     def load(self, device: str = "cpu", **kwargs: object) -> Model:
         """The model loaded by `cvmc.load_model` on `device` (other keywords go to load_model too)."""
         from cvmc.runtime.model import load_model
 
         return load_model(self.graph, self.params, device=device, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Digits(_CvmFiles):
+    """The digits MLP's files (a cvm-runtime model), its sample input and its test set."""
+
+    input: pathlib.Path
+    inputs: pathlib.Path
+    labels: pathlib.Path
+    oracle: pathlib.Path
 
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
         """The 450 test digits (int8, shape (450, 64)) and their labels (int32)."""
@@ -61,6 +71,37 @@ class Digits:
     def oracle_predictions(self) -> np.ndarray:
         """cvm-runtime's prediction for each test digit (int32)."""
         return np.fromfile(self.oracle, dtype="<i4").astype(np.int32)
+
+
+@dataclass(frozen=True)
+class DigitsCnn(_CvmFiles):
+    """The digits CNN quantized from ONNX: its files, the facts of its quantization and its test set."""
+
+    quantize_json: pathlib.Path
+    inputs: pathlib.Path
+    labels: pathlib.Path
+    script: pathlib.Path
+
+    def facts(self) -> dict:
+        """quantize.json: input_scale, input_precision, output_scales, the report."""
+        import json
+
+        return json.loads(self.quantize_json.read_text())
+
+    def script_module(self):
+        """make.py, the script that made the model, as a module (its `train`, `to_onnx`, `digits`)."""
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("cvmc_digits_cnn_make", self.script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def test_set(self) -> tuple[np.ndarray, np.ndarray]:
+        """The 450 test digits as the model's int8 inputs (450, 1, 8, 8) and their labels (int32)."""
+        x = np.fromfile(self.inputs, dtype=np.int8).reshape(-1, 1, 8, 8)
+        return x, np.fromfile(self.labels, dtype="<i4").astype(np.int32)
 
 
 @dataclass(frozen=True)
@@ -85,6 +126,13 @@ def digits() -> Digits:
                   d / "digits_labels.bin", d / "digits_oracle_pred.bin")
 
 
+def digits_cnn() -> DigitsCnn:
+    """The digits CNN quantized from ONNX: paths to its files; `.load()` gives a loaded model."""
+    d = HERE / "digits_cnn"
+    return DigitsCnn(d, d / "model.json", d / "params.bin", d / "quantize.json", d / "test_inputs.bin",
+                     d / "test_labels.bin", d / "make.py")
+
+
 def lenet() -> Lenet:
     """LeNet's Task IR graph (Apache-2.0): paths to the graph, an input frame and its expected output."""
     d = HERE / "lenet"
@@ -93,6 +141,7 @@ def lenet() -> Lenet:
 
 EXAMPLES = {
     "digits": (digits, "a quantized MLP 64-64-10 on 8x8 digits (cvm-runtime model.json, params.bin)"),
+    "digits_cnn": (digits_cnn, "a CNN on 8x8 digits, trained in PyTorch, quantized from ONNX by cvmc.quantize"),
     "lenet": (lenet, "LeNet as a Task IR graph (lenet.task.txt), one input frame, Apache-2.0"),
 }
 
@@ -114,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         if a.command in (None, "list"):
             for name, (_, what) in EXAMPLES.items():
-                print(f"{name:<8} {what}")
+                print(f"{name:<10} {what}")
         elif a.command == "path":
             print(EXAMPLES[a.example][0]().folder)
         else:
