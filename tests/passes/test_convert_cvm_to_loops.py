@@ -268,7 +268,7 @@ def test_reductions_start_where_the_runtime_starts(attrs):
     _check_bit_exact(b, [b.max(neg, **attrs), b.sum(neg, **attrs)], _rand((3, 4, 5)))
 
 
-def test_division_by_zero_clipped_indices_and_row_where():
+def test_division_by_zero_clipped_indices_and_where():
     b = CvmBuilder()
     x = b.create_input([4, 5], 8)
     d = b.broadcast_div(x, b.create_param(np.array([0, 1, -1, 3, 0]), 3))
@@ -276,7 +276,7 @@ def test_division_by_zero_clipped_indices_and_row_where():
     t0 = b.take(x, idx)
     t1 = b.take(x, idx, axis=1)
     lut = b.cvm_lut(x, b.create_param(np.arange(-10, 10), 5), in_dim=20)
-    cond = b.create_param(np.array([1, 0, 0, 2]), 3)
+    cond = b.create_param(np.array([[1, 0, 0, 2, 0]] * 4), 3)  # a condition per row is undefined in the runtime
     w = b.where(cond, x, d)
     g = b.broadcast_greater(x, b.create_param(np.array([[0], [5], [-5], [127]]), 8))
     _check_bit_exact(b, [d, t0, t1, lut, w, g], _rand((4, 5)))
