@@ -434,10 +434,7 @@ class _ModuleEmitter:
             even = ir.Constant(lanes_w, list(range(0, 16, 2)))
             odd = ir.Constant(lanes_w, list(range(1, 16, 2)))
         elif vnni:
-            words, wide = ir.VectorType(_I8, 64), ir.VectorType(_I32, 64)
-            dpbusd = self.function("llvm.x86.avx512.vpdpbusd.512", lanes_w, [lanes_w, words, words],
-                                   ("nounwind", "readnone"))
-            quarters = [ir.Constant(ir.VectorType(_I32, 16), list(range(j, 64, 4))) for j in range(4)]
+            words = ir.VectorType(_I8, 64)
         else:
             words, halves = ir.VectorType(_I8, 32), ir.VectorType(_I16, 16)
             ubsw = self.function("llvm.x86.avx2.pmadd.ub.sw", halves, [words, words], ("nounwind", "readnone"))
@@ -449,18 +446,14 @@ class _ModuleEmitter:
 
         def weights(p: _Value) -> _Value:
             w = b.load(p, typ=words, align=item.width // 8)
-            return b.sext(w, wide) if group == 2 or (vnni and emulated) else w
+            return b.sext(w, wide) if group == 2 else w
 
         def madd(acc: _Value, xs: _Value, w: _Value) -> _Value:
             if group == 2:
                 m = b.mul(xs, w)  # each product of two int16 fits int32
                 return b.add(acc, b.add(b.shuffle_vector(m, m, even), b.shuffle_vector(m, m, odd)))
-            if vnni and emulated:  # |u8 x s8| <= 32640: four fit int32; the lane's sum wraps as vpdpbusd's
-                m = b.mul(b.zext(xs, wide), w)
-                parts = [b.shuffle_vector(m, m, q) for q in quarters]
-                return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
             if vnni:
-                return b.call(dpbusd, [acc, xs, w])
+                return self.dpbusd(b, acc, xs, w, emulated)
             return b.add(acc, b.call(wd, [b.call(ubsw, [xs, w]), ones]))
 
         def channels(base_a: _Value, base_b: _Value, accs: list[_Value]) -> list[_Value]:
@@ -512,6 +505,19 @@ class _ModuleEmitter:
                 b.store(col, p, align=4)
         b.ret_void()
         return fn
+
+    def dpbusd(self, b: Any, acc: _Value, xs: _Value, ws: _Value, emulated: bool) -> _Value:
+        """acc (16 x i32) + for each lane the sum of its four u8 xs (64 x i8) x s8 ws (64 x i8) products, wrapping:
+        `vpdpbusd` (AVX512-VNNI), or with `emulated` the same sums in portable IR (|u8 x s8| <= 32640: four fit
+        int32, no saturation either way)."""
+        lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
+        if not emulated:
+            fn = self.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs], ("nounwind", "readnone"))
+            return b.call(fn, [acc, xs, ws])
+        wide = ir.VectorType(_I32, 64)
+        m = b.mul(b.zext(xs, wide), b.sext(ws, wide))
+        parts = [b.shuffle_vector(m, m, ir.Constant(lanes, list(range(j, 64, 4)))) for j in range(4)]
+        return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
 
     def intrinsic(self, base: str, ty: ir.Type, nargs: int) -> ir.Function:
         """`llvm.<base>.<suffix>` taking `nargs` operands of type `ty`."""
@@ -1134,8 +1140,8 @@ class _KernelEmitter:
         """For r < rows: sum over i < depth of u8 a[..., j + r, i] * s8 b[..., i] in int32 (wrapping), `depth` a
         multiple of 64, the rows of `a` consecutive along its second-to-last dimension: a loop of `vpdpbusd`
         (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation), one
-        accumulator per row sharing each load of `b`, then each row's 16 lanes summed. The caller checked that
-        the host has AVX512-VNNI."""
+        accumulator per row sharing each load of `b`, then each row's 16 lanes summed (`emulated` = 1: the same
+        sums in portable IR, `_ModuleEmitter.dpbusd`). The caller checked that the host has AVX512-VNNI."""
         depth, split, rows = (_int_attr(op, name) for name in ("depth", "split", "rows"))
         rows = max(rows, 1)
         a = op.operands[0]
@@ -1151,15 +1157,14 @@ class _KernelEmitter:
         bases = [pa] + [self.b.gep(pa, [_const(_I64, r * row_stride)], inbounds=True, source_etype=_I8)
                         for r in range(1, rows)]
         lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
-        vnni = self.mod.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs],
-                                 ("nounwind", "readnone"))
+        emulated = _int_attr(op, "emulated") == 1  # the portable lowering of the same sums
 
         def step(i: _Value, acc: list[_Value]) -> list[_Value]:
             y = self.b.load(self.b.gep(pb, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
             out = []
             for base, partial in zip(bases, acc):
                 x = self.b.load(self.b.gep(base, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
-                out.append(self.b.call(vnni, [partial, x, y]))
+                out.append(self.mod.dpbusd(self.b, partial, x, y, emulated))
             return out
 
         zero = ir.Constant(lanes, None)

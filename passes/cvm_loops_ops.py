@@ -687,6 +687,8 @@ def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: l
     attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
     if rows > 1:
         attributes["rows"] = IntegerAttr(rows, i64)
+    if k.target.emulated:  # the portable lowering of `vpdpbusd` (`cvm_loops_target.Target.emulated`)
+        attributes["emulated"] = IntegerAttr(1, i64)
     op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
     return list(k.insert(op).results)
 
