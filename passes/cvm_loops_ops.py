@@ -606,8 +606,8 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
         ph, pw = a["padding"]
 
         # the bytes of the u8 x s8 micro-kernel: tiles of 8 channels x 8 columns transposed in registers
-        # (`cvmc.pack_tile`; VNNI's x + 128 keeps the loop below)
-        tiled = (is_byte_type(element) and not zero_point and c % PACK_TILE == 0 and w % PACK_TILE == 0
+        # (`cvmc.pack_tile`, VNNI's x + 128 included), else the loop below
+        tiled = (is_byte_type(element) and c % PACK_TILE == 0 and w % PACK_TILE == 0
                  and src.layout.strides[3] == 1 and k.target.blocked)
 
         def row(ivs: list[Value]) -> None:
@@ -896,12 +896,14 @@ def conv2d_packing(k: KernelBuilder, a: Attrs, out_shape: tuple[int, ...], out: 
 
 def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg], epilogue: Epilogue,
                     out_shape: tuple[int, ...] | None = None, packs: Sequence[tuple[Arg, Attrs]] = ()) -> None:
-    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight.
-    Per output row (the parallel loop) and tile of its pixels, for each block of output channels, the
-    micro-kernel (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS
-    pixels at a time (then single pixels) into an accumulator buffer (lanes x tile, channel-major), then the bias
-    and the epilogue run over each channel's contiguous pixels. The reduction reads the padded NHWC input in
-    place (kh x kw taps of C channels) when C is even, else an im2col tile gathered first.
+    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight
+    (with `a["zero_point"]` the data packed as x + 128, AVX512-VNNI only: 128 * the channel's weight sum, by the
+    micro-kernel on a row of ones once a block and row, is subtracted with the bias). Per output row (the
+    parallel loop) and tile of its pixels, for each block of output channels, the micro-kernel
+    (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS pixels at a time (then single pixels) into an
+    accumulator buffer (lanes x tile, channel-major), then the bias and the epilogue run over each channel's
+    contiguous pixels. The reduction reads the padded NHWC input in place (kh x kw taps of C channels) when C is
+    a multiple of the group, else an im2col tile gathered first.
 
     With `packs` (`conv2d_packing`), the accumulator buffer is pixel-major (lanes x pixels transposed: the
     micro-kernel stores its registers as they are) and the epilogue runs pixel by pixel over the block's
@@ -924,10 +926,15 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
     tiles = -(-ow_ // tile)
     element = x.mem.type.element_type  # type: ignore[attr-defined]
     zero = k.const(0, element)
+    input_zero = a.get("zero_point", 0)  # the packed input's zero point (signed data on AVX512-VNNI)
 
     def row(ivs: list[Value]) -> None:
         n, oh = ivs
         acc = k.alloca(MemRefType(i32, [tile, lanes] if pixel_major else [lanes, tile]))
+        comp = k.alloca(MemRefType(i32, [1, lanes])) if input_zero else None
+        ones = k.alloca(MemRefType(element, [width])) if input_zero else None
+        if ones is not None:
+            k.for_(width, lambda i: k.store(k.const(1, element), ones, [i]))
         cols = None if direct else k.alloca(MemRefType(element, [tile, width]))
         for pk, how in packs:
             _pack_borders(k, pk, how, n, oh, oh_, ow_)
@@ -970,8 +977,16 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
                 k.for_(blocked, lambda j: pixels(j, rows), step=rows)
                 k.for_(count, lambda j: pixels(j, 1), lb=blocked)
 
+                if comp is not None:  # the u8 input is x + 128: each channel's weight sum, by the micro-kernel
+                    _mmk(k, ones, [k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], comp, [k.idx(0), k.idx(0)], width,
+                         1, 0, pixel_major=True)
+
                 def bias(o: Value) -> Value | None:
-                    return ins[2].load(k, [k.addi(oc0, o)]) if len(ins) > 2 else None
+                    b = ins[2].load(k, [k.addi(oc0, o)]) if len(ins) > 2 else None
+                    if comp is None:
+                        return b
+                    correction = k.muli(k.load(comp, [k.idx(0), o]), input_zero)  # input_zero * sum(w)
+                    return k.subi(b if b is not None else k.const(0), correction)
 
                 def finish(o: Value, p: Value, b: Value | None) -> None:
                     oc = k.addi(oc0, o)

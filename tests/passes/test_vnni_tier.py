@@ -1,8 +1,9 @@
 """The AVX512-VNNI tier of conv2d: `cvmc.mmk_u8s8` with `isa = "avx512-vnni"` (`vpdpbusd` on 512-bit
-accumulators, blocks of up to 64 output channels) for data provably in [0, 127] against int8 weights, on a target
->= avx512-vnni. Which convolutions take it (the bounds that pick it, at the bound and one past), and bit-exact
-with the reference on every edge of its blocking, through the instruction where the host has it and through the
-portable lowering of the same op (`x86:avx512-vnni,emulated`: same packing and tiling) on every host."""
+accumulators, blocks of up to 64 output channels) for int8 data against int8 param weights, on a target >=
+avx512-vnni: data provably in [0, 127] as it is, other int8 data packed as x + 128 (128 * sum(w) subtracted).
+Which convolutions take it (the bounds that pick it, at the bound and one past), and bit-exact with the reference
+on every edge of its blocking, through the instruction where the host has it and through the portable lowering of
+the same op (`x86:avx512-vnni,emulated`: same packing and tiling) on every host."""
 
 import re
 
@@ -67,11 +68,16 @@ def test_a_block_is_the_channels_rounded_to_16_at_most_64(oc, blocks, lanes):
 
 
 def test_the_bounds_that_pick_the_tier():
-    """Non-negative int8 data: the VNNI micro-kernel; 9 bits: int16 (the micro-kernel of int16); data that may be
-    negative: u8 = x + 128 rows and `cvmc.dot_u8s8`; below the tier (avx2): AVX2's 16 lanes."""
-    assert _weights(_conv((1, 4, 6, 6), 20), VNNI)[0][2] == "conv_weight_blocked"
-    assert _weights(_conv((1, 4, 6, 6), 20, bits=9), VNNI)[0][0] == "i16"
-    assert _weights(_conv((1, 4, 6, 6), 20, relu=False), VNNI) == [("i8", (20, 64), "conv_weight")]
+    """Int8 data, >= 0 or not: the VNNI micro-kernel; 9 bits: int16 (the micro-kernel of int16); without the
+    micro-kernel or with groups: u8 = x + 128 rows and `cvmc.dot_u8s8`. The input's packing: x + 128 only for
+    data that may be negative."""
+    for relu in (True, False):
+        assert _weights(_conv((1, 4, 6, 6), 20, relu=relu), VNNI) == [("i8", (1, 9, 128), "conv_weight_blocked")]
+        assert _weights(_conv((1, 4, 6, 6), 20, relu=relu, bits=9), VNNI)[0][0] == "i16"
+        net, _ = net_from_function(graph_to_module(_conv((1, 4, 6, 6), 20, relu=relu)).body.block.first_op)
+        (x,) = [t for t in plan(net, target=VNNI).tensors if t.pack is not None and t.kind == "op"]
+        assert (x.element, x.pack.get("zero_point", 0)) == ("u8", 0 if relu else 128)
+    assert _weights(_conv((1, 4, 6, 6), 20, relu=False), Target("avx2"))[0][0] == "i16"  # vpmaddubsw saturates
     grouped = _conv((1, 4, 6, 6), 20, groups=2)  # the micro-kernel takes one group only
     assert _weights(grouped, VNNI) == [("i8", (20, 64), "conv_weight")]  # one group only
     assert _weights(_conv((1, 4, 6, 6), 20), Target("avx512-vnni", mmk=False)) == [("i8", (20, 64), "conv_weight")]
@@ -101,6 +107,7 @@ def _check(graph, target, x=None, threads=1):
 
 
 @pytest.mark.parametrize("target", TIERS)
+@pytest.mark.parametrize("relu", [True, False])
 @pytest.mark.parametrize(("x_shape", "oc", "kernel", "attrs"), [
     ((1, 4, 6, 7), 20, (3, 3), {"padding": (1, 1)}),  # 7 pixels: a block of 4, then 3 alone; 20 of 32 lanes
     ((2, 3, 9, 10), 16, (3, 3), {"padding": (1, 2), "strides": (2, 2)}),  # odd channels: im2col; a batch of 2
@@ -108,27 +115,30 @@ def _check(graph, target, x=None, threads=1):
     ((1, 64, 8, 8), 64, (3, 3), {"padding": (1, 1)}),  # the bench's layer, one full block
     ((1, 2, 5, 5), 8, (1, 1), {}),  # one tap, half a vector
 ])
-def test_bit_exact_on_the_edges_of_the_blocking(target, x_shape, oc, kernel, attrs):
-    _check(_conv(x_shape, oc, kernel, **attrs), target)
+def test_bit_exact_on_the_edges_of_the_blocking(target, relu, x_shape, oc, kernel, attrs):
+    _check(_conv(x_shape, oc, kernel, relu=relu, **attrs), target)
 
 
 @pytest.mark.parametrize("target", TIERS)
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize(("x_shape", "mid", "then"), [((1, 8, 7, 9), 20, 24), ((2, 16, 6, 5), 64, 65)])
-def test_bit_exact_writing_the_next_convs_packed_input(target, threads, x_shape, mid, then):
-    graph = _conv(x_shape, mid, padding=(1, 1), then=then)
+@pytest.mark.parametrize(("x_shape", "mid", "then", "relu"), [((1, 8, 7, 9), 20, 24, True),
+                                                             ((2, 16, 6, 5), 64, 65, False),
+                                                             ((1, 8, 16, 16), 16, 8, False)])  # 8x8 tiled pack
+def test_bit_exact_writing_the_next_convs_packed_input(target, threads, x_shape, mid, then, relu):
+    graph = _conv(x_shape, mid, padding=(1, 1), then=then, relu=relu)
     assert any(g.packed for g in plan(net_from_function(graph_to_module(graph).body.block.first_op)[0],
                                       target=target).groups)
     _check(graph, target, threads=threads)
 
 
 @pytest.mark.parametrize("target", TIERS)
-def test_the_int8_bound(target):
-    """x = 127 against w = +-127 everywhere (sums of 4 products: +-64516 per lane step, no saturation in
-    `vpdpbusd`), and random values."""
+@pytest.mark.parametrize("relu", [True, False])
+def test_the_int8_bound(target, relu):
+    """x = +-127 against w = +-127 everywhere (sums of 4 products: +-64516 per lane step, and for x + 128 = 255
+    up to +-129540: no saturation in `vpdpbusd`), and random values."""
     signs = np.where(np.arange(32) % 3, 127, -127).reshape(32, 1, 1, 1)
-    graph = _conv((1, 8, 4, 6), 32, padding=(1, 1), bias=False, weight=signs)
-    for x in (np.full((1, 8, 4, 6), 127, np.int32), _rand((1, 8, 4, 6))):
+    graph = _conv((1, 8, 4, 6), 32, padding=(1, 1), bias=False, weight=signs, relu=relu)
+    for x in (np.full((1, 8, 4, 6), 127, np.int32), np.full((1, 8, 4, 6), -127, np.int32), _rand((1, 8, 4, 6))):
         _check(graph, target, x)
 
 
