@@ -81,6 +81,22 @@ _I16 = ir.IntType(16)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
+
+
+class _AmxTile(ir.Type):
+    """LLVM's `x86_amx`: an AMX tile register's value (only the `.internal` tile intrinsics take it)."""
+
+    def _to_string(self) -> str:
+        return "x86_amx"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _AmxTile)
+
+    def __hash__(self) -> int:
+        return hash("x86_amx")
+
+
+_AMX_TILE = _AmxTile()
 _VOID = ir.VoidType()
 
 # Bytes of alignment for `memref.alloc` buffers and `memref.alloca` slots (one AVX-512 register, one cache line).
@@ -503,6 +519,66 @@ class _ModuleEmitter:
                 p = b.gep(pacc, [b.mul(acc_stride, i64(width * v + lane), flags=["nsw"])], inbounds=True,
                           source_etype=_I32)
                 b.store(col, p, align=4)
+        b.ret_void()
+        return fn
+
+    def amx_kernel(self, rows: int, steps: int, kh: int, kw: int, pixel_major: bool) -> ir.Function:
+        """`__cvmc_mmk_amx_r<rows>_s<steps>_k<kh>x<kw>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
+        acc_stride)`: the u8 x s8 micro-kernel of `cvmc.mmk_u8s8` on AMX-INT8 tiles for `rows` pixels x 16
+        channels (16 lanes: one tile row of 64 bytes of int32), the steps and taps fixed (straight-line code, no
+        tile value crosses a block: LLVM inserts `ldtilecfg` and `tilerelease`). Per tap (th, tw) and chunk of at
+        most 16 steps (64 bytes of the reduction): the pixels' bytes as a tile of rows x 4n bytes at a +
+        th * stride_h + tw * stride_w + 4 * first step, row_stride apart; the weights as n rows of 64 bytes (the
+        blocked layout is AMX's VNNI-4 layout: 4 bytes of one channel side by side); `tdpbusd` (u8 x s8, four
+        products summed into each int32, wrapping). The tile is stored at acc, acc_stride int32 a pixel
+        (pixel-major), or through a 16 x 16 buffer transposed (channel-major). The caller checked that the CPU has
+        AMX-INT8 and that the process may use it."""
+        name = f"__cvmc_mmk_amx_r{rows}_s{steps}_k{kh}x{kw}" + ("_pm" if pixel_major else "")
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
+        fn.linkage = "internal"
+        for attr in ("nounwind", "noinline"):
+            fn.attributes.add(attr)
+        pa, pb, pacc, _, row_stride, _, stride_h, _, stride_w, acc_stride = fn.args
+        b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
+        tile = _AMX_TILE
+        zero = self.function("llvm.x86.tilezero.internal", tile, [_I16, _I16])
+        load = self.function("llvm.x86.tileloadd64.internal", tile, [_I16, _I16, _PTR, _I64])
+        dot = self.function("llvm.x86.tdpbusd.internal", tile, [_I16, _I16, _I16, tile, tile, tile])
+        store = self.function("llvm.x86.tilestored64.internal", _VOID, [_I16, _I16, _PTR, _I64, tile])
+
+        def i16(v: int) -> _Value:
+            return _const(_I16, v)
+
+        def i64(v: int) -> _Value:
+            return _const(_I64, v)
+
+        m, n_bytes = i16(rows), i16(64)
+        c = b.call(zero, [m, n_bytes])
+        for th in range(kh):
+            for tw in range(kw):
+                base_a = b.add(b.mul(stride_h, i64(th)), b.mul(stride_w, i64(tw)))
+                base_b = (th * kw + tw) * steps * 64
+                for first in range(0, steps, 16):
+                    n = min(16, steps - first)
+                    at = b.gep(pa, [b.add(base_a, i64(4 * first))], inbounds=True, source_etype=_I8)
+                    x = b.call(load, [m, i16(4 * n), at, row_stride])
+                    w = b.call(load, [i16(n), n_bytes, b.gep(pb, [i64(base_b + 64 * first)], inbounds=True,
+                                                              source_etype=_I8), i64(64)])
+                    c = b.call(dot, [m, n_bytes, i16(4 * n), c, x, w])
+        if pixel_major:
+            b.call(store, [m, n_bytes, pacc, b.mul(acc_stride, i64(4)), c])
+            b.ret_void()
+            return fn
+        buf = b.alloca(ir.ArrayType(_I32, 16 * 16))
+        b.call(store, [m, n_bytes, buf, i64(64), c])
+        for r in range(rows):
+            for lane in range(16):
+                v = b.load(b.gep(buf, [i64(0), i64(16 * r + lane)], inbounds=True), align=4)
+                b.store(v, b.gep(pacc, [b.add(b.mul(acc_stride, i64(lane)), i64(r))], inbounds=True,
+                                 source_etype=_I32), align=4)
         b.ret_void()
         return fn
 
@@ -1198,10 +1274,16 @@ class _KernelEmitter:
         pixel_major = _int_attr(op, "pixel_major") == 1
         isa = op.attributes.get("isa")
         isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
-        if isa_name not in ("avx2", "avx512-vnni") or (isa_name == "avx512-vnni" and (group != 4 or lanes % 16)):
-            raise CVMRuntimeError(f"expected {_op_name(op)} with isa avx2, or avx512-vnni for u8 x s8 and lanes a "
-                                  f"multiple of 16, got isa {isa_name}, lanes {lanes}")
-        fn = self.mod.micro_kernel(rows, lanes, group, pixel_major, isa_name, _int_attr(op, "emulated") == 1)
+        emulated = _int_attr(op, "emulated") == 1
+        if (isa_name not in ("avx2", "avx512-vnni", "amx") or (isa_name != "avx2" and (group != 4 or lanes % 16))
+                or (isa_name == "amx" and (lanes != 16 or rows > 16))):
+            raise CVMRuntimeError(f"expected {_op_name(op)} with isa avx2, avx512-vnni for u8 x s8 and lanes a "
+                                  f"multiple of 16, or amx for u8 x s8, 16 lanes and at most 16 rows, got isa "
+                                  f"{isa_name}, lanes {lanes}, rows {rows}")
+        if isa_name == "amx" and not emulated:
+            fn = self.mod.amx_kernel(rows, depth // group, kh, kw, pixel_major)
+        else:  # AMX emulated: the same sums as the VNNI kernel's portable lowering, in tiles of 16 x 16
+            fn = self.mod.micro_kernel(rows, lanes, group, pixel_major, isa_name, emulated)
         self.b.call(fn, [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
 
     @_handles("cvmc.pack_tile")

@@ -530,14 +530,23 @@ _MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MM
 MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
 MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
 VNNI_LANES = 64  # at most this many with AVX512-VNNI's u8 x s8 kernel: four vectors of 16 int32 lanes
+AMX_ROWS, AMX_LANES = 16, 16  # AMX-INT8: one tile of 16 pixels x 16 channels (64 bytes of int32 a row)
 
 
 def mmk_lanes(element: str, channels: int, target: Target) -> int:
     """The output channels of one block of the micro-kernel: MMK_LANES, or for u8 x s8 on AVX512-VNNI the
-    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES."""
+    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES; with AMX one tile's AMX_LANES."""
+    if element == "u8" and target.has("amx"):
+        return AMX_LANES
     if element == "u8" and target.has("avx512-vnni"):
         return min(VNNI_LANES, -(-channels // 16) * 16)
     return MMK_LANES
+
+
+def mmk_isa(target: Target) -> str | None:
+    """The tier of the u8 x s8 micro-kernel's lowering (`isa` of `cvmc.mmk_u8s8`): "amx", "avx512-vnni", or None
+    for AVX2's."""
+    return "amx" if target.has("amx") else "avx512-vnni" if target.has("avx512-vnni") else None
 
 
 def is_byte(element: str) -> bool:
@@ -714,8 +723,8 @@ def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
         ("stride_w", stride_w))}
     if pixel_major:
         attributes["pixel_major"] = IntegerAttr(1, i64)
-    if group == 4 and k.target.has("avx512-vnni"):  # the tier's kernel (`vpdpbusd`), or its portable lowering
-        attributes["isa"] = StringAttr("avx512-vnni")
+    if group == 4 and mmk_isa(k.target):  # the tier's kernel (`vpdpbusd`, AMX tiles), or its portable lowering
+        attributes["isa"] = StringAttr(mmk_isa(k.target))
         if k.target.emulated:
             attributes["emulated"] = IntegerAttr(1, i64)
     k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
@@ -915,7 +924,8 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
     pixel_major = bool(packs)
     group = 4 if _is_byte_memref(x.mem) else 2  # reduction elements per 32-bit step of a lane
     blocks, steps, group_lanes = w.layout.shape
-    width, lanes, rows = group * steps, group_lanes // group, MMK_ROWS
+    width, lanes = group * steps, group_lanes // group
+    rows = AMX_ROWS if group == 4 and mmk_isa(k.target) == "amx" else MMK_ROWS
     _, _, _, c = x.layout.shape
     stride_h, stride_w = x.layout.strides[1:3]
     kh, kw = a["kernel_size"]

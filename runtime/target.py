@@ -4,7 +4,8 @@
 `cvm-aot build`, `--dump`, `cvm-run`); the passes only ever see the `Target` it returns (`cvm_loops_target`).
 
 For the CPU: the highest ISA tier the host has (`host_isa`: "avx512-vnni" with AVX512-VNNI and AVX512-BW, "avx2"
-with AVX2, else "generic"; AMX is not built yet), then the documented overrides, in this order:
+with AVX2, else "generic"; "amx" only by `CVMC_ISA`, where the CPU has AMX-INT8 and Linux grants the process its
+tiles), then the documented overrides, in this order:
 - `CVMC_ISA` = generic | avx2 | avx512-vnni | amx, optionally with `-emulated` (e.g. `avx512-vnni-emulated`: the
   tier's kernels lowered in portable IR, same packing and tiling, so they run on any CPU): the tier itself;
 - `CVMC_VNNI` = 0: at most avx2; 1: at least avx512-vnni (IR tests on any host; the JIT refuses to run it on a
@@ -42,15 +43,34 @@ def host_features() -> frozenset[str]:
 
 
 def host_isa() -> str:
-    """The highest tier of `cvm_loops_target.ISAS` whose kernels this CPU runs."""
+    """The highest tier of `cvm_loops_target.ISAS` built for this CPU by default: AMX-INT8 is opt-in
+    (`CVMC_ISA=amx`) until its kernels have run on a CPU that has it (they are built, emulated and checked in
+    assembly on any host)."""
     features = host_features()
     if {"avx512vnni", "avx512bw"} <= features:
         return "avx512-vnni"
     return "avx2" if "avx2" in features else "generic"
 
 
+@cache
+def amx_permitted() -> bool:
+    """Whether this process may use AMX tiles: Linux grants the tile data state on request, once a process
+    (arch_prctl ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18)."""
+    if not {"amx-int8", "amx-tile"} <= host_features():
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syscall(158, 0x1023, 18) == 0  # SYS_arch_prctl on x86-64
+    except (OSError, AttributeError):
+        return False
+
+
 def host_has(isa: str) -> bool:
-    """Whether this CPU runs tier `isa`'s instructions."""
+    """Whether this CPU (and process, for AMX) runs tier `isa`'s instructions."""
+    if isa == "amx":
+        return host_has("avx512-vnni") and amx_permitted()
     return ISAS.index(host_isa()) >= ISAS.index(isa)
 
 

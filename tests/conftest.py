@@ -18,12 +18,11 @@ def pytest_terminal_summary(terminalreporter):
     from cvmc.runtime.jit import host_target
     from cvmc.runtime.target import detect_target, host_has
 
-    native = [isa for isa in ISAS if host_has(isa) and isa != "amx"]
-    lacking = [isa for isa in ISAS if not host_has(isa) and isa != "amx"]
+    native = [isa for isa in ISAS if host_has(isa)]
+    lacking = [isa for isa in ISAS if not host_has(isa)]
     terminalreporter.write_line(
         f"cvmc kernel tiers: this CPU {host_target()[1]}, default target {detect_target()}; native: "
-        f"{', '.join(native)}; emulated: avx512-vnni; instruction tests skipped: {', '.join(lacking) or 'none'}; "
-        "amx: no kernels yet")
+        f"{', '.join(native)}; emulated: avx512-vnni, amx; instruction tests skipped: {', '.join(lacking) or 'none'}")
 
 
 DATA = pathlib.Path(__file__).parent / "data"

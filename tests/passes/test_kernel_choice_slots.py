@@ -3,7 +3,7 @@ point; `value_bits`: int8 vs int16 vs int32 operands) tested with every operator
 the producer and the kernel: for a producer of int8 data, >= 0 (a relu's) or signed, each operator below is placed
 between it and a conv2d (narrowed back to a declared precision of 8 by a value-keeping `where` when it widens),
 and the model runs bit-exact with the reference on every tier: generic, avx2 and avx512-vnni where the host has
-them, avx512-vnni emulated on every host. (Random graphs seldom build such a chain.)"""
+them, avx512-vnni and amx emulated on every host. (Random graphs seldom build such a chain.)"""
 
 import numpy as np
 import pytest
@@ -62,8 +62,8 @@ SLOT = {  # name -> (builder, tensor) -> tensor: one operator of the set in the 
 
 TIERS = [pytest.param(Target(isa), id=isa, marks=pytest.mark.skipif(not host.host_has(isa),
                                                                       reason=f"the host CPU has no {isa}"))
-         for isa in ("generic", "avx2", "avx512-vnni")] + [
-    pytest.param(Target("avx512-vnni", emulated=True), id="avx512-vnni-emulated")]
+         for isa in ("generic", "avx2", "avx512-vnni", "amx")] + [
+    pytest.param(Target(isa, emulated=True), id=f"{isa}-emulated") for isa in ("avx512-vnni", "amx")]
 
 
 def _model(producer, name):

@@ -1,9 +1,10 @@
-"""The AVX512-VNNI tier of conv2d: `cvmc.mmk_u8s8` with `isa = "avx512-vnni"` (`vpdpbusd` on 512-bit
+"""The AVX512-VNNI and AMX-INT8 tiers of conv2d: `cvmc.mmk_u8s8` with `isa = "avx512-vnni"` (`vpdpbusd` on 512-bit
 accumulators, blocks of up to 64 output channels) for int8 data against int8 param weights, on a target >=
 avx512-vnni: data provably in [0, 127] as it is, other int8 data packed as x + 128 (128 * sum(w) subtracted).
-Which convolutions take it (the bounds that pick it, at the bound and one past), and bit-exact with the reference
-on every edge of its blocking, through the instruction where the host has it and through the portable lowering of
-the same op (`x86:avx512-vnni,emulated`: same packing and tiling) on every host."""
+The AMX tier is the same op with `isa = "amx"`, in tiles of 16 pixels x 16 channels (`tdpbusd`). Which
+convolutions take them (the bounds that pick them, at the bound and one past), and bit-exact with the reference
+on every edge of their blocking, through the instructions where the host has them and through the portable
+lowering of the same op (`x86:avx512-vnni,emulated`, `x86:amx,emulated`: same packing and tiling) on every host."""
 
 import re
 
@@ -21,9 +22,13 @@ from cvmc.runtime.reference import run_graph
 
 RNG = np.random.default_rng(41)
 VNNI, EMULATED = Target("avx512-vnni"), Target("avx512-vnni", emulated=True)
+AMX, AMX_EMULATED = Target("amx"), Target("amx", emulated=True)
 TIERS = [pytest.param(VNNI, id="vnni", marks=pytest.mark.skipif(not host.host_has("avx512-vnni"),
                                                                reason="the host CPU has no AVX512-VNNI")),
-         pytest.param(EMULATED, id="vnni-emulated")]
+         pytest.param(EMULATED, id="vnni-emulated"),
+         pytest.param(AMX, id="amx", marks=pytest.mark.skipif(not host.host_has("amx"),
+                                                             reason="the host CPU (or process) has no AMX-INT8")),
+         pytest.param(AMX_EMULATED, id="amx-emulated")]
 
 
 def _rand(shape, bits=8):
@@ -65,6 +70,33 @@ def test_a_block_is_the_channels_rounded_to_16_at_most_64(oc, blocks, lanes):
     # 3 x 3 x 4 = 36 reduction elements: 9 steps of 4 bytes per lane
     assert _weights(_conv((1, 4, 6, 6), oc), VNNI) == [("i8", (blocks, 9, 4 * lanes), "conv_weight_blocked")]
     assert _weights(_conv((1, 4, 6, 6), oc), Target("avx2"))[0][1][2] == 4 * 16  # AVX2: 16 lanes
+
+
+def test_amx_takes_tiles_of_16_pixels_x_16_channels():
+    assert _weights(_conv((1, 4, 6, 6), 20), AMX) == [("i8", (2, 9, 64), "conv_weight_blocked")]
+    from cvmc.passes.pipelines import run_pipeline
+
+    text = str(run_pipeline(graph_to_module(_conv((1, 4, 6, 20), 20)), "cvm-to-loops", target=AMX))
+    assert re.search(r'"cvmc.mmk_u8s8".*rows = 16 : i64, lanes = 16 : i64, .*isa = "amx"}', text)
+
+
+@pytest.mark.parametrize(("rows", "channels"), [(20, 64), (7, 200)])  # 200 channels: 13 chunks of 64 bytes
+def test_the_amx_kernel_is_tile_loads_and_tdpbusd(rows, channels):
+    """The AMX kernel compiled for Sapphire Rapids (on any host): per tap and chunk of 64 bytes, two tile loads
+    and one `tdpbusd`, `ldtilecfg` before and `tilerelease` after, the tile stored once."""
+    import llvmlite.binding as llvm
+
+    from cvmc.runtime import jit
+
+    ir_text = lower_graph(_conv((1, channels, 4, rows), 16, padding=(1, 1)), AMX)[1]
+    tm = llvm.Target.from_triple(jit.host_target()[0]).create_target_machine(cpu="sapphirerapids", features="",
+                                                                           opt=3)
+    asm = tm.emit_assembly(jit._optimized(ir_text, tm))
+    steps, chunks = channels // 4, -(-channels // 64)
+    body = asm[asm.index(f"__cvmc_mmk_amx_r{16 if rows >= 16 else 1}_s{steps}_k3x3:"):]  # 7: single pixels
+    body = body[:body.index(".Lfunc_end")]
+    assert body.count("tdpbusd") == 9 * chunks and body.count("tileloadd") == 2 * 9 * chunks
+    assert body.count("ldtilecfg") == 1 and body.count("tilerelease") == 1 and body.count("tilestored") == 1
 
 
 def test_the_bounds_that_pick_the_tier():

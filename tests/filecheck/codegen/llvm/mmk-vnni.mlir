@@ -1,10 +1,14 @@
 // RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni\"}" -t llvm-ir | filecheck %s
 // RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni,emulated\"}" -t llvm-ir | filecheck %s --check-prefix=EMU
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:amx\"}" -t llvm-ir | filecheck %s --check-prefix=AMX
 
 // The AVX512-VNNI tier's micro-kernel for 4 pixels x 32 lanes (20 channels): per step two 64-byte weight loads,
 // then for each pixel its 4 bytes broadcast and two `vpdpbusd` (8 in all, on 8 accumulators of 16 int32 lanes).
 // Emulated: the same function (`_emu`) with no intrinsic: each product zero- and sign-extended to int32,
 // multiplied, and a lane's four products added (the sums `vpdpbusd` makes, wrapping the same way).
+// On AMX, tiles of 16 pixels x 16 channels (two blocks), the taps and steps fixed: per tap the pixels' 4 bytes as a
+// 16 x 4-byte tile (a row every 4 bytes), the weights' one step as a 1 x 64-byte tile, one `tdpbusd`; the
+// 5 pixels of a row are single-pixel tiles (1 row).
 
 func.func @main(%data: tensor<1x4x3x5xi32, #cvm.prec<8>>) -> tensor<1x20x3x5xi32, #cvm.prec<8>> {
   %w = cvm.param "w" dense<-127> : tensor<20x4x3x3xi32, #cvm.prec<8>>
@@ -30,3 +34,10 @@ func.func @main(%data: tensor<1x4x3x5xi32, #cvm.prec<8>>) -> tensor<1x20x3x5xi32
 // EMU-NEXT:      mul <64 x i32>
 // EMU-COUNT-4:   shufflevector <64 x i32>
 // EMU-NOT:     vpdpbusd
+
+// AMX-LABEL:   define internal void @"__cvmc_mmk_amx_r16_s1_k3x3"(
+// AMX:           call x86_amx @"llvm.x86.tilezero.internal"(i16 16, i16 64)
+// AMX-COUNT-9:   call x86_amx @"llvm.x86.tdpbusd.internal"(i16 16, i16 64, i16 4, x86_amx %{{.*}}, x86_amx %{{.*}}, x86_amx %{{.*}})
+// AMX:           call void @"llvm.x86.tilestored64.internal"(i16 16, i16 64
+// AMX-LABEL:   define internal void @"__cvmc_mmk_amx_r1_s1_k3x3"(
+// AMX:           call x86_amx @"llvm.x86.tileloadd64.internal"(i16 1, i16 4, ptr %{{.*}}, i64 %{{.*}})
