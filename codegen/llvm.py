@@ -405,6 +405,21 @@ class _ModuleEmitter:
             fn.attributes.add(attr)
         return fn
 
+    def _kernel_function(self, name: str) -> ir.Function:
+        """The module's internal function `name(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
+        acc_stride)` of a micro-kernel, its pointers noalias: the one already built (it has blocks), else a new
+        declaration for the caller to build."""
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
+        fn.linkage = "internal"
+        for attr in ("nounwind", "noinline"):
+            fn.attributes.add(attr)
+        for arg in fn.args[:3]:
+            arg.add_attribute("noalias")
+        return fn
+
     def micro_kernel(self, rows: int, lanes: int, group: int = 2, pixel_major: bool = False, isa: str = "avx2",
                      emulated: bool = False) -> ir.Function:
         """`__cvmc_mmk_<i16|u8s8|vnni>_r<rows>_l<lanes>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
@@ -428,16 +443,10 @@ class _ModuleEmitter:
         kind = "vnni" if vnni else "u8s8" if group == 4 else "i16"
         name = (f"__cvmc_mmk_{kind}_r{rows}_l{lanes}" + ("_pm" if pixel_major else "")
                 + ("_emu" if vnni and emulated else ""))
-        existing = self.module.globals.get(name)
-        if isinstance(existing, ir.Function):
-            return existing
-        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
-        fn.linkage = "internal"
-        for attr in ("nounwind", "noinline"):
-            fn.attributes.add(attr)
+        fn = self._kernel_function(name)
+        if fn.blocks:
+            return fn
         pa, pb, pacc, steps, row_stride, kh, stride_h, kw, stride_w, acc_stride = fn.args
-        for arg in (pa, pb, pacc):
-            arg.add_attribute("noalias")
         emitter = _Builder(fn)
         b = emitter.b
         width = 16 if vnni else 8
@@ -534,13 +543,9 @@ class _ModuleEmitter:
         (pixel-major), or through a 16 x 16 buffer transposed (channel-major). The caller checked that the CPU has
         AMX-INT8 and that the process may use it."""
         name = f"__cvmc_mmk_amx_r{rows}_s{steps}_k{kh}x{kw}" + ("_pm" if pixel_major else "")
-        existing = self.module.globals.get(name)
-        if isinstance(existing, ir.Function):
-            return existing
-        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
-        fn.linkage = "internal"
-        for attr in ("nounwind", "noinline"):
-            fn.attributes.add(attr)
+        fn = self._kernel_function(name)
+        if fn.blocks:
+            return fn
         pa, pb, pacc, _, row_stride, _, stride_h, _, stride_w, acc_stride = fn.args
         b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
         tile = _AMX_TILE
