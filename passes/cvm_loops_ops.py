@@ -717,14 +717,15 @@ def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
     lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
     kh, stride_h, kw, stride_w = taps
-    attributes = {name: IntegerAttr(value, i64) for name, value in (
+    attributes: dict[str, Attribute] = {name: IntegerAttr(value, i64) for name, value in (
         ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
         ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
         ("stride_w", stride_w))}
     if pixel_major:
         attributes["pixel_major"] = IntegerAttr(1, i64)
-    if group == 4 and mmk_isa(k.target):  # the tier's kernel (`vpdpbusd`, AMX tiles), or its portable lowering
-        attributes["isa"] = StringAttr(mmk_isa(k.target))
+    isa = mmk_isa(k.target) if group == 4 else None
+    if isa is not None:  # the tier's kernel (`vpdpbusd`, AMX tiles), or its portable lowering
+        attributes["isa"] = StringAttr(isa)
         if k.target.emulated:
             attributes["emulated"] = IntegerAttr(1, i64)
     k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
@@ -987,7 +988,7 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
                 k.for_(blocked, lambda j: pixels(j, rows), step=rows)
                 k.for_(count, lambda j: pixels(j, 1), lb=blocked)
 
-                if comp is not None:  # the u8 input is x + 128: each channel's weight sum, by the micro-kernel
+                if comp is not None and ones is not None:  # the u8 input is x + 128: each channel's weight sum
                     _mmk(k, ones, [k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], comp, [k.idx(0), k.idx(0)], width,
                          1, 0, pixel_major=True)
 
