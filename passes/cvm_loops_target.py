@@ -17,7 +17,7 @@ run bit for bit on any CPU; `mmk` = False turns the register-blocked micro-kerne
 
 The passes of `cvm-to-loops` read the target from the module attribute `cvmc.target` (its printed form); their
 option `target` sets it, and without either they build for `DEFAULT`, which depends on no machine. Host detection
-and the overrides of the process environment live in one place, `cvmc.runtime.target.detect_target`.
+and the `CVMC_*` overrides live in one place, `cvmc.runtime.target.detect_target`.
 """
 
 from __future__ import annotations
