@@ -1,6 +1,7 @@
 """cvmc against the int8 engines users deploy, on ONNX twins of a CVM model, interleaved in one run.
 
     python bench/int8_peers.py [--model bench/resnet/model.json] [--rounds 20] [--threads 1,2] [--variant SEED]
+                               [--time-model PATH]
 
 `--variant SEED` runs everything on a model of the same architecture that nobody tuned for: random params within
 their declared precisions, and each cvm_right_shift's shift moved by -1, 0 or +1.
@@ -19,12 +20,13 @@ speed). At each thread count:
 - ONNX Runtime int8 (the QDQ model) and float32 (the twin); its optimized int8 model is saved and must hold
   QLinearConv (fused QDQ) for every conv layer, else the run fails;
 - OpenVINO int8 (the QDQ model; optional: skipped when `openvino` is not installed);
-- cvm-runtime's CPU backend where `--time-model` (default /work/oracle/time_model) exists (its own medians, in
-  the same run but not interleaved: it is another process).
-It prints medians, GMAC/s, each peer's time over cvmc's, and % of the measured int8 limit (a microkernel of 16
-independent multiply-add chains, JIT-compiled with llvmlite, on 1 and 2 threads, best of 60 runs: `vpdpbusd` with
-AVX512-VNNI, else AVX2's `vpmaddubsw` widened by `vpmaddwd`, exact as cvmc's u8 x s8 kernel uses it), then per
-conv layer cvmc's time alone (the layer with its requantization as a one-layer CVM model, its input's relu and
+- cvm-runtime's CPU backend where `--time-model` (default `$CVMC_ORACLE_TIME_MODEL`, else
+  /work/oracle/time_model) exists (its own medians, in the same run but not interleaved: it is another process).
+It prints cvmc's target (`runtime.target.detect_target`), medians, GMAC/s, each peer's time over cvmc's, and % of
+the measured int8 limit (a microkernel of 16 independent multiply-add chains, JIT-compiled with llvmlite, on 1 and
+2 threads, best of 60 runs, for every tier the host has: `vpdpbusd` with AVX512-VNNI, AVX2's `vpmaddubsw` widened
+by `vpmaddwd`, exact as cvmc's AVX2 u8 x s8 kernel uses it), then per conv layer the kernel cvmc's plan gives it
+(its tier) and cvmc's time alone (the layer with its requantization as a one-layer CVM model, its input's relu and
 pack included) and the time of its convolution kernel alone (what runs in the model, where the layer before
 writes the packed input), each with its % of the 1-thread limit, and the kernel's best run (a peak, as the limit
 is: load only ever slows a run down) with its %. Before the timings, cvmc's cold compile of the
@@ -51,10 +53,10 @@ import numpy as np
 
 import cvmc
 from cvmc.runtime.graph import load_graph, write_params
-from cvmc.runtime.jit import compile_threads
+from cvmc.runtime.jit import compile_threads, host_target
 
 HERE = pathlib.Path(__file__).parent
-TIME_MODEL = pathlib.Path("/work/oracle/time_model")
+TIME_MODEL = os.environ.get("CVMC_ORACLE_TIME_MODEL", "/work/oracle/time_model")
 
 
 # ---- the vpdpbusd limit ----------------------------------------------------------------------------------
@@ -88,10 +90,10 @@ _AVX2 = {  # no VNNI: u8 x s8 as cvmc's micro-kernel does it (vpmaddubsw, widene
 
 
 def limit_kinds() -> dict[str, tuple[str, str, str, str, int]]:
-    """The chains this host runs: AVX512-VNNI's (`vpdpbusd` first), else AVX2's (`vpmaddubsw` first)."""
-    from cvmc.passes import cvm_loops_ops
+    """The chains of every tier this host runs: AVX512-VNNI's (`vpdpbusd` first), then AVX2's (`vpmaddubsw`)."""
+    from cvmc.runtime.target import host_has
 
-    return _AVX512 if cvm_loops_ops._host_vnni() else _AVX2
+    return {**(_AVX512 if host_has("avx512-vnni") else {}), **(_AVX2 if host_has("avx2") else {})}
 
 
 def _peak_ir(step: str, declare: str, pair: str, acc: str, chains: int) -> str:
@@ -128,8 +130,6 @@ def vnni_limit(threads: int, seconds: float = 0.004, repeat: int = 60) -> dict[s
     once (each its own chains), the best of `repeat` runs of about `seconds` each (short runs, many: on a shared
     machine some run alone on its core)."""
     import llvmlite.binding as llvm
-
-    from cvmc.runtime.jit import host_target
 
     triple, cpu, features = host_target()
     out: dict[str, float] = {}
@@ -321,11 +321,12 @@ def cold_compiles(model: pathlib.Path, params: pathlib.Path, rounds: int = 5) ->
     return times, first
 
 
-def _time_model(model: pathlib.Path, params: pathlib.Path, inp: pathlib.Path, threads: int, runs: int):
-    if not TIME_MODEL.exists():
+def _time_model(tool: pathlib.Path, model: pathlib.Path, params: pathlib.Path, inp: pathlib.Path, threads: int,
+                runs: int):
+    if not tool.exists():
         return None
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    out = subprocess.run([str(TIME_MODEL), "--device", "cpu", "-n", str(runs), str(model), str(params), str(inp)],
+    out = subprocess.run([str(tool), "--device", "cpu", "-n", str(runs), str(model), str(params), str(inp)],
                          capture_output=True, text=True, env=env, timeout=600)
     if out.returncode:
         return None
@@ -341,6 +342,32 @@ def macs(graph) -> dict[str, int]:
             out[n.name] = int(np.prod(n.shapes[0])) * int(np.prod(w[1:]))
         elif n.op == "dense":
             out[n.name] = int(np.prod(n.shapes[0])) * graph.nodes[n.inputs[0][0]].shapes[0][1]
+    return out
+
+
+def conv_kernels(graph, target) -> dict[str, tuple[str, str]]:
+    """Each conv2d layer's kernel in cvmc's plan for `target`, by name: (what it is, the limit it runs against:
+    the instruction of `limit_kinds` it is made of)."""
+    from cvmc.passes.cvm_loops_ir import net_from_function
+    from cvmc.passes.cvm_loops_plan import plan
+    from cvmc.runtime.cvm_ir import graph_to_module
+
+    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
+    p = plan(net, target=target)
+    groups = [g for g in p.groups if g.kind == "conv2d"]
+    names = [n.name for n in graph.nodes if n.op == "conv2d"]
+    out = {}
+    for name, g in zip(names, groups):
+        x, w = (p.tensors[t] for t in g.inputs[:2])
+        blocked = w.pack is not None and w.pack["to"] == "conv_weight_blocked"
+        if x.element == "u8" and blocked and target.has("avx512-vnni"):
+            out[name] = (f"mmk_u8s8 avx512-vnni ({w.pack['lanes']} lanes)", "vpdpbusd")
+        elif x.element == "u8" and blocked:
+            out[name] = ("mmk_u8s8 avx2", "vpmaddubsw")
+        elif x.element == "u8":
+            out[name] = ("dot_u8s8 (im2col, vpdpbusd)", "vpdpbusd")
+        else:
+            out[name] = (("mmk_" if blocked else "im2col ") + x.element, "vpmaddwd")
     return out
 
 
@@ -419,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--block", type=int, default=5, help="back-to-back calls of one system per round")
     ap.add_argument("--cooldown", type=float, default=0.1, help="seconds idle before each block")
+    ap.add_argument("--time-model", default=TIME_MODEL, metavar="PATH",
+                    help="cvm-runtime's timing tool (skipped where it does not exist)")
     ap.add_argument("--variant", type=int, metavar="SEED",
                     help="run on a variant of the model instead: random params, shifts moved by one (see `variant`)")
     a = ap.parse_args(argv)
@@ -452,6 +481,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL: expected {convs} QLinearConv in onnxruntime's optimized model, got {ops['QLinearConv']}")
         return 1
 
+    from cvmc.runtime.target import jit_target
+
+    target = jit_target()
+    print(f"cvmc's target on this host: {target} (cpu {host_target()[1]})")
     load_avg = os.getloadavg()
     cold, first = cold_compiles(model, params)
     limits = {n: vnni_limit(n) for n in (int(s) for s in a.threads.split(","))}
@@ -480,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
                     systems[k]()
                     times[k].append(time.perf_counter() - t)
         results[threads] = {k: statistics.median(v) for k, v in times.items()}
-        results[threads]["cvm-runtime CPU"] = _time_model(model, params, inp, threads, max(5, a.rounds // 2))
+        results[threads]["cvm-runtime CPU"] = _time_model(pathlib.Path(a.time_model), model, params, inp, threads,
+                                                                max(5, a.rounds // 2))
     os.environ.pop("CVMC_THREADS", None)
 
     print(f"\n{model.parent.name}: {total / 1e6:.0f} M MACs ({len(counts)} conv2d/dense layers); load average "
@@ -510,14 +544,19 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.median(cold['1']):.2f} s, {compile_threads()} {statistics.median(cold['n']):.2f} s")
     for line in notes:
         print(line)
-    one = limits.get(1, next(iter(limits.values())))[int8]
-    print("\nper layer, cvmc alone (1 thread): the layer (+ its requantization, its input's relu and pack), then its "
-          f"convolution kernel alone (median), then that kernel's best run against the limit's best run; % of {int8}")
+    one_thread = limits.get(1, next(iter(limits.values())))
+    kernels = conv_kernels(graph, target)
+    print("\nper layer, cvmc alone (1 thread): its kernel (the tier), the layer (+ its requantization, its input's "
+          "relu and pack), then its convolution kernel alone (median), then that kernel's best run against the "
+          "limit's best run; % of the limit of the kernel's instruction")
     for name, (t, k, best) in layer_times(graph, a.rounds).items():
+        kind, instruction = kernels[name]
+        one = one_thread.get(instruction, one_thread[int8])
         rate, kernel_rate, best_rate = (counts[name] / s / 1e9 for s in (t, k, best))
-        print(f"  {name:8} {counts[name] / 1e6:6.1f} M MACs {t * 1e3:7.3f} ms {rate:6.0f} GMAC/s "
+        print(f"  {name:8} {counts[name] / 1e6:6.1f} M MACs {kind:34} {t * 1e3:7.3f} ms {rate:6.0f} GMAC/s "
               f"{100 * rate / one:4.0f}% | kernel {k * 1e3:7.3f} ms {kernel_rate:6.0f} GMAC/s "
-              f"{100 * kernel_rate / one:4.0f}% | best {best * 1e3:7.3f} ms {100 * best_rate / one:4.0f}%")
+              f"{100 * kernel_rate / one:4.0f}% | best {best * 1e3:7.3f} ms {100 * best_rate / one:4.0f}% "
+              f"of {instruction}")
     return 0
 
 

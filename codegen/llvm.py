@@ -81,6 +81,22 @@ _I16 = ir.IntType(16)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
+
+
+class _AmxTile(ir.Type):
+    """LLVM's `x86_amx`: an AMX tile register's value (only the `.internal` tile intrinsics take it)."""
+
+    def _to_string(self) -> str:
+        return "x86_amx"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _AmxTile)
+
+    def __hash__(self) -> int:
+        return hash("x86_amx")
+
+
+_AMX_TILE = _AmxTile()
 _VOID = ir.VoidType()
 
 # Bytes of alignment for `memref.alloc` buffers and `memref.alloca` slots (one AVX-512 register, one cache line).
@@ -389,6 +405,21 @@ class _ModuleEmitter:
             fn.attributes.add(attr)
         return fn
 
+    def _kernel_function(self, name: str) -> ir.Function:
+        """The module's internal function `name(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
+        acc_stride)` of a micro-kernel, its pointers noalias: the one already built (it has blocks), else a new
+        declaration for the caller to build."""
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
+        fn.linkage = "internal"
+        for attr in ("nounwind", "noinline"):
+            fn.attributes.add(attr)
+        for arg in fn.args[:3]:
+            arg.add_attribute("noalias")
+        return fn
+
     def micro_kernel(self, rows: int, lanes: int, group: int = 2, pixel_major: bool = False, isa: str = "avx2",
                      emulated: bool = False) -> ir.Function:
         """`__cvmc_mmk_<i16|u8s8|vnni>_r<rows>_l<lanes>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
@@ -412,16 +443,10 @@ class _ModuleEmitter:
         kind = "vnni" if vnni else "u8s8" if group == 4 else "i16"
         name = (f"__cvmc_mmk_{kind}_r{rows}_l{lanes}" + ("_pm" if pixel_major else "")
                 + ("_emu" if vnni and emulated else ""))
-        existing = self.module.globals.get(name)
-        if isinstance(existing, ir.Function):
-            return existing
-        fn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR] * 3 + [_I64] * 7), name)
-        fn.linkage = "internal"
-        for attr in ("nounwind", "noinline"):
-            fn.attributes.add(attr)
+        fn = self._kernel_function(name)
+        if fn.blocks:
+            return fn
         pa, pb, pacc, steps, row_stride, kh, stride_h, kw, stride_w, acc_stride = fn.args
-        for arg in (pa, pb, pacc):
-            arg.add_attribute("noalias")
         emitter = _Builder(fn)
         b = emitter.b
         width = 16 if vnni else 8
@@ -434,10 +459,7 @@ class _ModuleEmitter:
             even = ir.Constant(lanes_w, list(range(0, 16, 2)))
             odd = ir.Constant(lanes_w, list(range(1, 16, 2)))
         elif vnni:
-            words, wide = ir.VectorType(_I8, 64), ir.VectorType(_I32, 64)
-            dpbusd = self.function("llvm.x86.avx512.vpdpbusd.512", lanes_w, [lanes_w, words, words],
-                                   ("nounwind", "readnone"))
-            quarters = [ir.Constant(ir.VectorType(_I32, 16), list(range(j, 64, 4))) for j in range(4)]
+            words = ir.VectorType(_I8, 64)
         else:
             words, halves = ir.VectorType(_I8, 32), ir.VectorType(_I16, 16)
             ubsw = self.function("llvm.x86.avx2.pmadd.ub.sw", halves, [words, words], ("nounwind", "readnone"))
@@ -449,18 +471,14 @@ class _ModuleEmitter:
 
         def weights(p: _Value) -> _Value:
             w = b.load(p, typ=words, align=item.width // 8)
-            return b.sext(w, wide) if group == 2 or (vnni and emulated) else w
+            return b.sext(w, wide) if group == 2 else w
 
         def madd(acc: _Value, xs: _Value, w: _Value) -> _Value:
             if group == 2:
                 m = b.mul(xs, w)  # each product of two int16 fits int32
                 return b.add(acc, b.add(b.shuffle_vector(m, m, even), b.shuffle_vector(m, m, odd)))
-            if vnni and emulated:  # |u8 x s8| <= 32640: four fit int32; the lane's sum wraps as vpdpbusd's
-                m = b.mul(b.zext(xs, wide), w)
-                parts = [b.shuffle_vector(m, m, q) for q in quarters]
-                return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
             if vnni:
-                return b.call(dpbusd, [acc, xs, w])
+                return self.dpbusd(b, acc, xs, w, emulated)
             return b.add(acc, b.call(wd, [b.call(ubsw, [xs, w]), ones]))
 
         def channels(base_a: _Value, base_b: _Value, accs: list[_Value]) -> list[_Value]:
@@ -512,6 +530,75 @@ class _ModuleEmitter:
                 b.store(col, p, align=4)
         b.ret_void()
         return fn
+
+    def amx_kernel(self, rows: int, steps: int, kh: int, kw: int, pixel_major: bool) -> ir.Function:
+        """`__cvmc_mmk_amx_r<rows>_s<steps>_k<kh>x<kw>(a, b, acc, steps, row_stride, kh, stride_h, kw, stride_w,
+        acc_stride)`: the u8 x s8 micro-kernel of `cvmc.mmk_u8s8` on AMX-INT8 tiles for `rows` pixels x 16
+        channels (16 lanes: one tile row of 64 bytes of int32), the steps and taps fixed (straight-line code, no
+        tile value crosses a block: LLVM inserts `ldtilecfg` and `tilerelease`). Per tap (th, tw) and chunk of at
+        most 16 steps (64 bytes of the reduction): the pixels' bytes as a tile of rows x 4n bytes at a +
+        th * stride_h + tw * stride_w + 4 * first step, row_stride apart; the weights as n rows of 64 bytes (the
+        blocked layout is AMX's VNNI-4 layout: 4 bytes of one channel side by side); `tdpbusd` (u8 x s8, four
+        products summed into each int32, wrapping). The tile is stored at acc, acc_stride int32 a pixel
+        (pixel-major), or through a 16 x 16 buffer transposed (channel-major). The caller checked that the CPU has
+        AMX-INT8 and that the process may use it."""
+        name = f"__cvmc_mmk_amx_r{rows}_s{steps}_k{kh}x{kw}" + ("_pm" if pixel_major else "")
+        fn = self._kernel_function(name)
+        if fn.blocks:
+            return fn
+        pa, pb, pacc, _, row_stride, _, stride_h, _, stride_w, acc_stride = fn.args
+        b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
+        tile = _AMX_TILE
+        zero = self.function("llvm.x86.tilezero.internal", tile, [_I16, _I16])
+        load = self.function("llvm.x86.tileloadd64.internal", tile, [_I16, _I16, _PTR, _I64])
+        dot = self.function("llvm.x86.tdpbusd.internal", tile, [_I16, _I16, _I16, tile, tile, tile])
+        store = self.function("llvm.x86.tilestored64.internal", _VOID, [_I16, _I16, _PTR, _I64, tile])
+
+        def i16(v: int) -> _Value:
+            return _const(_I16, v)
+
+        def i64(v: int) -> _Value:
+            return _const(_I64, v)
+
+        m, n_bytes = i16(rows), i16(64)
+        c = b.call(zero, [m, n_bytes])
+        for th in range(kh):
+            for tw in range(kw):
+                base_a = b.add(b.mul(stride_h, i64(th)), b.mul(stride_w, i64(tw)))
+                base_b = (th * kw + tw) * steps * 64
+                for first in range(0, steps, 16):
+                    n = min(16, steps - first)
+                    at = b.gep(pa, [b.add(base_a, i64(4 * first))], inbounds=True, source_etype=_I8)
+                    x = b.call(load, [m, i16(4 * n), at, row_stride])
+                    w = b.call(load, [i16(n), n_bytes, b.gep(pb, [i64(base_b + 64 * first)], inbounds=True,
+                                                              source_etype=_I8), i64(64)])
+                    c = b.call(dot, [m, n_bytes, i16(4 * n), c, x, w])
+        if pixel_major:
+            b.call(store, [m, n_bytes, pacc, b.mul(acc_stride, i64(4)), c])
+            b.ret_void()
+            return fn
+        buf = b.alloca(ir.ArrayType(_I32, 16 * 16))
+        b.call(store, [m, n_bytes, buf, i64(64), c])
+        for r in range(rows):
+            for lane in range(16):
+                v = b.load(b.gep(buf, [i64(0), i64(16 * r + lane)], inbounds=True), align=4)
+                b.store(v, b.gep(pacc, [b.add(b.mul(acc_stride, i64(lane)), i64(r))], inbounds=True,
+                                 source_etype=_I32), align=4)
+        b.ret_void()
+        return fn
+
+    def dpbusd(self, b: Any, acc: _Value, xs: _Value, ws: _Value, emulated: bool) -> _Value:
+        """acc (16 x i32) + for each lane the sum of its four u8 xs (64 x i8) x s8 ws (64 x i8) products, wrapping:
+        `vpdpbusd` (AVX512-VNNI), or with `emulated` the same sums in portable IR (|u8 x s8| <= 32640: four fit
+        int32, no saturation either way)."""
+        lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
+        if not emulated:
+            fn = self.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs], ("nounwind", "readnone"))
+            return b.call(fn, [acc, xs, ws])
+        wide = ir.VectorType(_I32, 64)
+        m = b.mul(b.zext(xs, wide), b.sext(ws, wide))
+        parts = [b.shuffle_vector(m, m, ir.Constant(lanes, list(range(j, 64, 4)))) for j in range(4)]
+        return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
 
     def intrinsic(self, base: str, ty: ir.Type, nargs: int) -> ir.Function:
         """`llvm.<base>.<suffix>` taking `nargs` operands of type `ty`."""
@@ -1134,8 +1221,8 @@ class _KernelEmitter:
         """For r < rows: sum over i < depth of u8 a[..., j + r, i] * s8 b[..., i] in int32 (wrapping), `depth` a
         multiple of 64, the rows of `a` consecutive along its second-to-last dimension: a loop of `vpdpbusd`
         (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation), one
-        accumulator per row sharing each load of `b`, then each row's 16 lanes summed. The caller checked that
-        the host has AVX512-VNNI."""
+        accumulator per row sharing each load of `b`, then each row's 16 lanes summed (`emulated` = 1: the same
+        sums in portable IR, `_ModuleEmitter.dpbusd`). The caller checked that the host has AVX512-VNNI."""
         depth, split, rows = (_int_attr(op, name) for name in ("depth", "split", "rows"))
         rows = max(rows, 1)
         a = op.operands[0]
@@ -1151,15 +1238,14 @@ class _KernelEmitter:
         bases = [pa] + [self.b.gep(pa, [_const(_I64, r * row_stride)], inbounds=True, source_etype=_I8)
                         for r in range(1, rows)]
         lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
-        vnni = self.mod.function("llvm.x86.avx512.vpdpbusd.512", lanes, [lanes, pairs, pairs],
-                                 ("nounwind", "readnone"))
+        emulated = _int_attr(op, "emulated") == 1  # the portable lowering of the same sums
 
         def step(i: _Value, acc: list[_Value]) -> list[_Value]:
             y = self.b.load(self.b.gep(pb, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
             out = []
             for base, partial in zip(bases, acc):
                 x = self.b.load(self.b.gep(base, [i], inbounds=True, source_etype=_I8), typ=pairs, align=1)
-                out.append(self.b.call(vnni, [partial, x, y]))
+                out.append(self.mod.dpbusd(self.b, partial, x, y, emulated))
             return out
 
         zero = ir.Constant(lanes, None)
@@ -1193,10 +1279,16 @@ class _KernelEmitter:
         pixel_major = _int_attr(op, "pixel_major") == 1
         isa = op.attributes.get("isa")
         isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
-        if isa_name not in ("avx2", "avx512-vnni") or (isa_name == "avx512-vnni" and (group != 4 or lanes % 16)):
-            raise CVMRuntimeError(f"expected {_op_name(op)} with isa avx2, or avx512-vnni for u8 x s8 and lanes a "
-                                  f"multiple of 16, got isa {isa_name}, lanes {lanes}")
-        fn = self.mod.micro_kernel(rows, lanes, group, pixel_major, isa_name, _int_attr(op, "emulated") == 1)
+        emulated = _int_attr(op, "emulated") == 1
+        if (isa_name not in ("avx2", "avx512-vnni", "amx") or (isa_name != "avx2" and (group != 4 or lanes % 16))
+                or (isa_name == "amx" and (lanes != 16 or rows > 16))):
+            raise CVMRuntimeError(f"expected {_op_name(op)} with isa avx2, avx512-vnni for u8 x s8 and lanes a "
+                                  f"multiple of 16, or amx for u8 x s8, 16 lanes and at most 16 rows, got isa "
+                                  f"{isa_name}, lanes {lanes}, rows {rows}")
+        if isa_name == "amx" and not emulated:
+            fn = self.mod.amx_kernel(rows, depth // group, kh, kw, pixel_major)
+        else:  # AMX emulated: the same sums as the VNNI kernel's portable lowering, in tiles of 16 x 16
+            fn = self.mod.micro_kernel(rows, lanes, group, pixel_major, isa_name, emulated)
         self.b.call(fn, [pa, pb, pacc, *(_const(_I64, v) for v in sizes)])
 
     @_handles("cvmc.pack_tile")

@@ -45,6 +45,7 @@ class KernelCall:
     types: list[MemRefType]
     key: tuple[object, ...]
     out_shape: tuple[int, ...] = ()  # the anchor's output shape (also when no output is stored)
+    zero_point: int = 0  # what a conv2d's packed input adds to each value (the u8 packing of signed data)
 
 
 def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
@@ -79,8 +80,10 @@ def kernel_call(plan: Plan, group: Group) -> KernelCall:
     steps = tuple(tuple(s.sources) for s in group.epilogue)
     packs = tuple(_freeze(how) for _, how in group.packed)
     out_shape = plan.tensors[group.outputs[0]].shape
-    key = (group.kind, nodes, steps, tuple(types), packs, group.stores_output, out_shape)
-    return KernelCall(group, args, types, key, out_shape)
+    x_pack = plan.tensors[group.inputs[0]].pack if group.kind == "conv2d" else None
+    zero_point = x_pack.get("zero_point", 0) if x_pack is not None else 0
+    key = (group.kind, nodes, steps, tuple(types), packs, group.stores_output, out_shape, zero_point)
+    return KernelCall(group, args, types, key, out_shape, zero_point)
 
 
 def written(group: Group) -> list[int]:
@@ -115,12 +118,14 @@ def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
             k.store(epilogue(v, ivs), outs[0].mem, ivs)
 
         k.loops(outs[0].layout.shape, body, parallel=True)
-    elif group.kind == "conv2d" and group.packed:
-        stored = outs[0] if group.stores_output else None
-        packs = [(arg, how) for arg, (_, how) in zip(outs[int(group.stores_output):], group.packed)]
-        ops.conv2d_packing(k, node.attrs, call.out_shape, stored, packs, ins, epilogue)
     elif group.kind == "conv2d":
-        ops.conv2d(k, node.attrs, outs[0], ins, epilogue)
+        attrs = {**node.attrs, "zero_point": call.zero_point} if call.zero_point else node.attrs
+        if group.packed:
+            stored = outs[0] if group.stores_output else None
+            packs = [(arg, how) for arg, (_, how) in zip(outs[int(group.stores_output):], group.packed)]
+            ops.conv2d_packing(k, attrs, call.out_shape, stored, packs, ins, epilogue)
+        else:
+            ops.conv2d(k, attrs, outs[0], ins, epilogue)
     elif group.kind == "dense":
         ops.dense(k, outs[0], ins, epilogue)
     elif group.kind == "pack":

@@ -530,14 +530,23 @@ _MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MM
 MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
 MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
 VNNI_LANES = 64  # at most this many with AVX512-VNNI's u8 x s8 kernel: four vectors of 16 int32 lanes
+AMX_ROWS, AMX_LANES = 16, 16  # AMX-INT8: one tile of 16 pixels x 16 channels (64 bytes of int32 a row)
 
 
 def mmk_lanes(element: str, channels: int, target: Target) -> int:
     """The output channels of one block of the micro-kernel: MMK_LANES, or for u8 x s8 on AVX512-VNNI the
-    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES."""
+    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES; with AMX one tile's AMX_LANES."""
+    if element == "u8" and target.has("amx"):
+        return AMX_LANES
     if element == "u8" and target.has("avx512-vnni"):
         return min(VNNI_LANES, -(-channels // 16) * 16)
     return MMK_LANES
+
+
+def mmk_isa(target: Target) -> str | None:
+    """The tier of the u8 x s8 micro-kernel's lowering (`isa` of `cvmc.mmk_u8s8`): "amx", "avx512-vnni", or None
+    for AVX2's."""
+    return "amx" if target.has("amx") else "avx512-vnni" if target.has("avx512-vnni") else None
 
 
 def is_byte(element: str) -> bool:
@@ -606,8 +615,8 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
         ph, pw = a["padding"]
 
         # the bytes of the u8 x s8 micro-kernel: tiles of 8 channels x 8 columns transposed in registers
-        # (`cvmc.pack_tile`; VNNI's x + 128 keeps the loop below)
-        tiled = (is_byte_type(element) and not zero_point and c % PACK_TILE == 0 and w % PACK_TILE == 0
+        # (`cvmc.pack_tile`, VNNI's x + 128 included), else the loop below
+        tiled = (is_byte_type(element) and c % PACK_TILE == 0 and w % PACK_TILE == 0
                  and src.layout.strides[3] == 1 and k.target.blocked)
 
         def row(ivs: list[Value]) -> None:
@@ -687,6 +696,8 @@ def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: l
     attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
     if rows > 1:
         attributes["rows"] = IntegerAttr(rows, i64)
+    if k.target.emulated:  # the portable lowering of `vpdpbusd` (`cvm_loops_target.Target.emulated`)
+        attributes["emulated"] = IntegerAttr(1, i64)
     op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
     return list(k.insert(op).results)
 
@@ -706,14 +717,15 @@ def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[V
     lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
     kh, stride_h, kw, stride_w = taps
-    attributes = {name: IntegerAttr(value, i64) for name, value in (
+    attributes: dict[str, Attribute] = {name: IntegerAttr(value, i64) for name, value in (
         ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
         ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
         ("stride_w", stride_w))}
     if pixel_major:
         attributes["pixel_major"] = IntegerAttr(1, i64)
-    if group == 4 and k.target.has("avx512-vnni"):  # the tier's kernel (`vpdpbusd`), or its portable lowering
-        attributes["isa"] = StringAttr("avx512-vnni")
+    isa = mmk_isa(k.target) if group == 4 else None
+    if isa is not None:  # the tier's kernel (`vpdpbusd`, AMX tiles), or its portable lowering
+        attributes["isa"] = StringAttr(isa)
         if k.target.emulated:
             attributes["emulated"] = IntegerAttr(1, i64)
     k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
@@ -894,12 +906,14 @@ def conv2d_packing(k: KernelBuilder, a: Attrs, out_shape: tuple[int, ...], out: 
 
 def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg], epilogue: Epilogue,
                     out_shape: tuple[int, ...] | None = None, packs: Sequence[tuple[Arg, Attrs]] = ()) -> None:
-    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight.
-    Per output row (the parallel loop) and tile of its pixels, for each block of output channels, the
-    micro-kernel (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS
-    pixels at a time (then single pixels) into an accumulator buffer (lanes x tile, channel-major), then the bias
-    and the epilogue run over each channel's contiguous pixels. The reduction reads the padded NHWC input in
-    place (kh x kw taps of C channels) when C is even, else an im2col tile gathered first.
+    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight
+    (with `a["zero_point"]` the data packed as x + 128, AVX512-VNNI only: 128 * the channel's weight sum, by the
+    micro-kernel on a row of ones once a block and row, is subtracted with the bias). Per output row (the
+    parallel loop) and tile of its pixels, for each block of output channels, the micro-kernel
+    (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS pixels at a time (then single pixels) into an
+    accumulator buffer (lanes x tile, channel-major), then the bias and the epilogue run over each channel's
+    contiguous pixels. The reduction reads the padded NHWC input in place (kh x kw taps of C channels) when C is
+    a multiple of the group, else an im2col tile gathered first.
 
     With `packs` (`conv2d_packing`), the accumulator buffer is pixel-major (lanes x pixels transposed: the
     micro-kernel stores its registers as they are) and the epilogue runs pixel by pixel over the block's
@@ -911,7 +925,8 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
     pixel_major = bool(packs)
     group = 4 if _is_byte_memref(x.mem) else 2  # reduction elements per 32-bit step of a lane
     blocks, steps, group_lanes = w.layout.shape
-    width, lanes, rows = group * steps, group_lanes // group, MMK_ROWS
+    width, lanes = group * steps, group_lanes // group
+    rows = AMX_ROWS if group == 4 and mmk_isa(k.target) == "amx" else MMK_ROWS
     _, _, _, c = x.layout.shape
     stride_h, stride_w = x.layout.strides[1:3]
     kh, kw = a["kernel_size"]
@@ -922,10 +937,15 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
     tiles = -(-ow_ // tile)
     element = x.mem.type.element_type  # type: ignore[attr-defined]
     zero = k.const(0, element)
+    input_zero = a.get("zero_point", 0)  # the packed input's zero point (signed data on AVX512-VNNI)
 
     def row(ivs: list[Value]) -> None:
         n, oh = ivs
         acc = k.alloca(MemRefType(i32, [tile, lanes] if pixel_major else [lanes, tile]))
+        comp = k.alloca(MemRefType(i32, [1, lanes])) if input_zero else None
+        ones = k.alloca(MemRefType(element, [width])) if input_zero else None
+        if ones is not None:
+            k.for_(width, lambda i: k.store(k.const(1, element), ones, [i]))
         cols = None if direct else k.alloca(MemRefType(element, [tile, width]))
         for pk, how in packs:
             _pack_borders(k, pk, how, n, oh, oh_, ow_)
@@ -968,8 +988,16 @@ def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg],
                 k.for_(blocked, lambda j: pixels(j, rows), step=rows)
                 k.for_(count, lambda j: pixels(j, 1), lb=blocked)
 
+                if comp is not None and ones is not None:  # the u8 input is x + 128: each channel's weight sum
+                    _mmk(k, ones, [k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], comp, [k.idx(0), k.idx(0)], width,
+                         1, 0, pixel_major=True)
+
                 def bias(o: Value) -> Value | None:
-                    return ins[2].load(k, [k.addi(oc0, o)]) if len(ins) > 2 else None
+                    b = ins[2].load(k, [k.addi(oc0, o)]) if len(ins) > 2 else None
+                    if comp is None:
+                        return b
+                    correction = k.muli(k.load(comp, [k.idx(0), o]), input_zero)  # input_zero * sum(w)
+                    return k.subi(b if b is not None else k.const(0), correction)
 
                 def finish(o: Value, p: Value, b: Value | None) -> None:
                     oc = k.addi(oc0, o)

@@ -444,7 +444,10 @@ class _Planner:
                                                                         self.target):
                 # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`); `vpdpbusd` never does
                 element, weight, blocked = "u8", "i8", True
-            shift = {"zero_point": ops.ZERO_POINT} if element == "u8" and not blocked else {}  # VNNI's u8: x + 128
+                shift = {}
+            else:  # VNNI's u8: x + 128 (`vpdpbusd` never saturates), the kernel subtracts 128 * sum(w)
+                shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}
+                blocked = blocked or (may_block and element == "u8")
             if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element, self.target):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             elif kind == "conv2d":
@@ -507,7 +510,7 @@ class _Planner:
             self.refs[tid] = Ref(len(self.buffers), Layout.contiguous(shape))
             self.buffers.append(Buffer("param", prod(shape), element, tid))
             return tid
-        self.tensors.append(Tensor(shape, origin.precision, "op", element=element))
+        self.tensors.append(Tensor(shape, origin.precision, "op", element=element, pack=pack))
         self.refs[tid] = self._new_buffer(shape, owner, element)
         producer = self._pack_in_epilogue(src, pack)
         if producer is None:

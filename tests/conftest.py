@@ -14,6 +14,20 @@ def pytest_configure(config):
                             "deselects it where a module's rules alone are under test)")
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Which CPU kernel tiers this run covered: those the host runs natively (their tests run with the
+    instructions), the emulated ones (portable lowering, every host), and those it cannot run (skipped)."""
+    from cvmc.passes.cvm_loops_target import ISAS
+    from cvmc.runtime.jit import host_target
+    from cvmc.runtime.target import detect_target, host_has
+
+    native = [isa for isa in ISAS if host_has(isa)]
+    lacking = [isa for isa in ISAS if not host_has(isa)]
+    terminalreporter.write_line(
+        f"cvmc kernel tiers: this CPU {host_target()[1]}, default target {detect_target()}; native: "
+        f"{', '.join(native)}; emulated: avx512-vnni, amx; instruction tests skipped: {', '.join(lacking) or 'none'}")
+
+
 DATA = pathlib.Path(__file__).parent / "data"
 CVM_CORPUS = DATA / "cvm"
 

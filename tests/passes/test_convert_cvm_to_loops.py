@@ -107,10 +107,10 @@ def test_requantization_chain_fuses_into_the_conv(monkeypatch, vnni):
     p = _plan(b, [y])
     assert [[n.op for n in g.nodes] for g in p.groups] == [["pack"], ["conv2d", "cvm_right_shift", "relu"]]
     arena = [(buf.element, buf.elements) for buf in p.buffers if buf.kind == "arena"]
-    weight = [t for t in p.tensors if t.pack is not None]
-    if vnni == "1":  # u8 (x + 128) x s8, rows padded to 64
+    weight = [t for t in p.tensors if t.pack is not None and t.kind == "param"]
+    if vnni == "1":  # u8 (x + 128) x s8 in the VNNI micro-kernel: 27 taps padded to 28 (quads), 16 lanes
         assert arena == [("u8", 10 * 10 * 3), ("i32", 4 * 8 * 8)]
-        assert [(t.kind, t.element, t.shape) for t in weight] == [("param", "i8", (4, 64))]
+        assert [(t.kind, t.element, t.shape) for t in weight] == [("param", "i8", (1, 7, 64))]
     else:
         assert arena == [("i16", 10 * 10 * 3), ("i32", 4 * 8 * 8)]  # the padded NHWC input, the output
         # 27 taps, padded to 28 (pairs), in one block of 16 output channels (`cvmc.mmk_i16`)

@@ -101,3 +101,20 @@ def test_a_bad_isa_override_and_a_tier_the_host_lacks_are_refused(monkeypatch):
         host.jit_target()
     monkeypatch.setenv("CVMC_ISA", "avx512-vnni-emulated")  # portable IR: runs anywhere
     assert host.jit_target() == Target("avx512-vnni", emulated=True)
+
+
+def test_the_same_pipeline_gives_the_same_ir_on_every_host(monkeypatch):
+    """No pass looks at the machine: the IR of `cvm-to-loops` without a target is the same whatever the host's
+    features and the environment's overrides."""
+    texts = set()
+    for features, env in ((frozenset(), {}), (frozenset({"avx2", "avx512vnni", "avx512bw"}), {"CVMC_VNNI": "0"}),
+                          (frozenset({"avx2", "amx-int8", "amx-tile"}), {"CVMC_ISA": "amx", "CVMC_MMK": "0"})):
+        monkeypatch.setattr(host, "host_features", lambda features=features: features)
+        for k in ("CVMC_ISA", "CVMC_VNNI", "CVMC_AVX2", "CVMC_MMK"):
+            monkeypatch.delenv(k, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        m = _module()
+        CvmToLoopsPass().apply(Context(), m)
+        texts.add(str(m))
+    assert len(texts) == 1

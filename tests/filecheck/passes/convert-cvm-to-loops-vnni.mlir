@@ -1,7 +1,9 @@
-// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni,no-mmk\"}" --split-input-file | filecheck %s
 // RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s --check-prefix=NOVNNI
 
-// Both operands of the conv provably fit int8 (precision 8: |x| <= 127) and VNNI is on: the input is packed as
+// Both operands of the conv provably fit int8 (precision 8: |x| <= 127) and VNNI is on, without the micro-kernel
+// (no-mmk here; a grouped conv or a weight that is no param likewise; convert-cvm-to-loops-vnni-mmk.mlir checks
+// the VNNI tier's micro-kernel): the input is packed as
 // x + 128 in bytes (padding 128 too), the weight as signed bytes in rows padded to 64, and each output is one
 // `cvmc.dot_u8s8` (vpdpbusd) minus 128 * sum(w) of its weight row: blocks of 8 output pixels share each weight
 // load (`rows = 8`, 8 results), the rest of a tile one pixel at a time. Without VNNI the same conv is int16.

@@ -1,8 +1,8 @@
-// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni\"}" -t llvm-ir | filecheck %s
+// RUN: cvm-opt %s -p "convert-cvm-to-loops{target=\"x86:avx512-vnni,no-mmk\"}" -t llvm-ir | filecheck %s
 
-// The u8 x s8 conv of a precision-8 input prints as a loop of vpdpbusd over 64-byte steps: blocks of 8 output
-// pixels (8 accumulators sharing each load of the weight row; row sums by a shuffle tree), then single pixels
-// (one accumulator, one reduction).
+// The u8 x s8 conv of a precision-8 input without the micro-kernel (no-mmk) prints as a loop of vpdpbusd over
+// 64-byte steps: blocks of 8 output pixels (8 accumulators sharing each load of the weight row; row sums by a
+// shuffle tree), then single pixels (one accumulator, one reduction).
 
 func.func @main(%data: tensor<1x2x4x9xi32, #cvm.prec<8>>) -> tensor<1x2x4x9xi32, #cvm.prec<8>> {
   %w = cvm.param "w" dense<-127> : tensor<2x2x3x3xi32, #cvm.prec<8>>

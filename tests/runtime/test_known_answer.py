@@ -1,0 +1,108 @@
+"""The known-answer check of a tier (`runtime.target.trusted_target`): the first build for a tier's kernels in a
+process runs a fixed model through them and through the reference; a planted wrong kernel makes the tier refused,
+with one warning naming it, and the model is built for the next tier down with the reference's bytes."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from cvmc.codegen import llvm as codegen
+from cvmc.passes.cvm_loops_target import Target
+from cvmc.runtime import target as host
+from cvmc.runtime.cpu import compile_graph
+from cvmc.runtime.reference import run_graph
+
+needs_vnni = pytest.mark.skipif(not host.host_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
+needs_avx2 = pytest.mark.skipif(not host.host_has("avx2"), reason="the host CPU has no AVX2")
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.setattr(host, "_CHECKED", {})  # a process that has checked nothing yet
+    for k in ("CVMC_ISA", "CVMC_VNNI", "CVMC_AVX2", "CVMC_MMK"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def _plant_vnni(monkeypatch):
+    """`vpdpbusd` that adds one to every lane: a wrong instruction of the avx512-vnni tier alone."""
+    right = codegen._ModuleEmitter.dpbusd
+
+    def wrong(self, b, acc, xs, ws, emulated):
+        out = right(self, b, acc, xs, ws, emulated)
+        return out if emulated else b.add(out, codegen.ir.Constant(out.type, [1] * 16))
+
+    monkeypatch.setattr(codegen._ModuleEmitter, "dpbusd", wrong)
+
+
+def _plant_avx2(monkeypatch):
+    """AVX2's `vpmaddubsw` (which only the avx2 tier's micro-kernel calls) adding one to every pair's sum."""
+    right = codegen._ModuleEmitter.function
+
+    def wrong(self, name, ret, args, attrs=()):
+        if name != "llvm.x86.avx2.pmadd.ub.sw":
+            return right(self, name, ret, args, attrs)
+        existing = self.module.globals.get("planted")
+        if existing is not None:
+            return existing
+        fn = codegen.ir.Function(self.module, codegen.ir.FunctionType(ret, args), "planted")
+        b = codegen.ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(b.add(b.call(right(self, name, ret, args, attrs), list(fn.args)), codegen.ir.Constant(ret, [1] * 16)))
+        return fn
+
+    monkeypatch.setattr(codegen._ModuleEmitter, "function", wrong)
+
+
+def _model_bytes_are_the_references():
+    graph, x = host.known_answer_graph(), host.known_answer_input()
+    got = compile_graph(graph, cache=False)(x)  # the host's target, as every load gets it
+    for g, w in zip(got, run_graph(graph, x), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_the_host_tiers_pass_and_are_checked_once():
+    top = host.detect_target()
+    assert host.trusted_target(top) == top
+    assert set(host._CHECKED) == ({top.isa} if top.isa != "generic" else set()) and all(host._CHECKED.values())
+    for t in (Target("avx512-vnni", emulated=True), Target("generic"), Target(gpu="sm_90")):  # nothing to check
+        assert host.trusted_target(t) == t
+    assert len(host._CHECKED) <= 1
+
+
+@needs_vnni
+def test_a_wrong_vnni_kernel_disables_the_tier_with_one_warning(monkeypatch):
+    _plant_vnni(monkeypatch)
+    with pytest.warns(RuntimeWarning, match="the avx512-vnni kernels gave other bytes than the reference") as seen:
+        assert host.trusted_target(Target("avx512-vnni")) == Target("avx2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning: the answer is kept for the process
+        assert host.trusted_target(Target("avx512-vnni")) == Target("avx2")
+        _model_bytes_are_the_references()
+    assert len(seen) == 1 and host._CHECKED == {"avx512-vnni": False, "avx2": True}
+    assert str(host.jit_target()) == "x86:avx2"
+
+
+@needs_avx2
+def test_a_wrong_avx2_kernel_disables_the_tier(monkeypatch):
+    _plant_avx2(monkeypatch)
+    monkeypatch.setenv("CVMC_VNNI", "0")  # the host's tier at most avx2
+    with pytest.warns(RuntimeWarning, match="the avx2 kernels gave other bytes") as seen:
+        assert host.jit_target() == Target("generic")
+    _model_bytes_are_the_references()
+    assert len(seen) == 1 and host._CHECKED == {"avx2": False}
+
+
+@needs_vnni
+def test_a_tier_refused_falls_through_every_wrong_tier(monkeypatch):
+    _plant_vnni(monkeypatch)
+    _plant_avx2(monkeypatch)
+    with pytest.warns(RuntimeWarning) as seen:
+        assert host.jit_target() == Target("generic")
+    _model_bytes_are_the_references()
+    assert [str(w.message).split(" kernels")[0] for w in seen] == ["cvmc: the avx512-vnni", "cvmc: the avx2"]
+
+
+def test_an_explicit_target_is_not_checked(monkeypatch):
+    _plant_vnni(monkeypatch)
+    assert host.jit_target(Target("avx512-vnni", emulated=True)) == Target("avx512-vnni", emulated=True)
+    assert host._CHECKED == {}
