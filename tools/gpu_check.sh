@@ -10,7 +10,8 @@
 # Steps, in order: the machine (GPU, CPU flags, versions); the tests that skip without a GPU (the corpus on the
 # device among them) beside the corpus checker on device="cuda" and 300 fuzzer graphs on cuda against reference,
 # all at once (16 host cores); the bench and digits models timed with CUDA events (bench/gpu_time.py, alone on the
-# machine); the CPU tiers of the GPU machine's host (tier tests, then bench/int8_peers.py at 1 and 2 threads).
+# machine); the CPU tiers of the GPU machine's host: the tier tests, then for each int8 tier it runs (CVMC_ISA) the
+# corpus and 420 fuzzer graphs on cpu, then bench/int8_peers.py at 1 and 2 threads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -81,12 +82,33 @@ grep -E "on cuda:|graphs|agree|differ|FAIL|exit" "$OUT/corpus_fuzz.txt" | tail -
 # --- 2: timings, alone on the machine ---------------------------------------------------------------------------
 step gpu-time 120 $PY bench/gpu_time.py --runs 200 --warmup 20 --json "$OUT/gpu_time.json" | tee "$OUT/gpu_time.txt"
 
-# --- 3: the CPU tiers of this host ------------------------------------------------------------------------------
-step cpu-tier-tests 60 $PY -m pytest -q -rs -n 8 -p no:cacheprovider tests/passes/test_mmk.py \
+# --- 3: the CPU tiers of this host (each int8 tier it runs, forced by CVMC_ISA) ------------------------------------
+TIERS=$($PY -c "from cvmc.runtime import target as t; print(' '.join(i for i in ('avx2', 'avx512-vnni', 'amx') if t.host_has(i)))")
+echo "=== this host runs the int8 tiers: $TIERS"
+step cpu-tier-tests 180 $PY -m pytest -q -rs -n 12 -p no:cacheprovider tests/passes/test_mmk.py \
+    tests/passes/test_vnni_tier.py tests/passes/test_kernel_choice_slots.py tests/runtime/test_known_answer.py \
     tests/passes/test_dot_elements.py tests/passes/test_epilogue_pack.py tests/runtime/test_kernel_width.py \
     > "$OUT/cpu_tiers.txt" 2>&1
-tail -n 8 "$OUT/cpu_tiers.txt"
-step int8-peers 140 $PY bench/int8_peers.py --rounds 6 --threads 1,2 2>&1 | tee -a "$OUT/cpu_tiers.txt" | tail -n 60
+grep -E "passed|failed|SKIPPED|tiers" "$OUT/cpu_tiers.txt" | tail -n 12
+for tier in $TIERS; do
+    pids=
+    for k in 0 1 2 3 4 5; do
+        (export CVMC_ISA=$tier; step "corpus-$tier-$k" 180 $PY tests/corpus_tools/check_cvm_corpus.py tests/data/cvm \
+            --device cpu --shard "$k/6" > "$OUT/tier-$k.part" 2>&1) &
+        pids="$pids $!"
+        (export CVMC_ISA=$tier; step "fuzz-$tier-$k" 180 $PY -m cvmc.tools.fuzz_cvm --device cpu --seed 27 \
+            --start $((70 * k)) --count 70 > "$OUT/tierfuzz-$k.part" 2>&1) &
+        pids="$pids $!"
+    done
+    wait $pids
+    echo "--- CVMC_ISA=$tier" >> "$OUT/cpu_tiers.txt"
+    cat "$OUT"/tier-*.part "$OUT"/tierfuzz-*.part >> "$OUT/cpu_tiers.txt"; rm -f "$OUT"/tier-*.part "$OUT"/tierfuzz-*.part
+    echo "--- CVMC_ISA=$tier"; tail -n 40 "$OUT/cpu_tiers.txt" | grep -E "on cpu:|graphs,|exit [1-9]|Warning"
+done
+for tier in $TIERS; do
+    (export CVMC_ISA=$tier; step "int8-peers-$tier" 150 $PY bench/int8_peers.py --rounds 6 --threads 1,2 2>&1 \
+        | tee -a "$OUT/cpu_tiers.txt" | grep -v -E "^WARNING|onnxruntime-inference|Serializing")
+done
 
 echo "=== done, status $status"
 exit $status
