@@ -143,12 +143,12 @@ def test_the_micro_kernel_is_a_chain_of_multiply_adds_in_registers(monkeypatch, 
 
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import llvm_compile as jit
+    from cvmc.runtime import llvm_compile
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1), relu=kind == "u8s8"), Target("avx2"))[1]
-    triple = jit.host_target()[0]
+    triple = llvm_compile.host_target()[0]
     tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features="", opt=3)
-    asm = tm.emit_assembly(jit._optimized(ir_text, tm))
+    asm = tm.emit_assembly(llvm_compile._optimized(ir_text, tm))
     body = asm[asm.index(f"__cvmc_mmk_{kind}_r4_l16:"):]
     body = body[:body.index(".Lfunc_end")]
     blocks = [b[:b.index("\n\tj")] for b in re.split(r"\n\.LBB\d+_\d+:", body) if "\n\tj" in b]

@@ -86,12 +86,12 @@ def test_the_amx_kernel_is_tile_loads_and_tdpbusd(rows, channels):
     and one `tdpbusd`, `ldtilecfg` before and `tilerelease` after, the tile stored once."""
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import jit
+    from cvmc.runtime import llvm_compile
 
     ir_text = lower_graph(_conv((1, channels, 4, rows), 16, padding=(1, 1)), AMX)[1]
-    tm = llvm.Target.from_triple(jit.host_target()[0]).create_target_machine(cpu="sapphirerapids", features="",
+    tm = llvm.Target.from_triple(llvm_compile.host_target()[0]).create_target_machine(cpu="sapphirerapids", features="",
                                                                            opt=3)
-    asm = tm.emit_assembly(jit._optimized(ir_text, tm))
+    asm = tm.emit_assembly(llvm_compile._optimized(ir_text, tm))
     steps, chunks = channels // 4, -(-channels // 64)
     body = asm[asm.index(f"__cvmc_mmk_amx_r{16 if rows >= 16 else 1}_s{steps}_k3x3:"):]  # 7: single pixels
     body = body[:body.index(".Lfunc_end")]
@@ -180,11 +180,11 @@ def test_the_vnni_kernel_is_a_chain_of_vpdpbusd_in_registers(cpu, features):
     zmm registers per step, 4 weight loads and 4 broadcasts, no access to the stack (no spill)."""
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import jit
+    from cvmc.runtime import llvm_compile
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1)), VNNI)[1]
-    tm = llvm.Target.from_triple(jit.host_target()[0]).create_target_machine(cpu=cpu, features=features, opt=3)
-    asm = tm.emit_assembly(jit._optimized(ir_text, tm))
+    tm = llvm.Target.from_triple(llvm_compile.host_target()[0]).create_target_machine(cpu=cpu, features=features, opt=3)
+    asm = tm.emit_assembly(llvm_compile._optimized(ir_text, tm))
     body = asm[asm.index("__cvmc_mmk_vnni_r4_l64:"):]
     body = body[:body.index(".Lfunc_end")]
     blocks = [b[:b.index("\n\tj")] for b in re.split(r"\n\.LBB\d+_\d+:", body) if "\n\tj" in b]
@@ -200,9 +200,9 @@ def test_the_emulated_kernel_runs_on_a_cpu_without_vnni():
     """The portable lowering compiled for an AVX2-only CPU: no AVX512 instruction at all."""
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import jit
+    from cvmc.runtime import llvm_compile
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1)), EMULATED)[1]
-    tm = llvm.Target.from_triple(jit.host_target()[0]).create_target_machine(cpu="haswell", features="", opt=3)
-    asm = tm.emit_assembly(jit._optimized(ir_text, tm))
+    tm = llvm.Target.from_triple(llvm_compile.host_target()[0]).create_target_machine(cpu="haswell", features="", opt=3)
+    asm = tm.emit_assembly(llvm_compile._optimized(ir_text, tm))
     assert "zmm" not in asm and "vpdpbusd" not in asm and "__cvmc_mmk_vnni_r4_l64_emu" in asm
