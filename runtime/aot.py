@@ -16,9 +16,10 @@ where the object lands: in memory through MCJIT, or in a shared object linked by
 The store (`capi/store.h` has the format): one entry `<key>.cvmc` per model, where the key is a SHA-256 of the
 two files' bytes, holding the model's shared object, or, for a model cvm-runtime rejects at load, the decision
 (status and message), so that loading it gives the runtime's status; and one entry per graph for
-`CVMAPIGetGasFromGraphFile`. Every entry carries an HMAC-SHA256 tag keyed by this user's secret, the key of
-cvmc's compiled-code cache (`cvmc.runtime.cache`): the library loads an object only when its entry's tag checks
-for that key, so a damaged, planted or renamed file is refused with status 2. The store's folder is the
+`CVMAPIGetGasFromGraphFile`. Every entry is sealed as the JIT's cache seals its entries (`cvmc.runtime.store`,
+one format): HMAC-SHA256 tags of its length and of its payload, keyed by this user's secret, the key of cvmc's
+compiled-code cache (`cvmc.runtime.cache`): the library loads an object only when its entry's tags check for that
+name and key, so a damaged, planted or renamed file is refused with status 2. The store's folder is the
 operator's to name; what is in it is trusted only through the tags.
 """
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import os
 import re
 import shutil
@@ -42,6 +42,7 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+from cvmc.runtime import store
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from cvmc.runtime.graph import Graph
 
 STORE_ENV = "CVMC_AOT_STORE"
-MAGIC = b"cvmc-aot-1\n"
 ENTRY_SUFFIX = ".cvmc"
 CAPI = Path(__file__).parent / "capi"
 LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c")
@@ -59,6 +59,7 @@ _ROOTS = {"arena": 0, "input": 1}  # any other root is a global, in the params (
 _PARAMS_ROOT = 2
 _POST = {None: 0, "argmax": 1, "detection": 2}
 _PARAMS_ALIGN = 64
+ENTRY_MAX = 1 << 33  # the largest payload (store.c's bound): a model's object holds its params, bounded by an int
 _SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]*")
 
 
@@ -90,59 +91,41 @@ def graph_key(graph_json: bytes) -> str:
     return h.hexdigest()
 
 
-def store_secret(store: Path) -> bytes:
+def store_secret(folder: Path) -> bytes:
     """The key of the store's tags: this user's cache key (`$XDG_STATE_HOME/cvmc` or `~/.local/state/cvmc`)."""
     from cvmc.runtime.cache import key_dir, user_secret
 
-    folder = key_dir(store)
-    if folder == store:  # no home: the cache would keep its key beside its entries; the library will not look there
+    keys = key_dir(folder)
+    if keys == folder:  # no home: the cache would keep its key beside its entries; the library will not look there
         raise CVMRuntimeError("no folder for the store's secret key: set $XDG_STATE_HOME or $HOME")
-    secret = user_secret(folder)
+    secret = user_secret(keys)
     if isinstance(secret, str):
         raise CVMRuntimeError(secret)
     return secret
 
 
-def entry_tag(secret: bytes, key: str, payload: bytes) -> bytes:
-    return hmac.new(secret, MAGIC + key.encode() + b"\0" + payload, hashlib.sha256).digest()
+def entry_path(folder: str | os.PathLike[str], key: str) -> Path:
+    return Path(folder) / f"{key}{ENTRY_SUFFIX}"
 
 
-def entry_path(store: str | os.PathLike[str], key: str) -> Path:
-    return Path(store) / f"{key}{ENTRY_SUFFIX}"
-
-
-def write_entry(store: Path, key: str, payload: bytes, secret: bytes) -> Path:
-    """Write an entry atomically (a temporary file renamed into place), readable by all (the node may run as
-    another user: the tag, not the file's mode, is what makes it trusted)."""
-    path = entry_path(store, key)
-    fd, tmp = tempfile.mkstemp(dir=store, prefix=".", suffix=".tmp")
+def write_entry(folder: Path, key: str, payload: bytes, secret: bytes) -> Path:
+    """Write an entry (`store.seal`, `store.write_file`: atomically, through nothing another user planted),
+    readable by all (the node may run as another user: the tag, not the file's mode, is what makes it trusted)."""
+    name = entry_path(folder, key).name
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + entry_tag(secret, key, payload) + payload)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        return store.write_file(folder, name, store.seal(secret, name, payload), 0o644)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot write the store entry {str(folder / name)!r}: {e.strerror or e}") from None
 
 
-def read_entry(store: str | os.PathLike[str], key: str) -> bytes | None:
-    """The payload of entry `key` when its tag checks with this user's secret, else None (what the library does,
-    in Python: for tests and tools)."""
-    path = entry_path(store, key)
+def read_entry(folder: str | os.PathLike[str], key: str) -> bytes | None:
+    """The payload of entry `key` when its head and tag check with this user's secret, else None (what the
+    library does, in Python: for tests and tools)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        payload = store.read_entry(entry_path(folder, key), store_secret(Path(os.path.abspath(folder))), ENTRY_MAX)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read()
-    payload = data[len(MAGIC) + 32:]
-    tag = data[len(MAGIC):len(MAGIC) + 32]
-    secret = store_secret(Path(os.path.abspath(store)))
-    if not data.startswith(MAGIC) or not payload or not hmac.compare_digest(tag, entry_tag(secret, key, payload)):
-        return None
-    return payload
+    return None if isinstance(payload, store.Unsealed) else payload
 
 
 def decision_payload(error: CVMError) -> bytes:
@@ -391,6 +374,15 @@ def link_model(kernels_object: bytes, source: str, params: bytes, work: Path) ->
     return (work / "model.so").read_bytes()
 
 
+def write_output(path: Path, data: bytes, mode: int) -> None:
+    """Write a file the operator named (the library, its header), atomically and through nothing another user
+    planted in its folder (`store.write_file`)."""
+    try:
+        store.write_file(path.parent if str(path.parent) else Path("."), path.name, data, mode)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+
+
 def write_library(path: str | os.PathLike[str]) -> Path:
     """`cvm-aot lib`: compile the C-API library (capi/*.c) into the shared object `path` (written atomically)."""
     out = Path(path)
@@ -402,13 +394,7 @@ def write_library(path: str | os.PathLike[str]) -> Path:
         _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
              f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), "-ldl",
              *_LINK_FLAGS], "the C-API library")
-        try:
-            shutil.copyfile(built, str(out) + ".tmp")
-            os.chmod(str(out) + ".tmp", 0o755)
-            os.replace(str(out) + ".tmp", out)
-        except OSError as e:
-            Path(str(out) + ".tmp").unlink(missing_ok=True)
-            raise CVMRuntimeError(f"cannot write {str(out)!r}: {e.strerror or e}") from None
+        write_output(out, built.read_bytes(), 0o755)
     return out
 
 

@@ -31,7 +31,6 @@
 #include "cvmc_model.h"
 #include "store.h"
 
-#define NET_MAGIC 0x636d7663u /* "cvmc" */
 #define MAX_THREADS 256
 #define ALIGN 64
 #define MAX_DIMS 32
@@ -242,7 +241,6 @@ static int threads_wanted(int *threads) {
  * ------------------------------------------------------------------------------------------------------------- */
 
 struct net {
-  uint32_t magic;  /* NET_MAGIC while loaded */
   void *object;    /* the model's shared object (dlopen) */
   const struct cvmc_model *m;
   unsigned char *arena;
@@ -268,7 +266,6 @@ static void net_free(struct net *n) {
   free(n->args);
   if (n->object != NULL)
     dlclose(n->object);
-  n->magic = 0;
   free(n);
 }
 
@@ -380,10 +377,119 @@ static int net_setup(struct net *n, const char *key) {
   return 0;
 }
 
-static struct net *as_net(void *net) {
-  struct net *n = net;
-  return n != NULL && n->magic == NET_MAGIC ? n : NULL;
+/* ---------------------------------------------------------------------------------------------------------------
+ * The registry of live nets. A handle is not a pointer: it is a slot's index and the slot's generation, looked up
+ * under the registry's mutex, so a freed, stale or forged handle is status 2 and nothing is read through it. A
+ * slot's generation moves when its net is freed, so a slot reused by a later load never answers to an old handle.
+ * A call holds its net (`users`) while it runs; a net freed meanwhile is released by the last call that held it.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+_Static_assert(sizeof(void *) == 8, "a handle holds a 32-bit slot index and a 32-bit generation");
+#define MAX_NETS (1u << 20)
+
+struct slot {
+  struct net *net;      /* NULL: free */
+  uint32_t generation;  /* of the net in it, or of the next one; UINT32_MAX: retired */
+  uint32_t users;       /* calls running on it */
+  int freed;            /* CVMAPIFreeModel was called: no new call; the last user frees it */
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slot *slots;
+static uint32_t nslots;
+
+static void *handle_of(uint32_t index, uint32_t generation) {
+  return (void *)(uintptr_t)((uint64_t)generation << 32 | (uint64_t)(index + 1));
 }
+
+/* The slot of a live handle (under the lock), else NULL. */
+static struct slot *slot_of(void *handle) {
+  uint64_t h = (uint64_t)(uintptr_t)handle;
+  uint64_t index = (h & 0xffffffffu) - 1;
+  if (index >= nslots)
+    return NULL;
+  struct slot *s = &slots[index];
+  return s->net != NULL && !s->freed && s->generation == (uint32_t)(h >> 32) ? s : NULL;
+}
+
+/* Register a loaded net: 0 and its handle, or 2. */
+static int net_register(struct net *n, void **handle) {
+  pthread_mutex_lock(&registry_lock);
+  uint32_t i = 0;
+  while (i < nslots && (slots[i].net != NULL || slots[i].generation == UINT32_MAX))
+    ++i;
+  if (i == nslots) {
+    uint32_t grown = nslots ? 2 * nslots : 16;
+    struct slot *more = nslots < MAX_NETS ? realloc(slots, grown * sizeof *slots) : NULL;
+    if (more == NULL) {
+      pthread_mutex_unlock(&registry_lock);
+      return cvmc_fail(2, "cannot load another model: %u models are loaded", nslots);
+    }
+    memset(more + nslots, 0, (grown - nslots) * sizeof *more);
+    slots = more;
+    nslots = grown;
+  }
+  slots[i].net = n;
+  slots[i].users = 0;
+  slots[i].freed = 0;
+  *handle = handle_of(i, slots[i].generation);
+  pthread_mutex_unlock(&registry_lock);
+  return 0;
+}
+
+/* The net of a live handle, held until `net_release`; NULL for any other value. */
+static struct net *net_acquire(void *handle) {
+  pthread_mutex_lock(&registry_lock);
+  struct slot *s = slot_of(handle);
+  struct net *n = NULL;
+  if (s != NULL) {
+    s->users++;
+    n = s->net;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return n;
+}
+
+/* Empty slot `s` (under the lock): its generation moves on; returns its net, to be freed outside the lock. */
+static struct net *slot_empty(struct slot *s) {
+  struct net *n = s->net;
+  s->net = NULL;
+  s->freed = 0;
+  s->users = 0;
+  if (s->generation < UINT32_MAX)
+    s->generation++;  /* at UINT32_MAX the slot is retired: its handles can never come back */
+  return n;
+}
+
+static void net_release(void *handle) {
+  struct net *gone = NULL;
+  pthread_mutex_lock(&registry_lock);
+  uint64_t index = ((uint64_t)(uintptr_t)handle & 0xffffffffu) - 1;
+  struct slot *s = &slots[index];  /* held: its net is still there */
+  if (--s->users == 0 && s->freed)
+    gone = slot_empty(s);
+  pthread_mutex_unlock(&registry_lock);
+  net_free(gone);
+}
+
+/* CVMAPIFreeModel: 0, or 2 for a handle that is not live. */
+static int net_unregister(void *handle) {
+  struct net *gone = NULL;
+  pthread_mutex_lock(&registry_lock);
+  struct slot *s = slot_of(handle);
+  if (s != NULL) {
+    s->freed = 1;
+    if (s->users == 0)
+      gone = slot_empty(s);
+  }
+  pthread_mutex_unlock(&registry_lock);
+  if (s == NULL)
+    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+  net_free(gone);
+  return SUCCEED;
+}
+
+#define NOT_A_NET() cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)")
 
 /* ---------------------------------------------------------------------------------------------------------------
  * An inference
@@ -563,39 +669,40 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
     net_free(n);
     return status;
   }
-  n->magic = NET_MAGIC;
-  *net = n;
-  return SUCCEED;
+  status = net_register(n, net);
+  if (status != 0)
+    net_free(n);
+  return status;
 }
 
 int CVMAPIFreeModel(void *net) {
   if (net == NULL)
     return SUCCEED;
-  struct net *n = as_net(net);
-  if (n == NULL)
-    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
-  net_free(n);
-  return SUCCEED;
+  return net_unregister(net);
 }
 
 int CVMAPIInference(void *net, char *input_data, int input_len, char *output_data) {
   if (net == NULL || input_data == NULL || output_data == NULL)  /* c_api.cc:56, CHECK_3_NOT_NULL */
     return cvmc_fail(2, "Check failed: %s != nullptr", net == NULL ? "net" : input_data == NULL ? "input_data" :
                      "output_data");
-  struct net *n = as_net(net);
+  struct net *n = net_acquire(net);
   if (n == NULL)
-    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+    return NOT_A_NET();
   const struct cvmc_model *m = n->m;
-  if ((long long)input_len != (long long)m->input_length)  /* model.cc:197, VERIFY_EQ in PlanInput */
-    return cvmc_fail(1, "expected %llu input bytes (%llu x int%u), got %d", (unsigned long long)m->input_length,
-                     (unsigned long long)m->input_size, 8 * m->input_type_size, input_len);
-  pthread_mutex_lock(&n->lock);
-  read_input(m, input_data, n->input);
-  run_calls(n);
-  for (uint32_t k = 0; k < m->nheads; ++k)
-    copy_head(n, &m->heads[k], n->heads + n->head_start[k]);
-  int status = save_tensor(n, output_data);
-  pthread_mutex_unlock(&n->lock);
+  int status;
+  if ((long long)input_len != (long long)m->input_length) { /* model.cc:197, VERIFY_EQ in PlanInput */
+    status = cvmc_fail(1, "expected %llu input bytes (%llu x int%u), got %d", (unsigned long long)m->input_length,
+                       (unsigned long long)m->input_size, 8 * m->input_type_size, input_len);
+  } else {
+    pthread_mutex_lock(&n->lock);
+    read_input(m, input_data, n->input);
+    run_calls(n);
+    for (uint32_t k = 0; k < m->nheads; ++k)
+      copy_head(n, &m->heads[k], n->heads + n->head_start[k]);
+    status = save_tensor(n, output_data);
+    pthread_mutex_unlock(&n->lock);
+  }
+  net_release(net);
   return status;
 }
 
@@ -604,10 +711,11 @@ int CVMAPIInference(void *net, char *input_data, int input_len, char *output_dat
     if (net == NULL || out == NULL)                                \
       return cvmc_fail(2, "Check failed: %s != nullptr",           \
                        net == NULL ? "net" : "the output pointer"); \
-    struct net *n = as_net(net);                                   \
+    struct net *n = net_acquire(net);                              \
     if (n == NULL)                                                 \
-      return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)"); \
+      return NOT_A_NET();                                          \
     *out = (unsigned long long)(n->m->what);                       \
+    net_release(net);                                              \
     return SUCCEED;                                                \
   }
 
@@ -621,10 +729,11 @@ GETTER(CVMAPIGetGasFromModel, gas)
 static int copy_text(void *net, char *out, int version) {
   if (net == NULL || out == NULL)
     return cvmc_fail(2, "Check failed: %s != nullptr", net == NULL ? "net" : version ? "version" : "method");
-  struct net *n = as_net(net);
+  struct net *n = net_acquire(net);
   if (n == NULL)
-    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+    return NOT_A_NET();
   strcpy(out, version ? n->m->version : n->m->postprocess);
+  net_release(net);
   return SUCCEED;
 }
 

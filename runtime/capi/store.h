@@ -5,13 +5,18 @@
  *     key   = hex(SHA-256(domain || u64le(len(json)) || json || u64le(len(params)) || params))
  *             domain "cvmc-aot-model-1\0" for a model; for a graph alone (CVMAPIGetGasFromGraphFile) the domain
  *             "cvmc-aot-graph-1\0" and the JSON up to its first NUL, without the params part
- *     entry = "cvmc-aot-1\n" || tag || payload,   tag = HMAC-SHA256(secret, "cvmc-aot-1\n" || key || "\0" || payload)
+ *     entry = "cvmc-store-1\n" || u64le(n) || head || tag || payload      (n = len(payload) > 0)
+ *     head  = HMAC-SHA256(secret, "cvmc-store-1\n" || "head\0" || name || "\0" || u64le(n))
+ *     tag   = HMAC-SHA256(secret, "cvmc-store-1\n" || "body\0" || name || "\0" || u64le(n) || payload)
+ *     name  = the entry's file name, "<key>.cvmc"
  *     payload: 'S' and the model's shared object | 'D', '1' or '2' and the runtime's message (a rejected model or
  *              graph) | 'G' and the graph's gas as u64le
  *
+ * This is the one format of cvmc's stores (cvmc.runtime.store): the JIT's cache seals its entries the same way.
+ * The head is checked before the payload is read, so a planted file claiming gigabytes costs a read of its head.
  * The secret is the user's key of cvmc's compiled-code cache (`cache.key`, 32 bytes, 0600: in $XDG_STATE_HOME/cvmc,
  * else ~/.local/state/cvmc), so an entry is trusted only when cvm-aot wrote it, for this key, with this secret.
- * The entry is read once into memory, checked there, and the object loaded from that memory (a sealed memfd):
+ * The payload is read once into memory, checked there, and the object loaded from that memory (a sealed memfd):
  * what runs is what was checked.
  */
 #ifndef CVMC_STORE_H_
