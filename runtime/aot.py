@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 STORE_ENV = "CVMC_AOT_STORE"
 ENTRY_SUFFIX = ".cvmc"
 CAPI = Path(__file__).parent / "capi"
-LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c")
+LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c", "cpu.c")
 MODEL_SYMBOL = "cvmc_model_v1"
 MODEL_ABI = 1
 _ROOTS = {"arena": 0, "input": 1}  # any other root is a global, in the params (2)
@@ -340,6 +340,41 @@ def model_source(key: str, cpu: str, features: str, facts: ApiFacts, tables: _Ta
 # --------------------------------------------------------------------------------------------------------------
 
 
+def checked_features() -> frozenset[str]:
+    """The LLVM feature names the library checks against this CPU (the table of `capi/cpu.c`)."""
+    return frozenset(re.findall(r'\{"([a-z0-9.\-]+)", ', (CAPI / "cpu.c").read_text()))
+
+
+def named_cpu_features(cpu: str) -> str:
+    """The features (LLVM's `+name,...`) an object compiled for the CPU `cpu` may use, as the system's C compiler
+    knows that CPU (`cc -march=CPU`), among those the library checks; this machine's own for its own CPU. A CPU
+    that is not an x86-64 one (`i686`, `pentium4`), or that the C compiler does not know, is refused with a
+    CVMRuntimeError: no object is built that the library could not check (issue 30, F4)."""
+    from cvmc.runtime.jit import host_target
+
+    triple, host_cpu, host_features = host_target()
+    if cpu == host_cpu:
+        return host_features
+    if not triple.startswith("x86_64"):
+        raise CVMRuntimeError(f"--cpu {cpu}: naming another CPU is supported on x86-64 hosts only (this one is "
+                              f"{triple})")
+    try:
+        done = subprocess.run([c_compiler(), f"-march={cpu}", "-m64", "-Q", "--help=target"], capture_output=True,
+                              text=True, errors="replace", timeout=60, env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CVMRuntimeError(f"--cpu {cpu}: cannot ask the C compiler for its features: {e}") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["unknown to it"])[0]
+        raise CVMRuntimeError(f"--cpu {cpu}: not a CPU cvm-aot can compile for ({why.removeprefix('cc1: ')}): "
+                              f"name an x86-64 CPU the C compiler knows, or build on the machine itself")
+    enabled = {m[1] for m in re.finditer(r"^\s*-m([a-z0-9.\-]+)\s+\[enabled\]", done.stdout, re.MULTILINE)}
+    if "abm" in enabled:
+        enabled.add("lzcnt")  # GCC's name for LZCNT with POPCNT
+    if "64" not in enabled:
+        raise CVMRuntimeError(f"--cpu {cpu}: not a 64-bit x86 CPU")
+    return ",".join(f"+{name}" for name in sorted(enabled & checked_features()))
+
+
 def c_compiler() -> str:
     """`$CC`, else `cc`: the system's compiler driver, which links with the system linker."""
     cc = os.environ.get("CC") or "cc"
@@ -437,6 +472,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     from cvmc.runtime.graph import load_graph
     from cvmc.runtime.model import program_bytes
 
+    features = None if cpu is None else named_cpu_features(cpu)  # before LLVM sees the name
     folder = _store_folder(store)
     secret = store_secret(folder)
     key = model_key(graph_json, params)
@@ -457,7 +493,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "
                                      f"cpu, its input and its heads), more than the limit of {MAX_MEMORY} bytes")
         else:
-            payload, summary = _shared_object(key, graph_json, graph, program, ir_text, specs, cpu)
+            payload, summary = _shared_object(key, graph_json, graph, program, ir_text, specs, cpu, features)
     if decision is not None:
         payload, summary = decision_payload(decision), str(decision)
     status = decision.status if decision is not None else 0
@@ -473,8 +509,9 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
 
 
 def _shared_object(key: str, graph_json: bytes, graph: Graph, program: HostProgram, ir_text: str,
-                   specs: list[KernelSpec], cpu: str | None) -> tuple[bytes, str]:
-    """The payload of a model's entry ('S' and its shared object) and a summary of it."""
+                   specs: list[KernelSpec], cpu: str | None, cpu_features: str | None) -> tuple[bytes, str]:
+    """The payload of a model's entry ('S' and its shared object) and a summary of it; the object records the
+    features it needs (`cpu_features` for a named CPU), which the library checks before any call."""
     from cvmc.runtime.jit import shared_object_code, shared_target
 
     facts = api_facts(graph_json, graph)
@@ -483,6 +520,7 @@ def _shared_object(key: str, graph_json: bytes, graph: Graph, program: HostProgr
         raise CVMRuntimeError(f"the host program's input has {tables.input_size} values, the graph's "
                               f"{facts.input_size}")
     name, features = shared_target(cpu)
+    features = features or cpu_features or ""
     code = shared_object_code(ir_text, cpu)
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-") as tmp:
         work = Path(tmp)

@@ -387,13 +387,12 @@ CACHE_ATTACKS = ("flip a byte", "truncate", "another graph's entry", "a raw obje
 def _plant(path: str, attack: str, rng: np.random.Generator, other: bytes) -> None:
     """Replace the cache entry at `path` the way `attack` says (`other`: a valid entry of another graph)."""
     import hashlib
-    import hmac
 
-    from cvmc.runtime.cache import MAGIC
+    from cvmc.runtime.store import HEADER_BYTES, seal
 
     with open(path, "rb") as f:
         good = f.read()
-    header = len(MAGIC) + 32
+    header = HEADER_BYTES
     foreign = other[header:]  # another graph's machine code
     os.unlink(path)
     if attack == "a symlink to a valid entry":
@@ -417,8 +416,7 @@ def _plant(path: str, attack: str, rng: np.random.Generator, other: bytes) -> No
     elif attack == "the old self-hashed format":
         data = b"cvmc-obj-1\n" + hashlib.sha256(foreign).digest() + foreign
     elif attack == "a forged tag":
-        tag = hmac.new(b"guessed key " * 3, MAGIC + os.path.basename(path).encode() + b"\0" + foreign, "sha256")
-        data = MAGIC + tag.digest() + foreign
+        data = seal(b"guessed key " * 3, os.path.basename(path), foreign)
     else:
         data = b""
     with open(path, "wb") as f:

@@ -11,8 +11,13 @@
  * wrong length is 1 (VERIFY_EQ), heads that cannot be concatenated are 1. Where the runtime would crash (a NULL
  * `net` to load into, a NULL pointer with a length), this library returns 2 instead.
  *
+ * Handles: a `net` is a registry handle (a slot and its generation), not a pointer: a freed, stale or forged one is
+ * status 2 and nothing is read through it. An object needing CPU features this machine lacks is refused at load
+ * (cpu.h), before any call.
+ *
  * Threads: nets share nothing (the last error is per thread), so distinct nets may run at once; a net runs one
- * inference at a time under its mutex (its arena is reused between inferences).
+ * inference at a time under its mutex (its arena is reused between inferences); a net freed while a call runs on
+ * it is released when that call returns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +33,7 @@
 #include <dlfcn.h>
 
 #include "c_api.h"
+#include "cpu.h"
 #include "cvmc_model.h"
 #include "store.h"
 
@@ -277,43 +283,6 @@ static void *aligned_zeros(uint64_t bytes) {
   return p;
 }
 
-/* The features of the object's CPU that this CPU lacks, among those GCC can ask about (x86 only). */
-static void missing_features(const char *features, char *out, size_t n) {
-  out[0] = 0;
-#if defined(__x86_64__) || defined(__i386__)
-  static const char *names[] = {"sse4.1", "sse4.2", "ssse3", "popcnt", "avx", "avx2", "fma", "bmi", "bmi2",
-                                "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd", "avx512vnni",
-                                "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq",
-                                "avx512bf16"};
-  int have[] = {__builtin_cpu_supports("sse4.1"), __builtin_cpu_supports("sse4.2"),
-                __builtin_cpu_supports("ssse3"), __builtin_cpu_supports("popcnt"), __builtin_cpu_supports("avx"),
-                __builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"), __builtin_cpu_supports("bmi"),
-                __builtin_cpu_supports("bmi2"), __builtin_cpu_supports("avx512f"),
-                __builtin_cpu_supports("avx512vl"), __builtin_cpu_supports("avx512bw"),
-                __builtin_cpu_supports("avx512dq"), __builtin_cpu_supports("avx512cd"),
-                __builtin_cpu_supports("avx512vnni"), __builtin_cpu_supports("avx512ifma"),
-                __builtin_cpu_supports("avx512vbmi"), __builtin_cpu_supports("avx512vbmi2"),
-                __builtin_cpu_supports("avx512bitalg"), __builtin_cpu_supports("avx512vpopcntdq"),
-                __builtin_cpu_supports("avx512bf16")};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
-    /* LLVM's feature string: "+avx2,-avx512fp16,..."; look for "+name," or "+name" at the end. */
-    size_t len = strlen(names[i]);
-    for (const char *p = features; (p = strstr(p, names[i])) != NULL; p += len) {
-      if (p > features && p[-1] == '+' && (p[len] == ',' || p[len] == 0)) {
-        if (!have[i] && strlen(out) + len + 2 < n) {
-          strcat(out, out[0] ? " " : "");
-          strcat(out, names[i]);
-        }
-        break;
-      }
-    }
-  }
-#else
-  (void)features;
-  (void)n;
-#endif
-}
-
 static const unsigned char *root_base(const struct net *n, uint32_t root) {
   switch (root) {
     case CVMC_ROOT_ARENA: return n->arena;
@@ -332,11 +301,12 @@ static int net_setup(struct net *n, const char *key) {
   if (m->key == NULL || strcmp(m->key, key) != 0)
     return cvmc_fail(2, "the object in the store entry %s was built for another model (%.64s): refused", key,
                      m->key ? m->key : "none");
-  char missing[256];
-  missing_features(m->features, missing, sizeof missing);
+  char missing[512];
+  cvmc_missing_features(m->features, missing, sizeof missing);
   if (missing[0])
-    return cvmc_fail(2, "model %s was compiled for the CPU %s, whose features %s this CPU lacks: rebuild it here "
-                     "with cvm-aot build (or name this CPU with --cpu)", key, m->cpu, missing);
+    return cvmc_fail(2, "model %s was compiled for the CPU %s, whose features %s this CPU lacks (or this library "
+                     "cannot check): refused before any call; rebuild it here with cvm-aot build (or name this "
+                     "CPU with --cpu)", key, m->cpu, missing);
   for (uint32_t i = 0; i < m->nargs; ++i)
     if (m->args[i].root >= CVMC_ROOTS)
       return cvmc_fail(2, "model %s: argument %u names root %u", key, i, m->args[i].root);
