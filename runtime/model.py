@@ -136,7 +136,8 @@ class Model:
     """A verified CVM model compiled for one device, within `max_memory` bytes of working memory.
 
     `threads` (cpu): how many threads a run splits its large kernels over, and how many inputs `run_batch` runs
-    at once. A Model pickles: it carries the verified graph and compiles again (from the cache) where it lands."""
+    at once. A Model pickles: it carries its two files' bytes, which are read and verified again where it lands
+    (a pickle is data like any model file), and compiles again (from the cache)."""
 
     def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
                  threads: int | None = None, dump: str | os.PathLike[str] | None = None):
@@ -180,10 +181,23 @@ class Model:
         return cls(graph, device, max_memory, threads)
 
     def __getstate__(self) -> dict[str, object]:
-        return {"graph": self.graph, "device": self.device, "max_memory": self.max_memory, "threads": self.threads}
+        """The model as its two files' bytes (the verified graph written as cvm-runtime's `model.json` and
+        `params.bin`), which `__setstate__` reads and verifies again: nothing in a pickle is trusted."""
+        import json
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["graph"], state["device"], state["max_memory"], state["threads"])  # type: ignore
+        from cvmc.runtime.graph import graph_to_json, write_params
+
+        files = (json.dumps(graph_to_json(self.graph), ensure_ascii=False).encode(), write_params(self.graph.params))
+        return {"files": files, "device": self.device, "max_memory": self.max_memory, "threads": self.threads}
+
+    def __setstate__(self, state: object) -> None:
+        files = state.get("files") if isinstance(state, dict) else None
+        if not (isinstance(files, tuple) and len(files) == 2 and all(isinstance(f, bytes) for f in files)):
+            raise CVMRuntimeError("not the pickle of a cvmc Model: expected the two model files' bytes (a pickle "
+                                  "of an older cvmc carries the graph itself, which is not trusted: pickle it again)")
+        assert isinstance(state, dict)
+        device, max_memory, threads = state.get("device"), state.get("max_memory", MAX_MEMORY), state.get("threads")
+        self.__init__(load_graph(*files), device, max_memory, threads)  # type: ignore[arg-type]
 
     def _runners(self, n: int) -> list[Runner]:
         """`n` runners that may run at once: this model's and replicas with arenas of their own over the same
