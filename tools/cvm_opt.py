@@ -177,6 +177,11 @@ class CvmOptMain(xDSLOptMain):
                 raise CVMLogicError(f"the input on stdin holds more than {limit} bytes (the limit)")
             return io.BytesIO(data), "mlir"
         extension = os.path.splitext(path)[1].replace(".", "")
+        frontend = getattr(self.args, "frontend", None)
+        if frontend is None and extension not in self.available_frontends:
+            raise cli.UsageError(f"cannot tell the format of {path!r} from its extension: name a file "
+                                 f"{' or '.join('.' + f for f in sorted(self.available_frontends))}, or pass "
+                                 f"-f/--frontend")
         return io.BytesIO(files.read_bounded(path, "input file")), extension
 
     def register_all_dialects(self):

@@ -91,6 +91,8 @@ def _batch(a: argparse.Namespace, model) -> int:
         raise cli.UsageError("--batch needs -o OUTPUTS.npy")
     try:
         xs = np.load(a.batch, allow_pickle=False, mmap_mode="r")
+    except EOFError:
+        raise CVMRuntimeError(f"cannot read the inputs {a.batch!r}: an empty file, not a .npy array") from None
     except (OSError, ValueError) as e:
         raise CVMRuntimeError(f"cannot read the inputs {a.batch!r}: {getattr(e, 'strerror', None) or e}") from None
     n = int(xs.shape[0]) if xs.ndim else 0

@@ -39,7 +39,13 @@ def files(tmp_path_factory):
         "edges { id: 0 src_block_id: 0 dst_block_id: 1 }\n")
     (d / "bad.mlir").write_text("taskgraph.graph {\n  taskgraph.si 0 INT_8 <f = -2> out [[]]\n}\n")
     (d / "garbage.mlir").write_text("func.func @f( {")
+    (d / "latin1.mlir").write_bytes(b"\xff\xfe builtin.module {}")
+    (d / "deep.mlir").write_text('"builtin.module"() ({' * 3000)
+    (d / "ir.txt").write_text("builtin.module {}")
+    (d / "empty.npy").write_bytes(b"")
     os.mkfifo(d / "fifo")
+    os.mkfifo(d / "silent")  # never written: a reader that waits for a writer waits for ever
+    os.mkfifo(d / "silent.mlir")
     return d
 
 
@@ -88,6 +94,16 @@ CASES = [
     ("cvm-opt", [GRAPH_IR, "-p", "cvm-fuse{{bad=1}}"], 64, "cvm-opt: error: Provided arguments"),
     ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--device", "gpu"], 64,
      "argument --device: invalid choice: 'gpu'"),
+    # issue 30, F9 and F13: bad input is a status and a message of its own, never "internal error" nor a hang
+    ("cvm-opt", ["{d}/latin1.mlir"], 2, "the input is not UTF-8 text (invalid start byte at byte 0)"),
+    ("cvm-opt", ["{d}/deep.mlir"], 2, "the input is nested too deeply to be read"),
+    ("cvm-opt", ["{d}/ir.txt"], 64, "cannot tell the format of"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/empty.npy", "-o", "{d}/o.npy"], 2,
+     "an empty file, not a .npy array"),
+    ("cvm-run", ["{d}/silent", "{d}/silent", "--gas"], 2, "at byte 0 of the graph JSON, got end of file"),
+    ("cvm-opt", ["{d}/silent.mlir"], 2, "Could not parse entire input"),  # empty: no module
+    ("cvm-task", ["run", "{d}/silent"], 1, "holds no blocks"),
+    ("cvm-translate", ["--export-cvm", "{d}/silent", "-o", "{d}/out"], 2, "error"),
 ]
 
 
@@ -97,7 +113,7 @@ def test_exit_status(tool, args, code, message, files, capsys):
     argv = [str(a).format(d=files) for a in args]
     assert status(TOOLS[tool], argv) == code
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "Traceback" not in err and "internal error" not in err
     if code == 0:
         assert err == ""
 
@@ -119,7 +135,7 @@ def test_ir_files_are_read_with_a_bound(tool, monkeypatch, capsys):
     from cvmc.runtime import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
-    argv = {"cvm-opt": ["/dev/zero"], "cvm-translate": ["--export-cvm", "/dev/zero", "-o", "out"],
+    argv = {"cvm-opt": ["/dev/zero", "-f", "mlir"], "cvm-translate": ["--export-cvm", "/dev/zero", "-o", "out"],
             "cvm-task": ["run", "/dev/zero"]}[tool]
     assert status(TOOLS[tool], argv) == 1
     assert "'/dev/zero' holds more than 64 bytes" in capsys.readouterr().err
@@ -203,3 +219,27 @@ def test_cvm_opt_reads_stdin_with_a_bound(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
     assert status(cvm_opt.main, []) == 0
     assert capsys.readouterr().out.startswith("builtin.module")
+
+
+def test_cvm_cache_ends_quietly_on_a_closed_pipe(tmp_path):
+    """F8: `cvm-cache info | head -0` was a BrokenPipeError traceback and status 1."""
+    env = {**os.environ, "CVMC_CACHE_DIR": str(tmp_path / "c"), "XDG_STATE_HOME": str(tmp_path / "s")}
+    for command in ("info", "clear"):
+        code, _, err = _closed_pipe(["cvmc.tools.cvm_cache", command], env=env)
+        assert (code, err) == (cli.EX_PIPE, ""), command
+
+
+@pytest.mark.parametrize("argv", [
+    ["cvmc.tools.cvm_run", MLP / "model.json", MLP / "params.bin", "--gas"],
+    ["cvmc.tools.cvm_opt", GRAPH_IR],
+    ["cvmc.tools.cvm_cache", "info"],
+    ["cvmc.examples", "list"],
+])  # fmt: skip
+def test_a_closed_stdout_is_no_internal_error(argv, tmp_path):
+    """F10: with stdout closed (`>&-`) every tool did its work and ended in "internal error: AttributeError"."""
+    env = {**os.environ, "CVMC_CACHE_DIR": str(tmp_path / "c"), "XDG_STATE_HOME": str(tmp_path / "s")}
+    module, *args = map(str, argv)
+    code = f"import sys, {module} as m; sys.exit(m.main({args!r}))"
+    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       env=env, text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert (r.returncode, r.stderr) == (0, "")
