@@ -11,7 +11,8 @@ A model is verified once at load, before any code is generated; every device com
 Memory is bounded at load: `load_model(..., max_memory=BYTES)` refuses (CVMLogicError) a model whose working
 memory on the device exceeds BYTES, before it is allocated. The working memory is, on cpu and cuda, the planned
 arena plus the input buffer and the heads a run returns; on the reference device, the peak of the tensors it
-holds at once (`reference.peak_live_bytes`). The default is the runtime's limit, 2^40 bytes (spec section 3).
+holds at once, its temporaries included (`reference.peak_bytes`). The default is the runtime's limit, 2^40 bytes
+(spec section 3).
 Running out of memory anyway (a ulimit, a full machine) is a CVMRuntimeError naming what was being allocated.
 """
 
@@ -152,9 +153,10 @@ class Model:
             dump_stages(graph, dump, device)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
-            from cvmc.runtime.reference import peak_live_bytes
+            from cvmc.runtime.reference import peak_bytes
 
-            self._check_memory(peak_live_bytes(graph), "the peak of live tensors on the reference device")
+            self._check_memory(peak_bytes(graph), "the peak of live tensors and an operator's temporaries on the "
+                                                  "reference device")
 
         def check(program: HostProgram) -> None:
             self._check_memory(program_bytes(program), f"the arena planned for {device}, its input and its heads")
