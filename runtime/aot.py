@@ -113,7 +113,7 @@ def write_entry(folder: Path, key: str, payload: bytes, secret: bytes) -> Path:
     readable by all (the node may run as another user: the tag, not the file's mode, is what makes it trusted)."""
     name = entry_path(folder, key).name
     try:
-        return store.write_file(folder, name, store.seal(secret, name, payload), 0o644)
+        return store.Store(folder, secret, ENTRY_MAX, 0o644).put(name, payload)
     except OSError as e:
         raise CVMRuntimeError(f"cannot write the store entry {str(folder / name)!r}: {e.strerror or e}") from None
 
@@ -121,8 +121,9 @@ def write_entry(folder: Path, key: str, payload: bytes, secret: bytes) -> Path:
 def read_entry(folder: str | os.PathLike[str], key: str) -> bytes | None:
     """The payload of entry `key` when its head and tag check with this user's secret, else None (what the
     library does, in Python: for tests and tools)."""
+    folder = Path(os.path.abspath(folder))
     try:
-        payload = store.read_entry(entry_path(folder, key), store_secret(Path(os.path.abspath(folder))), ENTRY_MAX)
+        payload = store.Store(folder, store_secret(folder), ENTRY_MAX).get(entry_path(folder, key).name)
     except OSError:
         return None
     return None if isinstance(payload, store.Unsealed) else payload

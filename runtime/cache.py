@@ -36,7 +36,6 @@ import shutil
 import stat
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 from cvmc.runtime import store
@@ -196,13 +195,13 @@ def user_secret(directory: Path) -> bytes | str:
 # --------------------------------------------------------------------------------------------------------------
 
 
-@dataclass
 class Cache:
-    """A trusted cache folder (see the module docstring): entries authenticated with `secret`."""
+    """A trusted cache folder (see the module docstring): a `store.Store` of entries named by a digest and a kind,
+    private to this user (0600), whose total size `evict` keeps within `max_bytes`."""
 
-    directory: Path
-    secret: bytes
-    max_bytes: int
+    def __init__(self, directory: Path, secret: bytes, max_bytes: int):
+        self.directory, self.secret, self.max_bytes = directory, secret, max_bytes
+        self.store = store.Store(directory, secret, max(max_bytes - store.HEADER_BYTES, 0), 0o600)
 
     def _path(self, name: str, kind: str) -> Path:
         path = self.directory / f"{name}.{kind}"
@@ -215,7 +214,7 @@ class Cache:
         regular file, is larger than the bound, or fails the HMAC check (`store.read_entry`) is deleted."""
         path = self._path(name, kind)
         try:
-            payload = store.read_entry(path, self.secret, self.max_bytes - store.HEADER_BYTES)
+            payload = self.store.get(path.name)
         except FileNotFoundError:
             return None
         except OSError:  # a link, no permission: not ours
@@ -233,11 +232,10 @@ class Cache:
         """Store `payload` (atomically, `store.write_file`), then evict the least recently used entries past the
         size bound. Errors only cost time: the cache is optional."""
         path = self._path(name, kind)
-        data = store.seal(self.secret, path.name, payload)
-        if len(data) > self.max_bytes:
+        if not 0 < len(payload) <= self.store.bound:  # an empty entry is never read back either
             return
         try:
-            store.write_file(self.directory, path.name, data, 0o600)
+            self.store.put(path.name, payload)
         except OSError as e:
             _warn_once(f"cvmc cache: cannot write in {self.directory} ({e.strerror or e}); running uncached")
             return

@@ -1,9 +1,11 @@
 """One authenticated store: the entry format and the file primitives behind the JIT's cache (`cvmc.runtime.cache`)
 and the AOT store (`cvmc.runtime.aot`, read by `capi/store.c`).
 
-    data = seal(secret, "NAME.o", payload)                  # the bytes of an entry named NAME.o
-    write_file(folder, "NAME.o", data, 0o600)               # atomically, never through a planted name or link
-    payload = read_entry(folder / "NAME.o", secret, bound)  # the payload, or why not (an `Unsealed`)
+    s = Store(folder, secret, bound, mode=0o600)            # the JIT's cache (cache.Cache) and the AOT store
+    s.put("NAME.o", payload)                                # sealed, written atomically
+    payload = s.get("NAME.o")                               # the payload, or why not (an `Unsealed`)
+
+and beneath it, for other files: `seal`, `read_entry`, `write_file` (the library and its header use that one).
 
 An entry is
 
@@ -32,6 +34,7 @@ import os
 import stat
 import struct
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 MAGIC = b"cvmc-store-1\n"
@@ -132,3 +135,26 @@ def write_file(folder: str | os.PathLike[str], name: str, data: bytes, mode: int
     finally:
         os.close(fd)
     return path
+
+
+@dataclass
+class Store:
+    """A folder of sealed entries: `get` and `put` by name, with this user's `secret`, payloads of at most
+    `bound` bytes, files written with `mode`. The JIT's cache (`cvmc.runtime.cache.Cache` holds one, and adds its
+    folder's trust rules, names and size bound) and the AOT store (`cvmc.runtime.aot`) are both one."""
+
+    directory: Path
+    secret: bytes
+    bound: int
+    mode: int = 0o600
+
+    def get(self, name: str) -> bytes | Unsealed:
+        """The payload of entry `name`, or why it is refused; FileNotFoundError when there is none, another
+        OSError when it cannot be opened (a link)."""
+        return read_entry(self.directory / name, self.secret, self.bound)
+
+    def put(self, name: str, payload: bytes) -> Path:
+        """Seal `payload` as entry `name` and write it atomically; OSError when it cannot."""
+        if len(payload) > self.bound:
+            raise ValueError(f"a payload of {len(payload)} bytes, more than the bound of {self.bound}")
+        return write_file(self.directory, name, seal(self.secret, name, payload), self.mode)
