@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint bench venv clean fuzz-long mutate aot-consensus
+.PHONY: demo test lint bench venv clean fuzz-long mutate aot-consensus sanitize
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,6 +23,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 	$(BIN)/lit -q tests/filecheck
+	$(MAKE) --no-print-directory sanitize
+
+# The C-API library and its C client under ASan+UBSan, then TSan (issue 30): cases, bad arguments, stale and forged
+# handles, a free while threads run, tampered and planted entries, concurrent inferences. About 10 s.
+sanitize: $(STAMP)
+	$(BIN)/python tests/runtime/capi/sanitize.py
 
 # pyright cannot follow setuptools' package-dir mapping (cvmc.dialects -> dialects/): give it a tree of links.
 lint: $(STAMP)

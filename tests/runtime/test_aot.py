@@ -395,6 +395,18 @@ def test_a_freed_or_forged_handle_is_status_2_and_never_runs_another_model(built
     assert lib.CVMAPIFreeModel(live) == 0 and lib.CVMAPIFreeModel(live) == 2
 
 
+STALE = {"freed_infer": "2", "freed_output_length": "2", "freed_version": "2", "freed_free": "2", "forged_small": "2",
+         "forged_pointer": "2", "forged_max": "2", "live_infer": "0", "free_while_running": "0",
+         "statuses_other_than_0_or_2": "0", "freed_again": "2"}
+
+
+def test_stale_handles_and_a_free_while_running_through_the_client(built):
+    """F3 from C: a handle freed before 9 more loads (its slot reused), forged ones, and a net freed while three
+    threads run it (each of their calls is 0 or 2; the net goes when the last one returns)."""
+    r = built.client("--stale", CVM_CORPUS / "model_digits_mlp_000", CVM_CORPUS / "dense_000")
+    assert dict(line.split("=") for line in r.stdout.split()) == STALE
+
+
 def test_an_object_for_a_cpu_with_features_this_one_lacks_is_refused_before_any_call(built, tmp_path, monkeypatch):
     """F4: an object built with `--cpu bdver2` (XOP, FMA4, TBM: AMD's 2012 cores, which no later CPU has) records
     those features; the library refuses it with status 2 naming them, before any kernel runs."""
