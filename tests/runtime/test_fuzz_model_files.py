@@ -25,3 +25,24 @@ def test_coverage_guided_smoke_run_of_the_model_readers(tmp_path):
                         str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-4000:]
     assert "; 0 crashes" in r.stdout and "DONE" in r.stdout
+
+
+def test_a_param_whose_byte_count_wraps_is_no_array_found_by_the_coverage_fuzzer():
+    """Found by tests/fuzz/model_files.py in 600 s: a param of shape [2^60 + 2, 4, 1, 1] (its element count fits
+    int64, its byte count wraps to 32) with 32 bytes of data was reshaped to that shape: a ValueError. It is no
+    array now, as when the element count wraps, and a graph that names it is refused by the shape check."""
+    import struct
+
+    import pytest
+
+    from cvmc.errors import CVMError
+    from cvmc.runtime.graph import ARRAY_MAGIC, LIST_MAGIC, load_graph, read_params
+
+    shape = ((1 << 60) + 2, 4, 1, 1)
+    data = (struct.pack("<QQQ", LIST_MAGIC, 0, 1) + struct.pack("<Q", 1) + b"w" + struct.pack("<Q", 1)
+            + struct.pack("<QQiiiBBH", ARRAY_MAGIC, 0, 1, 0, 4, 0, 32, 1) + struct.pack("<4q", *shape)
+            + struct.pack("<q", 32) + bytes(32))
+    assert read_params(data)["w"].size == 0
+    case = CVM_CORPUS / "dense_000"
+    with pytest.raises(CVMError):
+        load_graph((case / "model.json").read_bytes(), data)
