@@ -45,12 +45,12 @@ clean:
 	rm -rf $(VENV) build *.egg-info
 
 # The long differential run of issue 3: random valid graphs, reference against cpu.
-# The random-chain fuzzer, then coverage-guided fuzzing (atheris) of the model readers for FUZZ_SECONDS each; the
-# last line of each run reports its executions, coverage and crashes.
+# The random-chain fuzzer, then coverage-guided fuzzing (atheris) of every reader (model files, Task IR, cvm-opt's
+# MLIR, cvm-run's .npy) for FUZZ_SECONDS each; each reader's line reports its executions, coverage and crashes.
 FUZZ_SECONDS ?= 300
 fuzz-long: $(STAMP)
 	$(BIN)/python -m cvmc.tools.fuzz_cvm --count 2000
-	$(BIN)/python tests/fuzz/model_files.py --seconds $(FUZZ_SECONDS)
+	$(BIN)/python tests/fuzz/readers.py --seconds $(FUZZ_SECONDS)
 
 # The consensus corpus through the C API of `cvm-aot` (issue 14; about a minute, not part of `make test`).
 aot-consensus: $(STAMP)

@@ -4,9 +4,10 @@
 
 A path may name a device or a FIFO that never ends (`/dev/zero`); reading stops one byte past the limit, so
 memory stays bounded whatever the path is (at the limit: a stream's chunks are joined only when they fit), and a
-FIFO is opened without blocking (one with no writer reads as empty instead of holding the tool for ever). An
-unreadable path (missing, a directory) is a CVMRuntimeError; a path
-holding a NUL or a file longer than the limit is a CVMLogicError (the caller's input breaks a rule).
+FIFO is opened without blocking, and refused when no process writes to it (or closes it) within
+`FIFO_WAIT_SECONDS`, instead of holding the tool for ever. An unreadable path (missing, a directory) is a
+CVMRuntimeError; a path holding a NUL or a file longer than the limit is a CVMLogicError (the caller's input breaks
+a rule).
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ from cvmc.errors import CVMLogicError, CVMRuntimeError
 # refuses messages of 2 GiB; xDSL's parser would need many times the text's size in memory.
 MAX_FILE_BYTES = 1 << 30
 _CHUNK = 1 << 20
+# How long a FIFO or pipe may stay without data or a hang-up before it is refused (seconds).
+FIFO_WAIT_SECONDS = 30.0
+
+
+def _wait_for_writer(fd: int) -> bool:
+    """Whether a FIFO or pipe open on `fd` gets data or a hang-up within FIFO_WAIT_SECONDS (a FIFO that no process
+    opens for writing would hold a blocking open or read for ever)."""
+    import select
+
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return bool(poll.poll(int(FIFO_WAIT_SECONDS * 1000)))
 
 
 def _read_at_most(fd: int, n: int, regular: bool) -> bytes | None:
@@ -54,8 +67,11 @@ def read_bounded(path: str | os.PathLike[str], what: str, limit: int | None = No
         # pipe's writer is waited for; a FIFO nobody writes reads as empty.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            os.set_blocking(fd, True)
             st = os.fstat(fd)
+            if stat.S_ISFIFO(st.st_mode) and not _wait_for_writer(fd):
+                raise CVMRuntimeError(f"cannot read {what} {name!r}: a FIFO no process wrote to or closed within "
+                                      f"{FIFO_WAIT_SECONDS:g} s")
+            os.set_blocking(fd, True)
             if stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(21, "Is a directory")
             regular = stat.S_ISREG(st.st_mode)

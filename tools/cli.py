@@ -72,6 +72,24 @@ def closed_pipe() -> int:
     return EX_PIPE
 
 
+# xDSL 0.74's lexer matches a string literal with `"(?:[^"\\\n\v\f]+|\\(...))*"`: a `+` inside a `*`, so an
+# unterminated literal of n characters backtracks 2^n ways (30 characters: about a minute; found by
+# tests/fuzz/readers.py). The same language without the inner `+` is matched in linear time.
+_STRING_LITERAL = r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+
+
+def linear_mlir_lexer() -> None:
+    """Give xDSL's MLIR lexer a string-literal pattern that cannot backtrack exponentially (every tool that
+    parses MLIR text calls this before it parses)."""
+    import re
+
+    from xdsl.utils.mlir_lexer import MLIRLexer
+
+    current = getattr(MLIRLexer, "_unescaped_characters_regex", None)
+    if current is not None and current.pattern != _STRING_LITERAL:
+        MLIRLexer._unescaped_characters_regex = re.compile(_STRING_LITERAL)  # pyright: ignore[reportPrivateUsage]
+
+
 def guard_streams() -> None:
     """Give each of stdin, stdout and stderr that the caller closed (`>&-`) /dev/null, at its descriptor and as
     `sys.stdin`/`sys.stdout`/`sys.stderr`: what the tool prints is discarded, as with `>/dev/null`, and no file it

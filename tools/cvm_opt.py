@@ -169,6 +169,7 @@ class CvmOptMain(xDSLOptMain):
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input, read whole but at most MAX_FILE_BYTES of it (a FIFO or /dev/zero ends in an error)."""
+        cli.linear_mlir_lexer()
         path = self.args.input_file
         if path is None:
             limit = files.MAX_FILE_BYTES

@@ -85,16 +85,24 @@ def _emit_source(a: argparse.Namespace) -> int:
     return 0
 
 
+def read_batch(path: str) -> np.ndarray:
+    """The .npy stack of `--batch`, mapped (not read whole); any file that is not one is a CVMRuntimeError."""
+    try:
+        return np.load(path, allow_pickle=False, mmap_mode="r")
+    except EOFError:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: an empty file, not a .npy array") from None
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: {e.strerror or e}") from None
+    except Exception as e:  # numpy's header parser raises what its tokenizer and literal_eval raise
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: not a .npy array ({type(e).__name__}: "
+                              f"{e})") from None
+
+
 def _batch(a: argparse.Namespace, model) -> int:
     """Every input of a .npy stack through `Model.run_batch`, with a progress bar (tqdm, when installed)."""
     if not a.output:
         raise cli.UsageError("--batch needs -o OUTPUTS.npy")
-    try:
-        xs = np.load(a.batch, allow_pickle=False, mmap_mode="r")
-    except EOFError:
-        raise CVMRuntimeError(f"cannot read the inputs {a.batch!r}: an empty file, not a .npy array") from None
-    except (OSError, ValueError) as e:
-        raise CVMRuntimeError(f"cannot read the inputs {a.batch!r}: {getattr(e, 'strerror', None) or e}") from None
+    xs = read_batch(a.batch)
     n = int(xs.shape[0]) if xs.ndim else 0
     try:
         from tqdm import tqdm

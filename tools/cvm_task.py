@@ -43,6 +43,7 @@ def load_graph_module(path: str):
     ctx.load_dialect(Builtin)
     ctx.load_dialect(TaskGraph)
     text = read_text(path, "graph")
+    cli.linear_mlir_lexer()
     try:
         module = Parser(ctx, text, path).parse_module()
     except ParseError as e:

@@ -46,6 +46,7 @@ def _read_module(path: str) -> ModuleOp:
     from cvmc.runtime.files import read_text
 
     text = read_text(path, "IR file")
+    cli.linear_mlir_lexer()
     module = Parser(_context(), text, path).parse_module()
     try:
         module.verify()

@@ -43,6 +43,11 @@ def files(tmp_path_factory):
     (d / "deep.mlir").write_text('"builtin.module"() ({' * 3000)
     (d / "ir.txt").write_text("builtin.module {}")
     (d / "empty.npy").write_bytes(b"")
+    # found by tests/fuzz/readers.py: a header numpy's tokenizer gives up on (tokenize.TokenError)
+    (d / "bad_header.npy").write_bytes(b"\x93NUMPY\x01\x00v\x00:{'des" + b"\xff" * 111 + b"cr': '<i4'an_order': False, "
+                                       b"'shape        \n")
+    # found by tests/fuzz/readers.py: an unterminated string literal (xDSL's lexer backtracked 2^n ways)
+    (d / "open_string.mlir").write_text('"builtin.module"() {a = "' + "x" * 60 + "\n")
     os.mkfifo(d / "fifo")
     os.mkfifo(d / "silent")  # never written: a reader that waits for a writer waits for ever
     os.mkfifo(d / "silent.mlir")
@@ -100,16 +105,23 @@ CASES = [
     ("cvm-opt", ["{d}/ir.txt"], 64, "cannot tell the format of"),
     ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/empty.npy", "-o", "{d}/o.npy"], 2,
      "an empty file, not a .npy array"),
-    ("cvm-run", ["{d}/silent", "{d}/silent", "--gas"], 2, "at byte 0 of the graph JSON, got end of file"),
-    ("cvm-opt", ["{d}/silent.mlir"], 2, "Could not parse entire input"),  # empty: no module
-    ("cvm-task", ["run", "{d}/silent"], 1, "holds no blocks"),
-    ("cvm-translate", ["--export-cvm", "{d}/silent", "-o", "{d}/out"], 2, "error"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/bad_header.npy", "-o", "{d}/o.npy"], 2,
+     "not a .npy array (TokenError"),
+    ("cvm-opt", ["{d}/open_string.mlir"], 2, "End of file reached before closing string literal"),
+    ("cvm-translate", ["--export-cvm", "{d}/open_string.mlir", "-o", "{d}/out"], 2, "closing string literal"),
+    ("cvm-run", ["{d}/silent", "{d}/silent", "--gas"], 2, "a FIFO no process wrote to or closed within 0.1 s"),
+    ("cvm-opt", ["{d}/silent.mlir"], 2, "a FIFO no process wrote to"),
+    ("cvm-task", ["run", "{d}/silent"], 2, "a FIFO no process wrote to"),
+    ("cvm-translate", ["--export-cvm", "{d}/silent", "-o", "{d}/out"], 2, "a FIFO no process wrote to"),
 ]
 
 
 @pytest.mark.parametrize(("tool", "args", "code", "message"), CASES,
                          ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
-def test_exit_status(tool, args, code, message, files, capsys):
+def test_exit_status(tool, args, code, message, files, capsys, monkeypatch):
+    from cvmc.runtime import files as readers
+
+    monkeypatch.setattr(readers, "FIFO_WAIT_SECONDS", 0.1)  # the FIFOs here have no writer: refused, not waited on
     argv = [str(a).format(d=files) for a in args]
     assert status(TOOLS[tool], argv) == code
     err = capsys.readouterr().err
