@@ -318,8 +318,14 @@ _KINDS: list[tuple[float, Callable[[_Gen], Tensor | None]]] = [
 
 def random_graph(seed: int, index: int, n_ops: int = 8) -> tuple[Graph, np.ndarray]:
     """Graph `index` of `seed` and a random input for it."""
-    rng = np.random.default_rng([seed, index])
-    g = _Gen(rng, CvmBuilder(f"fuzz_{seed}_{index}"))
+    return grow_graph(np.random.default_rng([seed, index]), f"fuzz_{seed}_{index}", n_ops)
+
+
+def grow_graph(rng: np.random.Generator, name: str, n_ops: int = 8) -> tuple[Graph, np.ndarray]:
+    """A graph of up to `n_ops` operators and an input for it, every choice drawn from `rng` (a numpy Generator,
+    or anything with its `integers`, `random`, `choice` and `permutation`: the property tests pass hypothesis's
+    draws, which shrink a failing graph to its smallest)."""
+    g = _Gen(rng, CvmBuilder(name))
     rank = g.int(1, 4)
     shape = tuple(g.int(1, 6) for _ in range(rank))
     if rank == 4 and rng.random() < 0.7:
