@@ -20,6 +20,8 @@ error, 2 runtime error, with the message on stderr; 64 for a usage error (`cli.E
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import time
 
@@ -86,7 +88,14 @@ def _emit_source(a: argparse.Namespace) -> int:
 
 
 def read_batch(path: str) -> np.ndarray:
-    """The .npy stack of `--batch`, mapped (not read whole); any file that is not one is a CVMRuntimeError."""
+    """The .npy stack of `--batch`, mapped (not read whole); any file that is not one is a CVMRuntimeError. Only a
+    regular file is opened (a FIFO would hold the open for ever, and cannot be mapped)."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: {e.strerror or e}") from None
+    if not regular:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: not a regular file (a .npy stack is mapped)")
     try:
         return np.load(path, allow_pickle=False, mmap_mode="r")
     except EOFError:

@@ -109,6 +109,8 @@ CASES = [
      "not a .npy array (TokenError"),
     ("cvm-opt", ["{d}/open_string.mlir"], 2, "End of file reached before closing string literal"),
     ("cvm-translate", ["--export-cvm", "{d}/open_string.mlir", "-o", "{d}/out"], 2, "closing string literal"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/silent", "-o", "{d}/o.npy"], 2,
+     "not a regular file (a .npy stack is mapped)"),
     ("cvm-run", ["{d}/silent", "{d}/silent", "--gas"], 2, "a FIFO no process wrote to or closed within 0.1 s"),
     ("cvm-opt", ["{d}/silent.mlir"], 2, "a FIFO no process wrote to"),
     ("cvm-task", ["run", "{d}/silent"], 2, "a FIFO no process wrote to"),
