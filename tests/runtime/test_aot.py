@@ -317,6 +317,19 @@ def test_an_entry_tagged_with_another_users_secret_is_refused(built, tmp_path):
     assert r.stdout.startswith("load=2 ") and "only this user can read" in r.stdout
 
 
+def test_an_empty_home_is_unset_for_the_library_too(built):
+    """F14 in C: HOME="" is not a home of "" (nor "/"): the library looks for the key in the password entry's home,
+    as Python does."""
+    import pwd
+
+    env = {k: v for k, v in built.env.items() if k != "XDG_STATE_HOME"}
+    d = CVM_CORPUS / "conv2d_000"
+    r = built.client("--load", d / "model.json", d / "params.bin", env={**env, "HOME": ""})
+    assert r.stdout.startswith("load=2 ") and "no folder for the store's secret key" not in r.stdout
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    assert f"{home.rstrip('/')}/.local/state/cvmc/cache.key" in r.stdout or "was not written" in r.stdout
+
+
 def test_python_reads_back_what_it_wrote(built):
     case = CVM_CORPUS / "invalid_000"
     with pytest.MonkeyPatch.context() as mp:

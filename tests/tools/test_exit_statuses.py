@@ -4,6 +4,7 @@ output pipe ends it quietly (141, as SIGPIPE); never a traceback."""
 import os
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -257,3 +258,21 @@ def test_a_closed_stdout_is_no_internal_error(argv, tmp_path):
     r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        env=env, text=True, timeout=300, preexec_fn=lambda: os.close(1))
     assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_a_stream_past_the_limit_costs_the_limit_not_twice_it():
+    """F13: /dev/zero as model.json peaked at 4.2 GB for a 2 GiB limit (the chunks read, then joined). With 384 MiB
+    of address space to spare, a 256 MiB limit is refused as a logic error, not an out-of-memory."""
+    code = textwrap.dedent("""
+        import resource
+        from cvmc.errors import CVMLogicError
+        from cvmc.runtime import files
+        size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (size + (384 << 20), resource.RLIM_INFINITY))
+        try:
+            files.read_bounded("/dev/zero", "model file", 256 << 20)
+        except CVMLogicError as e:
+            print("refused:", e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "refused: model file '/dev/zero' holds more than 268435456 bytes" in r.stdout, r.stderr[-2000:]
