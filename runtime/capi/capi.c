@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "c_api.h"
 #include "cpu.h"
@@ -248,6 +249,7 @@ static int threads_wanted(int *threads) {
 
 struct net {
   void *object;    /* the model's shared object (dlopen) */
+  int object_fd;   /* the memfd it was loaded from (-1: none), open while it is loaded */
   const struct cvmc_model *m;
   unsigned char *arena;
   int32_t *input;
@@ -272,6 +274,8 @@ static void net_free(struct net *n) {
   free(n->args);
   if (n->object != NULL)
     dlclose(n->object);
+  if (n->object_fd >= 0)
+    close(n->object_fd);
   free(n);
 }
 
@@ -628,7 +632,8 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
     return cvmc_fail(2, "out of memory loading model %s", key);
   }
   n->pool.threads = 1;
-  status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object);
+  n->object_fd = -1;
+  status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object, &n->object_fd);
   cvmc_entry_free(&entry);
   if (status == 0) {
     n->m = dlsym(n->object, CVMC_MODEL_SYMBOL);

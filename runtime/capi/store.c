@@ -250,7 +250,7 @@ void cvmc_entry_free(struct cvmc_entry *entry) {
   memset(entry, 0, sizeof *entry);
 }
 
-int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle) {
+int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle, int *fd_out) {
   static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
   if (size < sizeof elf || memcmp(object, elf, sizeof elf) != 0)
     return cvmc_fail(2, "the store entry of model %s does not hold a shared object", key);
@@ -277,14 +277,18 @@ int cvmc_open_object(const unsigned char *object, size_t size, const char *key, 
     close(fd);
     return cvmc_fail(2, "cannot load model %s: sealing its object: %s", key, strerror(e));
   }
+  /* The memfd stays open as long as the object is loaded: dlopen knows an object by its path, and a path
+   * "/proc/self/fd/N" whose N a closed memfd freed would name the next model's object too, so that dlopen handed
+   * back the first model's object for the second (found by tests/fuzz/capi.py). */
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  close(fd);
   if (h == NULL) {
+    close(fd);
     const char *why = dlerror();
     return cvmc_fail(2, "cannot load model %s: %s", key, why != NULL ? why : "dlopen failed");
   }
   *handle = h;
+  *fd_out = fd;
   return 0;
 }

@@ -44,8 +44,9 @@ struct cvmc_entry {
 int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, struct cvmc_entry *entry);
 void cvmc_entry_free(struct cvmc_entry *entry);
 
-/* dlopen a shared object held in memory: 0 and the handle, or a status (2) after cvmc_fail. */
-int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle);
+/* dlopen a shared object held in memory (a sealed memfd): 0, the handle and the memfd, to close after dlclose (its
+ * number names the object to dlopen while it is loaded); or a status (2) after cvmc_fail. */
+int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle, int *fd);
 
 /* Set the thread's last error (printed on stderr as the runtime prints its errors) and return `status`. */
 int cvmc_fail(int status, const char *format, ...) __attribute__((format(printf, 2, 3)));

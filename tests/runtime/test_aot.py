@@ -408,6 +408,26 @@ def test_a_freed_or_forged_handle_is_status_2_and_never_runs_another_model(built
     assert lib.CVMAPIFreeModel(live) == 0 and lib.CVMAPIFreeModel(live) == 2
 
 
+def test_models_loaded_at_once_each_run_their_own_object(built, monkeypatch):
+    """Found by tests/fuzz/capi.py: the library closed each model's memfd after dlopen, so the next model's memfd
+    took its number, dlopen knew "/proc/self/fd/N" already and handed back the first model's object: a second model
+    loaded while the first was live was refused (status 2, "built for another model")."""
+    lib = _library(built, monkeypatch)
+    cases = [CVM_CORPUS / n for n in ("model_digits_mlp_000", "dense_000", "conv2d_000", "model_digits_mlp_000")]
+    nets = [_load(lib, case) for case in cases]
+    for case, net in zip(cases, nets):
+        x = (case / "input.bin").read_bytes()
+        length = ctypes.c_ulonglong(0)
+        assert lib.CVMAPIGetOutputLength(net, ctypes.byref(length)) == 0
+        out = ctypes.create_string_buffer(length.value)
+        assert lib.CVMAPIInference(net, x, len(x), out) == 0
+        width = int(built.facts[case.name]["out_type"])
+        widened = np.frombuffer(out.raw, "i1" if width == 1 else "<i4").astype("<i4").tobytes()
+        assert widened == (case / "expected_api.bin").read_bytes(), case.name
+    for net in nets:
+        assert lib.CVMAPIFreeModel(net) == 0
+
+
 STALE = {"freed_infer": "2", "freed_output_length": "2", "freed_version": "2", "freed_free": "2", "forged_small": "2",
          "forged_pointer": "2", "forged_max": "2", "live_infer": "0", "free_while_running": "0",
          "statuses_other_than_0_or_2": "0", "freed_again": "2"}
