@@ -46,3 +46,19 @@ def test_a_param_whose_byte_count_wraps_is_no_array_found_by_the_coverage_fuzzer
     case = CVM_CORPUS / "dense_000"
     with pytest.raises(CVMError):
         load_graph((case / "model.json").read_bytes(), data)
+
+
+def test_smoke_run_of_the_c_api_call_programs(tmp_path):
+    """A short run of tests/fuzz/capi.py: programs of C-API calls (loads, frees, inferences, getters, forged and
+    freed handles) on an ASan+UBSan libcvm: every status as the rules say, no sanitizer report."""
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("atheris")
+    if shutil.which("gcc") is None:
+        pytest.skip("the library is built with gcc")
+    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--seconds", "3", "--work",
+                        str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:]
+    assert "; 0 crashes" in r.stdout and "call programs" in r.stdout
