@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -136,10 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=int, default=60)
     p.add_argument("--work", help="the folder of the store, the library, the corpus and any crash")
     a = p.parse_args(argv)
-    try:
-        import atheris  # noqa: F401
-    except ImportError:
-        print("fuzz capi: atheris is not installed; skipped")
+    from libfuzzer import campaign, have_atheris
+
+    if not have_atheris("capi"):
         return 0
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="cvmc-fuzz-capi-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -153,19 +151,7 @@ def main(argv: list[str] | None = None) -> int:
            "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1",
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1", "CVMC_AOT_STORE": str(work / "store"),
            "XDG_STATE_HOME": str(work / "state")}
-    flags = [f"-max_total_time={a.seconds}", "-max_len=512", "-timeout=20", f"-artifact_prefix={work}/",
-             "-print_final_stats=1", str(corpus)]
-    r = subprocess.run([sys.executable, __file__, "--run", str(lib), *flags], capture_output=True, text=True,
-                       env=env)
-    done = [line for line in r.stderr.splitlines() if re.match(r"#\d+\s+DONE", line)]
-    runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", r.stderr)
-    crashes = sorted(str(c) for c in work.glob("crash-*"))
-    print(f"fuzz capi: {runs[1] if runs else '?'} call programs in {a.seconds} s; "
-          f"{done[-1].split(None, 2)[2] if done else 'no final line'}; {len(crashes)} crashes {crashes}")
-    if r.returncode != 0:
-        print(r.stderr[-6000:])
-    return r.returncode
-
+    return campaign("capi (call programs)", __file__, [str(lib)], work, a.seconds, 512, env=env)
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--run":

@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import re
 import struct
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -165,22 +163,14 @@ def fuzz(target: str, argv: list[str]) -> None:
 
 
 def campaign(target: str, seconds: int, work: Path, extra: list[str]) -> int:
+    from libfuzzer import campaign as run
+
     corpus = work / "corpus"
     corpus.mkdir(parents=True, exist_ok=True)
     seeds = [s for s in TARGETS[target][0]() if 0 < len(s) < MAX_LEN]
     for i, s in enumerate(seeds):
         (corpus / f"seed-{i}").write_bytes(s)
-    flags = [f"-max_total_time={seconds}", f"-max_len={MAX_LEN}", "-rss_limit_mb=4096", "-timeout=20",
-             f"-artifact_prefix={work}/", "-print_final_stats=1", *extra, str(corpus)]
-    r = subprocess.run([sys.executable, __file__, "--run", target, *flags], capture_output=True, text=True)
-    done = [line for line in r.stderr.splitlines() if re.match(r"#\d+\s+DONE", line)]
-    runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", r.stderr)
-    crashes = sorted(str(c) for c in work.glob("crash-*")) + sorted(str(c) for c in work.glob("timeout-*"))
-    print(f"fuzz {target}: {len(seeds)} seeds, {runs[1] if runs else '?'} executions in {seconds} s; "
-          f"{done[-1].split(None, 2)[2] if done else 'no final line'}; {len(crashes)} crashes {crashes}")
-    if r.returncode != 0:
-        print(r.stderr[-6000:])
-    return r.returncode
+    return run(target, __file__, [target], work, seconds, MAX_LEN, extra, seeds=len(seeds))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,10 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", help="the folder of the corpora and any crash (default: a temporary one)")
     p.add_argument("--libfuzzer", nargs=argparse.REMAINDER, default=[], help="libFuzzer's flags, as they are")
     a = p.parse_args(argv)
-    try:
-        import atheris  # noqa: F401
-    except ImportError:
-        print("fuzz: atheris is not installed (pip install -e '.[dev]' on Linux x86-64); skipped")
+    from libfuzzer import have_atheris
+
+    if not have_atheris(a.target):
         return 0
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="cvmc-fuzz-"))
     status = 0

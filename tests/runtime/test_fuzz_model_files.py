@@ -61,4 +61,4 @@ def test_smoke_run_of_the_c_api_call_programs(tmp_path):
     r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--seconds", "3", "--work",
                         str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:]
-    assert "; 0 crashes" in r.stdout and "call programs" in r.stdout
+    assert "; 0 crashes" in r.stdout and "fuzz capi (call programs): " in r.stdout
