@@ -400,6 +400,10 @@ static int net_register(struct net *n, void **handle) {
       return cvmc_fail(2, "cannot load another model: %u models are loaded", nslots);
     }
     memset(more + nslots, 0, (grown - nslots) * sizeof *more);
+    /* Generations start at values of this process's own, so that small or reused integers are no live handles. */
+    uint64_t seed = now_ns() ^ (uint64_t)(uintptr_t)&more;
+    for (uint32_t k = nslots; k < grown; ++k)
+      more[k].generation = (uint32_t)(((seed + k) * 0x9E3779B97F4A7C15ull) >> 33);  /* < 2^31: far from retired */
     slots = more;
     nslots = grown;
   }
