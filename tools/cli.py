@@ -122,6 +122,8 @@ def _status_of(e: BaseException) -> tuple[int, str]:
         return EX_RUNTIME, "the input is nested too deeply to be read"
     if isinstance(e, UnicodeDecodeError):
         return EX_RUNTIME, f"the input is not UTF-8 text ({e.reason} at byte {e.start})"
+    if isinstance(e, NotImplementedError):  # what xDSL's parser does not support (`array<i65: ...>`)
+        return EX_RUNTIME, f"not supported: {e}"
     if isinstance(e, OSError):
         where = f"{e.filename!r}: " if e.filename else ""
         return EX_RUNTIME, f"{where}{e.strerror or e}"
