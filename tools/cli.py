@@ -72,22 +72,29 @@ def closed_pipe() -> int:
     return EX_PIPE
 
 
-# xDSL 0.74's lexer matches a string literal with `"(?:[^"\\\n\v\f]+|\\(...))*"`: a `+` inside a `*`, so an
-# unterminated literal of n characters backtracks 2^n ways (30 characters: about a minute; found by
-# tests/fuzz/readers.py). The same language without the inner `+` is matched in linear time.
+# Two hazards of xDSL 0.74's MLIR parser on a stranger's text, both found by tests/fuzz/readers.py:
+# - its lexer matches a string literal with `"(?:[^"\\\n\v\f]+|\\(...))*"`, a `+` inside a `*`: an unterminated
+#   literal of n characters backtracks 2^n ways (30 characters: about a minute). The same language without the inner
+#   `+` is matched in linear time.
+# - an integer type of any width is taken (`i99999999999`: its bounds are computed as 1 << width, which runs until
+#   memory ends; more digits fail Python's int conversion). MLIR's widths end at 2^24 - 1; at most 7 digits here.
 _STRING_LITERAL = r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+_INTEGER_TYPE = r"^[su]?i(\d{1,7})$"
 
 
 def linear_mlir_lexer() -> None:
-    """Give xDSL's MLIR lexer a string-literal pattern that cannot backtrack exponentially (every tool that
-    parses MLIR text calls this before it parses)."""
+    """Give xDSL's MLIR parser a string-literal pattern that cannot backtrack exponentially and an integer-type
+    pattern of at most 7 digits (every tool that parses MLIR text calls this before it parses)."""
     import re
 
+    from xdsl.parser.attribute_parser import AttrParser
     from xdsl.utils.mlir_lexer import MLIRLexer
 
-    current = getattr(MLIRLexer, "_unescaped_characters_regex", None)
-    if current is not None and current.pattern != _STRING_LITERAL:
-        MLIRLexer._unescaped_characters_regex = re.compile(_STRING_LITERAL)  # pyright: ignore[reportPrivateUsage]
+    for cls, name, pattern in ((MLIRLexer, "_unescaped_characters_regex", _STRING_LITERAL),
+                               (AttrParser, "_builtin_integer_type_regex", _INTEGER_TYPE)):
+        current = getattr(cls, name, None)
+        if current is not None and current.pattern != pattern:
+            setattr(cls, name, re.compile(pattern))
 
 
 def guard_streams() -> None:

@@ -50,6 +50,10 @@ def files(tmp_path_factory):
     # found by tests/fuzz/readers.py: an unterminated string literal (xDSL's lexer backtracked 2^n ways)
     # found by tests/fuzz/readers.py: a dense array of an element type xDSL cannot pack (NotImplementedError)
     (d / "i65.mlir").write_text("builtin.module attributes {a = array<i65: 1, 2>} {\n}\n")
+    # found by tests/fuzz/readers.py: integer types past MLIR's widths (1 << width ran until memory ended; 5,000
+    # digits failed Python's int conversion)
+    (d / "wide.mlir").write_text("builtin.module attributes {a = 1 : i99999999999} {\n}\n")
+    (d / "wider.mlir").write_text("builtin.module attributes {a = 1 : i" + "9" * 5000 + "} {\n}\n")
     (d / "open_string.mlir").write_text('"builtin.module"() {a = "' + "x" * 60 + "\n")
     os.mkfifo(d / "fifo")
     os.mkfifo(d / "silent")  # never written: a reader that waits for a writer waits for ever
@@ -110,6 +114,9 @@ CASES = [
      "an empty file, not a .npy array"),
     ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/bad_header.npy", "-o", "{d}/o.npy"], 2,
      "not a .npy array (TokenError"),
+    ("cvm-opt", ["{d}/wide.mlir"], 2, "type expected"),
+    ("cvm-opt", ["{d}/wider.mlir"], 2, "type expected"),
+    ("cvm-translate", ["--export-cvm", "{d}/wide.mlir", "-o", "{d}/out"], 2, "type expected"),
     ("cvm-opt", ["{d}/i65.mlir"], 2, "not supported: Format not implemented for i65"),
     ("cvm-opt", ["{d}/open_string.mlir"], 2, "End of file reached before closing string literal"),
     ("cvm-translate", ["--export-cvm", "{d}/open_string.mlir", "-o", "{d}/out"], 2, "closing string literal"),
