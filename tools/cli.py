@@ -16,9 +16,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+T = TypeVar("T")
 
 EX_OK = 0
 EX_LOGIC = CVMLogicError.status  # 1
@@ -95,6 +97,20 @@ def linear_mlir_lexer() -> None:
         current = getattr(cls, name, None)
         if current is not None and current.pattern != pattern:
             setattr(cls, name, re.compile(pattern))
+
+
+def parsed(parse: Callable[[], T], what: str) -> T:
+    """`parse()`'s module. xDSL's parser reports bad text as a ParseError, but some text reaches code that raises
+    a plain exception instead (a ValueError for a block named `^0`, an OverflowError, a NotImplementedError):
+    whatever the parser raises is the input's fault, a CVMRuntimeError naming it, never an internal error."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    try:
+        return parse()
+    except (ParseError, DiagnosticException, CVMError, MemoryError, RecursionError, UnicodeDecodeError):
+        raise
+    except Exception as e:
+        raise CVMRuntimeError(f"cannot parse {what}: {type(e).__name__}: {e}") from None
 
 
 def guard_streams() -> None:

@@ -185,6 +185,10 @@ class CvmOptMain(xDSLOptMain):
                                  f"-f/--frontend")
         return io.BytesIO(files.read_bounded(path, "input file")), extension
 
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        return cli.parsed(lambda: super(CvmOptMain, self).parse_chunk(chunk, file_extension, start_offset),
+                          "the input")
+
     def register_all_dialects(self):
         super().register_all_dialects()
         for name, factory in get_all_dialects().items():

@@ -47,7 +47,7 @@ def _read_module(path: str) -> ModuleOp:
 
     text = read_text(path, "IR file")
     cli.linear_mlir_lexer()
-    module = Parser(_context(), text, path).parse_module()
+    module = cli.parsed(Parser(_context(), text, path).parse_module, repr(path))
     try:
         module.verify()
     except VerifyException as e:

@@ -54,6 +54,8 @@ def files(tmp_path_factory):
     # digits failed Python's int conversion)
     (d / "wide.mlir").write_text("builtin.module attributes {a = 1 : i99999999999} {\n}\n")
     (d / "wider.mlir").write_text("builtin.module attributes {a = 1 : i" + "9" * 5000 + "} {\n}\n")
+    # found by tests/fuzz/readers.py: a block named ^0 (xDSL's parser raised a ValueError)
+    (d / "block0.mlir").write_text('"builtin.module"() ({\n^0:\n}) : () -> ()\n')
     (d / "open_string.mlir").write_text('"builtin.module"() {a = "' + "x" * 60 + "\n")
     os.mkfifo(d / "fifo")
     os.mkfifo(d / "silent")  # never written: a reader that waits for a writer waits for ever
@@ -117,7 +119,10 @@ CASES = [
     ("cvm-opt", ["{d}/wide.mlir"], 2, "type expected"),
     ("cvm-opt", ["{d}/wider.mlir"], 2, "type expected"),
     ("cvm-translate", ["--export-cvm", "{d}/wide.mlir", "-o", "{d}/out"], 2, "type expected"),
-    ("cvm-opt", ["{d}/i65.mlir"], 2, "not supported: Format not implemented for i65"),
+    ("cvm-opt", ["{d}/block0.mlir"], 2, "cannot parse the input: ValueError: ('Invalid Block name format `0`."),
+    ("cvm-translate", ["--export-cvm", "{d}/block0.mlir", "-o", "{d}/out"], 2, "ValueError: ('Invalid Block name"),
+    ("cvm-task", ["run", "{d}/block0.mlir"], 2, "ValueError: ('Invalid Block name"),
+    ("cvm-opt", ["{d}/i65.mlir"], 2, "NotImplementedError: Format not implemented for i65"),
     ("cvm-opt", ["{d}/open_string.mlir"], 2, "End of file reached before closing string literal"),
     ("cvm-translate", ["--export-cvm", "{d}/open_string.mlir", "-o", "{d}/out"], 2, "closing string literal"),
     ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/silent", "-o", "{d}/o.npy"], 2,
