@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint bench venv clean fuzz-long mutate aot-consensus
+.PHONY: demo test lint bench venv clean fuzz-long mutate aot-consensus sanitize
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,6 +23,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 	$(BIN)/lit -q tests/filecheck
+	$(MAKE) --no-print-directory sanitize
+
+# The C-API library and its C client under ASan+UBSan, then TSan (issue 30): cases, bad arguments, stale and forged
+# handles, a free while threads run, tampered and planted entries, concurrent inferences. About 10 s.
+sanitize: $(STAMP)
+	$(BIN)/python tests/runtime/capi/sanitize.py
 
 # pyright resolves `cvmc.passes` through the committed link cvmc/passes -> ../passes (see DEVELOPING.md);
 # tools/check_imports.py checks that every import points down the layers (tools > runtime > codegen > passes).
@@ -39,8 +45,16 @@ clean:
 	rm -rf $(VENV) build *.egg-info
 
 # The long differential run of issue 3: random valid graphs, reference against cpu.
+# The random-chain fuzzer, then coverage-guided fuzzing (atheris) of every reader (model files, Task IR, cvm-opt's
+# MLIR, cvm-run's .npy) for FUZZ_SECONDS each (each reader's line reports its executions, coverage and crashes),
+# programs of C-API calls on an ASan+UBSan libcvm, then the property tests on 300 fresh graphs each (hypothesis's
+# `long` profile).
+FUZZ_SECONDS ?= 300
 fuzz-long: $(STAMP)
 	$(BIN)/python -m cvmc.tools.fuzz_cvm --count 2000
+	$(BIN)/python tests/fuzz/readers.py --seconds $(FUZZ_SECONDS)
+	$(BIN)/python tests/fuzz/capi.py --seconds $(FUZZ_SECONDS)
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:xdist tests/runtime/test_properties.py
 
 # The consensus corpus through the C API of `cvm-aot` (issue 14; about a minute, not part of `make test`).
 aot-consensus: $(STAMP)

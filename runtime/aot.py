@@ -16,16 +16,16 @@ where the object lands: in memory through MCJIT, or in a shared object linked by
 The store (`capi/store.h` has the format): one entry `<key>.cvmc` per model, where the key is a SHA-256 of the
 two files' bytes, holding the model's shared object, or, for a model cvm-runtime rejects at load, the decision
 (status and message), so that loading it gives the runtime's status; and one entry per graph for
-`CVMAPIGetGasFromGraphFile`. Every entry carries an HMAC-SHA256 tag keyed by this user's secret, the key of
-cvmc's compiled-code cache (`cvmc.runtime.cache`): the library loads an object only when its entry's tag checks
-for that key, so a damaged, planted or renamed file is refused with status 2. The store's folder is the
+`CVMAPIGetGasFromGraphFile`. Every entry is sealed as the JIT's cache seals its entries (`cvmc.runtime.store`,
+one format): HMAC-SHA256 tags of its length and of its payload, keyed by this user's secret, the key of cvmc's
+compiled-code cache (`cvmc.runtime.cache`): the library loads an object only when its entry's tags check for that
+name and key, so a damaged, planted or renamed file is refused with status 2. The store's folder is the
 operator's to name; what is in it is trusted only through the tags.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 import re
 import shutil
@@ -41,6 +41,7 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+from cvmc.runtime import store
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
@@ -48,16 +49,16 @@ if TYPE_CHECKING:
     from cvmc.runtime.host import HostProgram
 
 STORE_ENV = "CVMC_AOT_STORE"
-MAGIC = b"cvmc-aot-1\n"
 ENTRY_SUFFIX = ".cvmc"
 CAPI = Path(__file__).parent / "capi"
-LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c")
+LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c", "cpu.c")
 MODEL_SYMBOL = "cvmc_model_v1"
 MODEL_ABI = 1
 _ROOTS = {"arena": 0, "input": 1}  # any other root is a global, in the params (2)
 _PARAMS_ROOT = 2
 _POST = {None: 0, "argmax": 1, "detection": 2}
 _PARAMS_ALIGN = 64
+ENTRY_MAX = 1 << 33  # the largest payload (store.c's bound): a model's object holds its params, bounded by an int
 _SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]*")
 
 
@@ -89,59 +90,42 @@ def graph_key(graph_json: bytes) -> str:
     return h.hexdigest()
 
 
-def store_secret(store: Path) -> bytes:
+def store_secret(folder: Path) -> bytes:
     """The key of the store's tags: this user's cache key (`$XDG_STATE_HOME/cvmc` or `~/.local/state/cvmc`)."""
     from cvmc.runtime.cache import key_dir, user_secret
 
-    folder = key_dir(store)
-    if folder == store:  # no home: the cache would keep its key beside its entries; the library will not look there
+    keys = key_dir(folder)
+    if keys == folder:  # no home: the cache would keep its key beside its entries; the library will not look there
         raise CVMRuntimeError("no folder for the store's secret key: set $XDG_STATE_HOME or $HOME")
-    secret = user_secret(folder)
+    secret = user_secret(keys)
     if isinstance(secret, str):
         raise CVMRuntimeError(secret)
     return secret
 
 
-def entry_tag(secret: bytes, key: str, payload: bytes) -> bytes:
-    return hmac.new(secret, MAGIC + key.encode() + b"\0" + payload, hashlib.sha256).digest()
+def entry_path(folder: str | os.PathLike[str], key: str) -> Path:
+    return Path(folder) / f"{key}{ENTRY_SUFFIX}"
 
 
-def entry_path(store: str | os.PathLike[str], key: str) -> Path:
-    return Path(store) / f"{key}{ENTRY_SUFFIX}"
-
-
-def write_entry(store: Path, key: str, payload: bytes, secret: bytes) -> Path:
-    """Write an entry atomically (a temporary file renamed into place), readable by all (the node may run as
-    another user: the tag, not the file's mode, is what makes it trusted)."""
-    path = entry_path(store, key)
-    fd, tmp = tempfile.mkstemp(dir=store, prefix=".", suffix=".tmp")
+def write_entry(folder: Path, key: str, payload: bytes, secret: bytes) -> Path:
+    """Write an entry (`store.seal`, `store.write_file`: atomically, through nothing another user planted),
+    readable by all (the node may run as another user: the tag, not the file's mode, is what makes it trusted)."""
+    name = entry_path(folder, key).name
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + entry_tag(secret, key, payload) + payload)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        return store.Store(folder, secret, ENTRY_MAX, 0o644).put(name, payload)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot write the store entry {str(folder / name)!r}: {e.strerror or e}") from None
 
 
-def read_entry(store: str | os.PathLike[str], key: str) -> bytes | None:
-    """The payload of entry `key` when its tag checks with this user's secret, else None (what the library does,
-    in Python: for tests and tools)."""
-    path = entry_path(store, key)
+def read_entry(folder: str | os.PathLike[str], key: str) -> bytes | None:
+    """The payload of entry `key` when its head and tag check with this user's secret, else None (what the
+    library does, in Python: for tests and tools)."""
+    folder = Path(os.path.abspath(folder))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        payload = store.Store(folder, store_secret(folder), ENTRY_MAX).get(entry_path(folder, key).name)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read()
-    payload = data[len(MAGIC) + 32:]
-    tag = data[len(MAGIC):len(MAGIC) + 32]
-    secret = store_secret(Path(os.path.abspath(store)))
-    if not data.startswith(MAGIC) or not payload or not hmac.compare_digest(tag, entry_tag(secret, key, payload)):
-        return None
-    return payload
+    return None if isinstance(payload, store.Unsealed) else payload
 
 
 def decision_payload(error: CVMError) -> bytes:
@@ -359,6 +343,41 @@ def model_source(key: str, cpu: str, features: str, facts: ApiFacts, tables: _Ta
 # --------------------------------------------------------------------------------------------------------------
 
 
+def checked_features() -> frozenset[str]:
+    """The LLVM feature names the library checks against this CPU (the table of `capi/cpu.c`)."""
+    return frozenset(re.findall(r'\{"([a-z0-9.\-]+)", ', (CAPI / "cpu.c").read_text()))
+
+
+def named_cpu_features(cpu: str) -> str:
+    """The features (LLVM's `+name,...`) an object compiled for the CPU `cpu` may use, as the system's C compiler
+    knows that CPU (`cc -march=CPU`), among those the library checks; this machine's own for its own CPU. A CPU
+    that is not an x86-64 one (`i686`, `pentium4`), or that the C compiler does not know, is refused with a
+    CVMRuntimeError: no object is built that the library could not check (issue 30, F4)."""
+    from cvmc.runtime.jit import host_target
+
+    triple, host_cpu, host_features = host_target()
+    if cpu == host_cpu:
+        return host_features
+    if not triple.startswith("x86_64"):
+        raise CVMRuntimeError(f"--cpu {cpu}: naming another CPU is supported on x86-64 hosts only (this one is "
+                              f"{triple})")
+    try:
+        done = subprocess.run([c_compiler(), f"-march={cpu}", "-m64", "-Q", "--help=target"], capture_output=True,
+                              text=True, errors="replace", timeout=60, env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CVMRuntimeError(f"--cpu {cpu}: cannot ask the C compiler for its features: {e}") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["unknown to it"])[0]
+        raise CVMRuntimeError(f"--cpu {cpu}: not a CPU cvm-aot can compile for ({why.removeprefix('cc1: ')}): "
+                              f"name an x86-64 CPU the C compiler knows, or build on the machine itself")
+    enabled = {m[1] for m in re.finditer(r"^\s*-m([a-z0-9.\-]+)\s+\[enabled\]", done.stdout, re.MULTILINE)}
+    if "abm" in enabled:
+        enabled.add("lzcnt")  # GCC's name for LZCNT with POPCNT
+    if "64" not in enabled:
+        raise CVMRuntimeError(f"--cpu {cpu}: not a 64-bit x86 CPU")
+    return ",".join(f"+{name}" for name in sorted(enabled & checked_features()))
+
+
 def c_compiler() -> str:
     """`$CC`, else `cc`: the system's compiler driver, which links with the system linker."""
     cc = os.environ.get("CC") or "cc"
@@ -393,6 +412,15 @@ def link_model(kernels_object: bytes, source: str, params: bytes, work: Path) ->
     return (work / "model.so").read_bytes()
 
 
+def write_output(path: Path, data: bytes, mode: int) -> None:
+    """Write a file the operator named (the library, its header), atomically and through nothing another user
+    planted in its folder (`store.write_file`)."""
+    try:
+        store.write_file(path.parent if str(path.parent) else Path("."), path.name, data, mode)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+
+
 def write_library(path: str | os.PathLike[str]) -> Path:
     """`cvm-aot lib`: compile the C-API library (capi/*.c) into the shared object `path` (written atomically)."""
     out = Path(path)
@@ -412,13 +440,7 @@ def write_library(path: str | os.PathLike[str]) -> Path:
         _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
              f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler),
              "-ldl", "-Wl,-z,nodelete", *_LINK_FLAGS], "the C-API library")
-        try:
-            shutil.copyfile(built, str(out) + ".tmp")
-            os.chmod(str(out) + ".tmp", 0o755)
-            os.replace(str(out) + ".tmp", out)
-        except OSError as e:
-            Path(str(out) + ".tmp").unlink(missing_ok=True)
-            raise CVMRuntimeError(f"cannot write {str(out)!r}: {e.strerror or e}") from None
+        write_output(out, built.read_bytes(), 0o755)
     return out
 
 
@@ -461,6 +483,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     from cvmc.runtime.graph import load_graph
     from cvmc.runtime.model import program_bytes
 
+    features = None if cpu is None else named_cpu_features(cpu)  # before LLVM sees the name
     folder = _store_folder(store)
     secret = store_secret(folder)
     key = model_key(graph_json, params)
@@ -482,7 +505,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "
                                      f"cpu, its input and its heads), more than the limit of {MAX_MEMORY} bytes")
         else:
-            payload, summary = _shared_object(key, graph_json, graph, program, ir_text, specs, cpu)
+            payload, summary = _shared_object(key, graph_json, graph, program, ir_text, specs, cpu, features)
     if decision is not None:
         payload, summary = decision_payload(decision), str(decision)
     status = decision.status if decision is not None else 0
@@ -498,8 +521,9 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
 
 
 def _shared_object(key: str, graph_json: bytes, graph: Graph, program: HostProgram, ir_text: str,
-                   specs: list[KernelSpec], cpu: str | None) -> tuple[bytes, str]:
-    """The payload of a model's entry ('S' and its shared object) and a summary of it."""
+                   specs: list[KernelSpec], cpu: str | None, cpu_features: str | None) -> tuple[bytes, str]:
+    """The payload of a model's entry ('S' and its shared object) and a summary of it; the object records the
+    features it needs (`cpu_features` for a named CPU), which the library checks before any call."""
     from cvmc.runtime.jit import shared_object_code, shared_target
 
     facts = api_facts(graph_json, graph)
@@ -508,6 +532,7 @@ def _shared_object(key: str, graph_json: bytes, graph: Graph, program: HostProgr
         raise CVMRuntimeError(f"the host program's input has {tables.input_size} values, the graph's "
                               f"{facts.input_size}")
     name, features = shared_target(cpu)
+    features = features or cpu_features or ""
     code = shared_object_code(ir_text, cpu)
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-") as tmp:
         work = Path(tmp)

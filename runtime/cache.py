@@ -12,41 +12,39 @@ when cvmc wrote it, for this key, on this account:
 - The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc`. It is created 0700; one that
   is not a folder owned by this user, or that group or others may write, is refused with one `CacheWarning`, and
   the run goes on uncached (as ssh and pip do). No home, or a folder that cannot be written, only costs time.
-- Every entry is `MAGIC`, an HMAC-SHA256 tag and the payload. The tag is keyed by a secret of this user
-  (`cache.key`, 32 random bytes, created 0600 with O_EXCL in `$XDG_STATE_HOME/cvmc`, else `~/.local/state/cvmc`,
-  else, without a home, in the cache folder itself) and covers the entry's name, its kind and its payload: a file
+- Every entry is sealed as `cvmc.runtime.store` seals it (the format the AOT store shares): a length, a tag of
+  the head and one of the payload, keyed by a secret of this user (`cache.key`, 32 random bytes, created 0600
+  with O_EXCL in `$XDG_STATE_HOME/cvmc`, else `~/.local/state/cvmc`, else, without a home, in the cache folder
+  itself) and covering the entry's name (its digest and kind), its length and its payload: a file
   planted or edited by anyone without the secret, a truncated one, or another entry renamed to this name fails
   the check, is deleted, and the code is compiled again. Names are digests of everything the code depends on
   (the IR or source, the compiler's versions, the target CPU and its features), made by the callers.
 - The folder holds at most `$CVMC_CACHE_MAX_BYTES` bytes of entries (`K`, `M`, `G` suffixes; 0 turns the cache
   off; default 512M). Past it, the least recently used entries are deleted (a hit refreshes an entry's time).
-- Writes go to a temporary file renamed into place, so processes sharing the folder never see half an entry.
+- Writes go to a temporary file renamed into place (`store.write_file`), so processes sharing the folder never see
+  half an entry.
 
 `tools/cvm_cache.py` (`cvm-cache info|clear`) shows and empties the folder.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import re
 import secrets
 import shutil
 import stat
-import tempfile
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
+
+from cvmc.runtime import store
 
 ENV_DIR = "CVMC_CACHE_DIR"
 ENV_MAX_BYTES = "CVMC_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 512 << 20
 KEY_FILE = "cache.key"
 KEY_BYTES = 32
-MAGIC = b"cvmc-cache-2\n"
-_TAG_BYTES = 32
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.(o|cubin|ptx)$")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # Temporary files of writers that died are removed by eviction and `clear` once they are this old (seconds).
@@ -72,7 +70,15 @@ def _warn_once(message: str) -> None:
 
 
 def _home() -> Path | None:
-    home = os.path.expanduser("~")
+    """$HOME when set and not empty (an empty one is taken as unset, not as `/`), else the password entry's."""
+    home = os.environ.get("HOME") or None
+    if home is None:
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.geteuid()).pw_dir
+        except (ImportError, KeyError):
+            return None
     return Path(home) if os.path.isabs(home) else None
 
 
@@ -189,13 +195,13 @@ def user_secret(directory: Path) -> bytes | str:
 # --------------------------------------------------------------------------------------------------------------
 
 
-@dataclass
 class Cache:
-    """A trusted cache folder (see the module docstring): entries authenticated with `secret`."""
+    """A trusted cache folder (see the module docstring): a `store.Store` of entries named by a digest and a kind,
+    private to this user (0600), whose total size `evict` keeps within `max_bytes`."""
 
-    directory: Path
-    secret: bytes
-    max_bytes: int
+    def __init__(self, directory: Path, secret: bytes, max_bytes: int):
+        self.directory, self.secret, self.max_bytes = directory, secret, max_bytes
+        self.store = store.Store(directory, secret, max(max_bytes - store.HEADER_BYTES, 0), 0o600)
 
     def _path(self, name: str, kind: str) -> Path:
         path = self.directory / f"{name}.{kind}"
@@ -203,37 +209,17 @@ class Cache:
             raise ValueError(f"a cache entry is named by a SHA-256 hex digest and a kind, got {path.name!r}")
         return path
 
-    def _tag(self, name: str, kind: str, payload: bytes) -> bytes:
-        mac = hmac.new(self.secret, MAGIC + f"{name}.{kind}\0".encode(), hashlib.sha256)
-        mac.update(payload)
-        return mac.digest()
-
     def get(self, name: str, kind: str) -> bytes | None:
         """The payload stored under `name` and `kind` by cvmc on this account, or None. An entry that is not a
-        regular file, is larger than the bound, or fails the HMAC check is deleted."""
+        regular file, is larger than the bound, or fails the HMAC check (`store.read_entry`) is deleted."""
         path = self._path(name, kind)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            payload = self.store.get(path.name)
         except FileNotFoundError:
             return None
         except OSError:  # a link, no permission: not ours
-            self._remove(path)
-            return None
-        try:
-            st = os.fstat(fd)
-            header = len(MAGIC) + _TAG_BYTES
-            if not stat.S_ISREG(st.st_mode) or not header < st.st_size <= self.max_bytes:
-                data = b""
-            else:
-                with os.fdopen(os.dup(fd), "rb") as f:
-                    data = f.read(st.st_size + 1)
-        except OSError:
-            data = b""
-        finally:
-            os.close(fd)
-        payload = data[len(MAGIC) + _TAG_BYTES:]
-        tag = data[len(MAGIC):len(MAGIC) + _TAG_BYTES]
-        if not data.startswith(MAGIC) or not payload or not hmac.compare_digest(tag, self._tag(name, kind, payload)):
+            payload = store.Unsealed("unreadable")
+        if isinstance(payload, store.Unsealed):
             self._remove(path)  # a folder too: it would block the rewrite
             return None
         try:
@@ -243,23 +229,15 @@ class Cache:
         return payload
 
     def put(self, name: str, kind: str, payload: bytes) -> None:
-        """Store `payload` (atomically), then evict the least recently used entries past the size bound. Errors
-        only cost time: the cache is optional."""
+        """Store `payload` (atomically, `store.write_file`), then evict the least recently used entries past the
+        size bound. Errors only cost time: the cache is optional."""
         path = self._path(name, kind)
-        data = MAGIC + self._tag(name, kind, payload) + payload
-        if len(data) > self.max_bytes:
+        if not 0 < len(payload) <= self.store.bound:  # an empty entry is never read back either
             return
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+            self.store.put(path.name, payload)
         except OSError as e:
             _warn_once(f"cvmc cache: cannot write in {self.directory} ({e.strerror or e}); running uncached")
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
             return
         self.evict(keep=path)
 

@@ -10,7 +10,9 @@
     print(b.build())                      # a builtin.module with one func.func of cinn ops
 
 A variable is the xDSL SSA value of a block argument or op result. Every method creates its op with the op's own
-shape inference and verifier: misuse raises `CVMLogicError` with the verifier's message.
+shape inference and verifier: misuse raises `CVMLogicError` with the verifier's message. Every tensor, input or
+result, has at most `MAX_RANK` dims and `MAX_ELEMENTS` elements (the CVM rules' bound on a tensor): a larger one is
+a `CVMLogicError` when it is made, never a numpy MemoryError when it runs.
 """
 
 from __future__ import annotations
@@ -25,11 +27,25 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from cvmc.dialects import cinn
-from cvmc.errors import CVMLogicError
+from cvmc.dialects.cvm_rules import MAX_SIZE
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.cinn_reference import ELEMENT_TYPES, numpy_dtype, run_function
 
 Variable = SSAValue
 DEVICES = ("reference", "cpu", "cuda")
+MAX_RANK = 8
+MAX_ELEMENTS = MAX_SIZE  # 2**30
+
+
+def _check_shape(shape: Sequence[int], what: str) -> None:
+    """A tensor's shape within the builder's caps (dims already known to be integers >= 0)."""
+    if len(shape) > MAX_RANK:
+        raise CVMLogicError(f"{what}: expected at most {MAX_RANK} dims, got {len(shape)} ({list(shape)})")
+    size = 1
+    for d in shape:
+        size *= int(d)
+    if size > MAX_ELEMENTS:
+        raise CVMLogicError(f"{what}: expected at most {MAX_ELEMENTS} elements, got {size} ({list(shape)})")
 
 
 def _dtype(name: str) -> np.dtype:
@@ -63,7 +79,10 @@ class CompiledFunction:
                     f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
                 )
             arrays.append(np.require(array, requirements="C"))
-        return self._run(arrays)
+        try:
+            return self._run(arrays)
+        except MemoryError:
+            raise CVMRuntimeError(f"out of memory running {self.function.sym_name.data}") from None
 
 
 def _compile_cpu(function: func.FuncOp, fuse: bool = True, threads: int = 1) -> Callable[[list[np.ndarray]], list]:
@@ -119,6 +138,7 @@ class CinnBuilder:
             raise CVMLogicError(f"expected a new Python identifier as input name, got {name!r}")
         if any(not isinstance(d, int | np.integer) or d < 1 for d in shape):
             raise CVMLogicError(f"expected 'shape' of integers >= 1, got {list(shape)}")
+        _check_shape(shape, f"input {name!r}")
         arg = self._block.insert_arg(TensorType(element, [int(d) for d in shape]), len(self._inputs))
         arg.name_hint = name
         self._inputs.append((name, arg))
@@ -168,6 +188,9 @@ class CinnBuilder:
             op.verify()
         except VerifyException as e:
             raise CVMLogicError(str(e)) from None
+        for r in op.results:
+            if isinstance(r.type, TensorType):
+                _check_shape(r.type.get_shape(), f"the result of {op.name}")
         self._block.add_op(op)
         return op
 

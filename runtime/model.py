@@ -11,7 +11,8 @@ A model is verified once at load, before any code is generated; every device com
 Memory is bounded at load: `load_model(..., max_memory=BYTES)` refuses (CVMLogicError) a model whose working
 memory on the device exceeds BYTES, before it is allocated. The working memory is, on cpu and cuda, the planned
 arena plus the input buffer and the heads a run returns; on the reference device, the peak of the tensors it
-holds at once (`reference.peak_live_bytes`). The default is the runtime's limit, 2^40 bytes (spec section 3).
+holds at once, its temporaries included (`reference.peak_bytes`). The default is the runtime's limit, 2^40 bytes
+(spec section 3).
 Running out of memory anyway (a ulimit, a full machine) is a CVMRuntimeError naming what was being allocated.
 """
 
@@ -117,7 +118,8 @@ class Model:
     """A verified CVM model compiled for one device, within `max_memory` bytes of working memory.
 
     `threads` (cpu): how many threads a run splits its large kernels over, and how many inputs `run_batch` runs
-    at once. A Model pickles: it carries the verified graph and compiles again (from the cache) where it lands."""
+    at once. A Model pickles: it carries its two files' bytes, which are read and verified again where it lands
+    (a pickle is data like any model file), and compiles again (from the cache)."""
 
     def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
                  threads: int | None = None, dump: str | os.PathLike[str] | None = None):
@@ -135,9 +137,10 @@ class Model:
             stages = StageDump(dump)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
-            from cvmc.runtime.reference import peak_live_bytes
+            from cvmc.runtime.reference import peak_bytes
 
-            self._check_memory(peak_live_bytes(graph), "the peak of live tensors on the reference device")
+            self._check_memory(peak_bytes(graph), "the peak of live tensors and an operator's temporaries on the "
+                                                  "reference device")
 
         def check(program: HostProgram) -> None:
             self._check_memory(program_bytes(program), f"the arena planned for {device}, its input and its heads")
@@ -166,10 +169,23 @@ class Model:
         return cls(graph, device, max_memory, threads)
 
     def __getstate__(self) -> dict[str, object]:
-        return {"graph": self.graph, "device": self.device, "max_memory": self.max_memory, "threads": self.threads}
+        """The model as its two files' bytes (the verified graph written as cvm-runtime's `model.json` and
+        `params.bin`), which `__setstate__` reads and verifies again: nothing in a pickle is trusted."""
+        import json
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["graph"], state["device"], state["max_memory"], state["threads"])  # type: ignore
+        from cvmc.runtime.graph import graph_to_json, write_params
+
+        files = (json.dumps(graph_to_json(self.graph), ensure_ascii=False).encode(), write_params(self.graph.params))
+        return {"files": files, "device": self.device, "max_memory": self.max_memory, "threads": self.threads}
+
+    def __setstate__(self, state: object) -> None:
+        files = state.get("files") if isinstance(state, dict) else None
+        if not (isinstance(files, tuple) and len(files) == 2 and all(isinstance(f, bytes) for f in files)):
+            raise CVMRuntimeError("not the pickle of a cvmc Model: expected the two model files' bytes (a pickle "
+                                  "of an older cvmc carries the graph itself, which is not trusted: pickle it again)")
+        assert isinstance(state, dict)
+        device, max_memory, threads = state.get("device"), state.get("max_memory", MAX_MEMORY), state.get("threads")
+        self.__init__(load_graph(*files), device, max_memory, threads)  # type: ignore[arg-type]
 
     def _runners(self, n: int) -> list[Runner]:
         """`n` runners that may run at once: this model's and replicas with arenas of their own over the same

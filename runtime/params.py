@@ -142,10 +142,10 @@ def _read_array(s: _Stream, name: str) -> _Array:
     raw = s.read(size % (1 << 64))
     _check(len(raw) > 0, f"invalid DLTensor file format: param {name!r} has no data")  # ndarray.h:530
     values = np.zeros(0, np.int32)
-    # a negative dim, or dims whose product the runtime's 64-bit sizes wrap, give no array of that shape: the
-    # runtime holds the bytes it read, and its shape check against the graph's (load_params; those dims are in
-    # [1, 2^24]) refuses it
-    exact = all(d >= 0 for d in shape) and prod(shape) == elems
+    # a negative dim, or dims whose product (in elements or in bytes) the runtime's 64-bit sizes wrap, give no
+    # array of that shape: the runtime holds the bytes it read, and its shape check against the graph's
+    # (load_params; those dims are in [1, 2^24]) refuses it
+    exact = all(d >= 0 for d in shape) and prod(shape) == elems and elems * ((bits + 7) // 8) == size
     if code == 0 and lanes == 1 and bits in (8, 32) and len(raw) == size and exact:
         values = np.frombuffer(raw, "<i1" if bits == 8 else "<i4").astype(np.int32).reshape(shape)
     return _Array(code, bits, lanes, device_type, tuple(shape), values, len(raw) == size)

@@ -22,7 +22,7 @@ import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.graph import Graph
+from cvmc.runtime.graph import Graph, Node
 
 Array = np.ndarray
 Attrs = dict[str, Any]
@@ -483,6 +483,57 @@ def peak_live_bytes(graph: Graph) -> int:
         size = 4 * sum(prod(s) for s in node.shapes)
         live += size
         peak = max(peak, live)
+        dying[last[nid]] = dying.get(last[nid], 0) + size
+        live -= dying.pop(nid, 0)
+    return peak
+
+
+# Bytes of temporaries per element of an operator's largest tensor (conv2d and dense are counted apart): int32
+# copies for the operators that move or compare values, int64 operands and results for those that compute.
+_SCRATCH_PER_ELEMENT = {
+    **dict.fromkeys(["relu", "max_pool2d", "upsampling", "repeat", "tile", "flatten", "concatenate", "expand_dims",
+                     "reshape", "squeeze", "transpose", "strided_slice", "take", "cvm_lut", "slice_like", "where",
+                     "max", "broadcast_max", "broadcast_greater"], 8),
+    "broadcast_div": 48, "get_valid_counts": 48, "non_max_suppression": 48,
+}
+
+
+def scratch_bytes(node: Node, in_shapes: list[tuple[int, ...]]) -> int:
+    """An upper bound on the bytes of numpy temporaries `run_op` makes while it computes `node` (besides its
+    inputs and its outputs): int64 copies of its operands, and for conv2d and dense their im2col matrices and the
+    float64 copies BLAS multiplies. Measured against tracemalloc on the corpus (tests/runtime/test_memory_limits)."""
+    sizes = [prod(s) for s in in_shapes] + [prod(s) for s in node.shapes]
+    largest = max(sizes, default=0)
+    out = sum(prod(s) for s in node.shapes)
+    if node.op == "conv2d" and len(in_shapes) >= 2 and len(in_shapes[0]) == 4 and len(in_shapes[1]) == 4:
+        n, c, h, w = in_shapes[0]
+        oc, icg, kh, kw = in_shapes[1]
+        (ph, pw) = node.attrs.get("padding", (0, 0))
+        padded = n * c * (h + 2 * ph) * (w + 2 * pw)
+        cols = node.attrs.get("groups", 1) * (out // max(oc, 1)) * icg * kh * kw  # G x (N*OH*OW) x (IC*KH*KW)
+        # the padded input (int64), im2col (int64 and float64), the weights (int64, float64), the product (float64,
+        # int64, transposed, biased)
+        return 8 * padded + 16 * cols + 16 * prod(in_shapes[1]) + 32 * out
+    if node.op == "dense" and len(in_shapes) >= 2:
+        return 16 * prod(in_shapes[0]) + 16 * prod(in_shapes[1]) + 32 * out
+    # otherwise int64 operands and results before the int32 outputs are kept (division keeps its signs,
+    # magnitudes and quotient besides)
+    return _SCRATCH_PER_ELEMENT.get(node.op, 20) * largest
+
+
+def peak_bytes(graph: Graph) -> int:
+    """The largest number of bytes `run_graph` holds at once: the live tensors of `peak_live_bytes` and, while an
+    operator runs, its temporaries (`scratch_bytes`). What `max_memory` bounds on the reference device."""
+    last = last_uses(graph)
+    dying: dict[int, int] = {}
+    live = peak = 0
+    for nid, node in enumerate(graph.nodes):
+        if node.is_variable and node.name != "data":
+            continue
+        size = 4 * sum(prod(s) for s in node.shapes)
+        scratch = 0 if node.is_variable else scratch_bytes(node, [graph.nodes[s].shapes[k] for s, k in node.inputs])
+        live += size
+        peak = max(peak, live + scratch)
         dying[last[nid]] = dying.get(last[nid], 0) + size
         live -= dying.pop(nid, 0)
     return peak

@@ -3,9 +3,11 @@
     parser = cli.ArgumentParser(prog="cvm-run", description="...")    # usage errors exit 64
     return cli.run_tool("cvm-run", lambda: _run(args))                 # an exception becomes a status
 
-A tool never ends in a traceback: every failure is one line on stderr and one of the statuses of `EXIT_STATUSES`
-(each tool's --help lists them). A reader that closes the output early (`cvm-run ... | head`) ends the tool
-quietly, as SIGPIPE ends a C tool.
+Every console script runs its body through `run_tool`, so a tool never ends in a traceback: every failure is one
+line on stderr and one of the statuses of `EXIT_STATUSES` (each tool's --help lists them). A reader that closes the
+output early (`cvm-run ... | head`) ends the tool quietly with 141, as SIGPIPE ends a C tool; a closed stdout
+(`>&-`) is /dev/null; input nested too deeply or not UTF-8 is a runtime error, never an "internal error". Files
+are read through `cvmc.runtime.files` (bounded, FIFOs opened without blocking).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
+
+T = TypeVar("T")
 
 EX_OK = 0
 EX_LOGIC = CVMLogicError.status  # 1
@@ -70,6 +74,65 @@ def closed_pipe() -> int:
     return EX_PIPE
 
 
+# Two hazards of xDSL 0.74's MLIR parser on a stranger's text, both found by tests/fuzz/readers.py:
+# - its lexer matches a string literal with `"(?:[^"\\\n\v\f]+|\\(...))*"`, a `+` inside a `*`: an unterminated
+#   literal of n characters backtracks 2^n ways (30 characters: about a minute). The same language without the inner
+#   `+` is matched in linear time.
+# - an integer type of any width is taken (`i99999999999`: its bounds are computed as 1 << width, which runs until
+#   memory ends; more digits fail Python's int conversion). MLIR's widths end at 2^24 - 1; at most 7 digits here.
+_STRING_LITERAL = r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+_INTEGER_TYPE = r"^[su]?i(\d{1,7})$"
+
+
+def linear_mlir_lexer() -> None:
+    """Give xDSL's MLIR parser a string-literal pattern that cannot backtrack exponentially and an integer-type
+    pattern of at most 7 digits (every tool that parses MLIR text calls this before it parses)."""
+    import re
+
+    from xdsl.parser.attribute_parser import AttrParser
+    from xdsl.utils.mlir_lexer import MLIRLexer
+
+    for cls, name, pattern in ((MLIRLexer, "_unescaped_characters_regex", _STRING_LITERAL),
+                               (AttrParser, "_builtin_integer_type_regex", _INTEGER_TYPE)):
+        current = getattr(cls, name, None)
+        if current is not None and current.pattern != pattern:
+            setattr(cls, name, re.compile(pattern))
+
+
+def parsed(parse: Callable[[], T], what: str) -> T:
+    """`parse()`'s module. xDSL's parser reports bad text as a ParseError, but some text reaches code that raises
+    a plain exception instead (a ValueError for a block named `^0`, an OverflowError, a NotImplementedError):
+    whatever the parser raises is the input's fault, a CVMRuntimeError naming it, never an internal error."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    try:
+        return parse()
+    except (ParseError, DiagnosticException, CVMError, MemoryError, RecursionError, UnicodeDecodeError):
+        raise
+    except Exception as e:
+        raise CVMRuntimeError(f"cannot parse {what}: {type(e).__name__}: {e}") from None
+
+
+def guard_streams() -> None:
+    """Give each of stdin, stdout and stderr that the caller closed (`>&-`) /dev/null, at its descriptor and as
+    `sys.stdin`/`sys.stdout`/`sys.stderr`: what the tool prints is discarded, as with `>/dev/null`, and no file it
+    opens later takes descriptor 1 or 2 (where a print would write into it)."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                continue
+            setattr(sys, name, open(fd, mode, closefd=False))
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode))
+
+
 def _status_of(e: BaseException) -> tuple[int, str]:
     """The exit status and message of an exception a tool's body raised."""
     if isinstance(e, CVMError):
@@ -78,6 +141,12 @@ def _status_of(e: BaseException) -> tuple[int, str]:
         return EX_USAGE, str(e)
     if isinstance(e, MemoryError):
         return EX_RUNTIME, f"out of memory{': ' + str(e) if str(e) else ''}"
+    if isinstance(e, RecursionError):  # a parser's recursion on input nested thousands deep
+        return EX_RUNTIME, "the input is nested too deeply to be read"
+    if isinstance(e, UnicodeDecodeError):
+        return EX_RUNTIME, f"the input is not UTF-8 text ({e.reason} at byte {e.start})"
+    if isinstance(e, NotImplementedError):  # what xDSL's parser does not support (`array<i65: ...>`)
+        return EX_RUNTIME, f"not supported: {e}"
     if isinstance(e, OSError):
         where = f"{e.filename!r}: " if e.filename else ""
         return EX_RUNTIME, f"{where}{e.strerror or e}"
@@ -92,7 +161,9 @@ def _status_of(e: BaseException) -> tuple[int, str]:
 
 def run_tool(prog: str, body: Callable[[], int], name_class: bool = False) -> int:
     """Run a tool's body and flush its output; any exception becomes one line on stderr and a status.
-    `name_class` puts the error's class in the line (`cvm-run: CVMLogicError: ...`) instead of `error`."""
+    `name_class` puts the error's class in the line (`cvm-run: CVMLogicError: ...`) instead of `error`. Closed
+    standard streams are given /dev/null first (`guard_streams`)."""
+    guard_streams()
     try:
         status = body()
         sys.stdout.flush()

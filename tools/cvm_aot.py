@@ -15,7 +15,6 @@ program linked with it, run with `CVMC_AOT_STORE=DIR`, runs the stored models wi
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 
 from cvmc.tools import cli
@@ -50,15 +49,13 @@ def _build(a: argparse.Namespace) -> int:
 
 
 def _lib(a: argparse.Namespace) -> int:
-    from cvmc.errors import CVMRuntimeError
-    from cvmc.runtime.aot import CAPI, write_library
+    from pathlib import Path
+
+    from cvmc.runtime.aot import CAPI, write_library, write_output
 
     print(write_library(a.output))
     if a.header:
-        try:
-            shutil.copyfile(CAPI / "c_api.h", a.header)
-        except OSError as e:
-            raise CVMRuntimeError(f"cannot write {a.header!r}: {e.strerror or e}") from None
+        write_output(Path(a.header), (CAPI / "c_api.h").read_bytes(), 0o644)
         print(a.header)
     return 0
 

@@ -5,7 +5,7 @@
 
 The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc` (see `cvmc.runtime.cache`).
 Exit status: 0; 1 when the folder cannot be used (not this user's alone, or no folder can be named): `clear`
-then touches nothing; 64 on a usage error.
+then touches nothing; 64 on a usage error; 141 when the reader closes the output pipe (`cvm-cache info | head -0`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ def _size(n: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
+    return cli.run_tool("cvm-cache", lambda: _run(a))
+
+
+def _run(a: argparse.Namespace) -> int:
     folder = default_dir()
     if folder is None:
         print("cvm-cache: no cache folder: no home directory and no $CVMC_CACHE_DIR", file=sys.stderr)

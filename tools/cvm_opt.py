@@ -171,6 +171,7 @@ class CvmOptMain(xDSLOptMain):
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input, read whole but at most MAX_FILE_BYTES of it (a FIFO or /dev/zero ends in an error)."""
+        cli.linear_mlir_lexer()
         path = self.args.input_file
         if path is None:
             limit = files.MAX_FILE_BYTES
@@ -179,7 +180,16 @@ class CvmOptMain(xDSLOptMain):
                 raise CVMLogicError(f"the input on stdin holds more than {limit} bytes (the limit)")
             return io.BytesIO(data), "mlir"
         extension = os.path.splitext(path)[1].replace(".", "")
+        frontend = getattr(self.args, "frontend", None)
+        if frontend is None and extension not in self.available_frontends:
+            raise cli.UsageError(f"cannot tell the format of {path!r} from its extension: name a file "
+                                 f"{' or '.join('.' + f for f in sorted(self.available_frontends))}, or pass "
+                                 f"-f/--frontend")
         return io.BytesIO(files.read_bounded(path, "input file")), extension
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        return cli.parsed(lambda: super(CvmOptMain, self).parse_chunk(chunk, file_extension, start_offset),
+                          "the input")
 
     def register_all_dialects(self):
         super().register_all_dialects()

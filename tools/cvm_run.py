@@ -20,6 +20,8 @@ error, 2 runtime error, with the message on stderr; 64 for a usage error (`cli.E
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import time
 
@@ -67,14 +69,31 @@ def _emit_source(a: argparse.Namespace) -> int:
     return 0
 
 
+def read_batch(path: str) -> np.ndarray:
+    """The .npy stack of `--batch`, mapped (not read whole); any file that is not one is a CVMRuntimeError. Only a
+    regular file is opened (a FIFO would hold the open for ever, and cannot be mapped)."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: {e.strerror or e}") from None
+    if not regular:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: not a regular file (a .npy stack is mapped)")
+    try:
+        return np.load(path, allow_pickle=False, mmap_mode="r")
+    except EOFError:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: an empty file, not a .npy array") from None
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: {e.strerror or e}") from None
+    except Exception as e:  # numpy's header parser raises what its tokenizer and literal_eval raise
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: not a .npy array ({type(e).__name__}: "
+                              f"{e})") from None
+
+
 def _batch(a: argparse.Namespace, model) -> int:
     """Every input of a .npy stack through `Model.run_batch`, with a progress bar (tqdm, when installed)."""
     if not a.output:
         raise cli.UsageError("--batch needs -o OUTPUTS.npy")
-    try:
-        xs = np.load(a.batch, allow_pickle=False, mmap_mode="r")
-    except (OSError, ValueError) as e:
-        raise CVMRuntimeError(f"cannot read the inputs {a.batch!r}: {getattr(e, 'strerror', None) or e}") from None
+    xs = read_batch(a.batch)
     n = int(xs.shape[0]) if xs.ndim else 0
     try:
         from tqdm import tqdm

@@ -43,8 +43,9 @@ def load_graph_module(path: str):
     ctx.load_dialect(Builtin)
     ctx.load_dialect(TaskGraph)
     text = read_text(path, "graph")
+    cli.linear_mlir_lexer()
     try:
-        module = Parser(ctx, text, path).parse_module()
+        module = cli.parsed(Parser(ctx, text, path).parse_module, repr(path))
     except ParseError as e:
         raise CVMRuntimeError(f"cannot parse {path!r}: {e}") from e
     except VerifyException as e:  # an attribute that does not verify as it is parsed

@@ -46,7 +46,8 @@ def _read_module(path: str) -> ModuleOp:
     from cvmc.runtime.files import read_text
 
     text = read_text(path, "IR file")
-    module = Parser(_context(), text, path).parse_module()
+    cli.linear_mlir_lexer()
+    module = cli.parsed(Parser(_context(), text, path).parse_module, repr(path))
     try:
         module.verify()
     except VerifyException as e:

@@ -318,8 +318,14 @@ _KINDS: list[tuple[float, Callable[[_Gen], Tensor | None]]] = [
 
 def random_graph(seed: int, index: int, n_ops: int = 8) -> tuple[Graph, np.ndarray]:
     """Graph `index` of `seed` and a random input for it."""
-    rng = np.random.default_rng([seed, index])
-    g = _Gen(rng, CvmBuilder(f"fuzz_{seed}_{index}"))
+    return grow_graph(np.random.default_rng([seed, index]), f"fuzz_{seed}_{index}", n_ops)
+
+
+def grow_graph(rng: np.random.Generator, name: str, n_ops: int = 8) -> tuple[Graph, np.ndarray]:
+    """A graph of up to `n_ops` operators and an input for it, every choice drawn from `rng` (a numpy Generator,
+    or anything with its `integers`, `random`, `choice` and `permutation`: the property tests pass hypothesis's
+    draws, which shrink a failing graph to its smallest)."""
+    g = _Gen(rng, CvmBuilder(name))
     rank = g.int(1, 4)
     shape = tuple(g.int(1, 6) for _ in range(rank))
     if rank == 4 and rng.random() < 0.7:
@@ -387,13 +393,12 @@ CACHE_ATTACKS = ("flip a byte", "truncate", "another graph's entry", "a raw obje
 def _plant(path: str, attack: str, rng: np.random.Generator, other: bytes) -> None:
     """Replace the cache entry at `path` the way `attack` says (`other`: a valid entry of another graph)."""
     import hashlib
-    import hmac
 
-    from cvmc.runtime.cache import MAGIC
+    from cvmc.runtime.store import HEADER_BYTES, seal
 
     with open(path, "rb") as f:
         good = f.read()
-    header = len(MAGIC) + 32
+    header = HEADER_BYTES
     foreign = other[header:]  # another graph's machine code
     os.unlink(path)
     if attack == "a symlink to a valid entry":
@@ -417,8 +422,7 @@ def _plant(path: str, attack: str, rng: np.random.Generator, other: bytes) -> No
     elif attack == "the old self-hashed format":
         data = b"cvmc-obj-1\n" + hashlib.sha256(foreign).digest() + foreign
     elif attack == "a forged tag":
-        tag = hmac.new(b"guessed key " * 3, MAGIC + os.path.basename(path).encode() + b"\0" + foreign, "sha256")
-        data = MAGIC + tag.digest() + foreign
+        data = seal(b"guessed key " * 3, os.path.basename(path), foreign)
     else:
         data = b""
     with open(path, "wb") as f:

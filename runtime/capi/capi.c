@@ -11,8 +11,13 @@
  * wrong length is 1 (VERIFY_EQ), heads that cannot be concatenated are 1. Where the runtime would crash (a NULL
  * `net` to load into, a NULL pointer with a length), this library returns 2 instead.
  *
+ * Handles: a `net` is a registry handle (a slot and its generation), not a pointer: a freed, stale or forged one is
+ * status 2 and nothing is read through it. An object needing CPU features this machine lacks is refused at load
+ * (cpu.h), before any call.
+ *
  * Threads: nets share nothing (the last error is per thread), so distinct nets may run at once; a net runs one
- * inference at a time under its mutex (its arena is reused between inferences).
+ * inference at a time under its mutex (its arena is reused between inferences); a net freed while a call runs on
+ * it is released when that call returns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,12 +31,13 @@
 #include <string.h>
 #include <time.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "c_api.h"
+#include "cpu.h"
 #include "cvmc_model.h"
 #include "store.h"
 
-#define NET_MAGIC 0x636d7663u /* "cvmc" */
 #define MAX_THREADS 256
 #define ALIGN 64
 #define MAX_DIMS 32
@@ -175,6 +181,12 @@ static int physical_cores(const cpu_set_t *set) {
 
 /* The rule of `cvmc.runtime.threads.default_threads`: $CVMC_THREADS (an integer in [1, 256]), else the physical
  * cores this process may use; either way at most the CPUs it may use (more threads only wait for each other). */
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static int threads_wanted(int *threads) {
   cpu_set_t set;
   int cpus = 1, cores = 1;
@@ -201,8 +213,8 @@ static int threads_wanted(int *threads) {
  * ------------------------------------------------------------------------------------------------------------- */
 
 struct net {
-  uint32_t magic;  /* NET_MAGIC while loaded */
   void *object;    /* the model's shared object (dlopen) */
+  int object_fd;   /* the memfd it was loaded from (-1: none), open while it is loaded */
   const struct cvmc_model *m;
   unsigned char *arena;
   int32_t *input;
@@ -228,7 +240,8 @@ static void net_free(struct net *n) {
   free(n->args);
   if (n->object != NULL)
     dlclose(n->object);
-  n->magic = 0;
+  if (n->object_fd >= 0)
+    close(n->object_fd);
   free(n);
 }
 
@@ -238,43 +251,6 @@ static void *aligned_zeros(uint64_t bytes) {
   if (p != NULL)
     memset(p, 0, size ? size : ALIGN);
   return p;
-}
-
-/* The features of the object's CPU that this CPU lacks, among those GCC can ask about (x86 only). */
-static void missing_features(const char *features, char *out, size_t n) {
-  out[0] = 0;
-#if defined(__x86_64__) || defined(__i386__)
-  static const char *names[] = {"sse4.1", "sse4.2", "ssse3", "popcnt", "avx", "avx2", "fma", "bmi", "bmi2",
-                                "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd", "avx512vnni",
-                                "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq",
-                                "avx512bf16"};
-  int have[] = {__builtin_cpu_supports("sse4.1"), __builtin_cpu_supports("sse4.2"),
-                __builtin_cpu_supports("ssse3"), __builtin_cpu_supports("popcnt"), __builtin_cpu_supports("avx"),
-                __builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"), __builtin_cpu_supports("bmi"),
-                __builtin_cpu_supports("bmi2"), __builtin_cpu_supports("avx512f"),
-                __builtin_cpu_supports("avx512vl"), __builtin_cpu_supports("avx512bw"),
-                __builtin_cpu_supports("avx512dq"), __builtin_cpu_supports("avx512cd"),
-                __builtin_cpu_supports("avx512vnni"), __builtin_cpu_supports("avx512ifma"),
-                __builtin_cpu_supports("avx512vbmi"), __builtin_cpu_supports("avx512vbmi2"),
-                __builtin_cpu_supports("avx512bitalg"), __builtin_cpu_supports("avx512vpopcntdq"),
-                __builtin_cpu_supports("avx512bf16")};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
-    /* LLVM's feature string: "+avx2,-avx512fp16,..."; look for "+name," or "+name" at the end. */
-    size_t len = strlen(names[i]);
-    for (const char *p = features; (p = strstr(p, names[i])) != NULL; p += len) {
-      if (p > features && p[-1] == '+' && (p[len] == ',' || p[len] == 0)) {
-        if (!have[i] && strlen(out) + len + 2 < n) {
-          strcat(out, out[0] ? " " : "");
-          strcat(out, names[i]);
-        }
-        break;
-      }
-    }
-  }
-#else
-  (void)features;
-  (void)n;
-#endif
 }
 
 static const unsigned char *root_base(const struct net *n, uint32_t root) {
@@ -295,11 +271,12 @@ static int net_setup(struct net *n, const char *key) {
   if (m->key == NULL || strcmp(m->key, key) != 0)
     return cvmc_fail(2, "the object in the store entry %s was built for another model (%.64s): refused", key,
                      m->key ? m->key : "none");
-  char missing[256];
-  missing_features(m->features, missing, sizeof missing);
+  char missing[512];
+  cvmc_missing_features(m->features, missing, sizeof missing);
   if (missing[0])
-    return cvmc_fail(2, "model %s was compiled for the CPU %s, whose features %s this CPU lacks: rebuild it here "
-                     "with cvm-aot build (or name this CPU with --cpu)", key, m->cpu, missing);
+    return cvmc_fail(2, "model %s was compiled for the CPU %s, whose features %s this CPU lacks (or this library "
+                     "cannot check): refused before any call; rebuild it here with cvm-aot build (or name this "
+                     "CPU with --cpu)", key, m->cpu, missing);
   for (uint32_t i = 0; i < m->nargs; ++i)
     if (m->args[i].root >= CVMC_ROOTS)
       return cvmc_fail(2, "model %s: argument %u names root %u", key, i, m->args[i].root);
@@ -343,10 +320,123 @@ static int net_setup(struct net *n, const char *key) {
   return 0;
 }
 
-static struct net *as_net(void *net) {
-  struct net *n = net;
-  return n != NULL && n->magic == NET_MAGIC ? n : NULL;
+/* ---------------------------------------------------------------------------------------------------------------
+ * The registry of live nets. A handle is not a pointer: it is a slot's index and the slot's generation, looked up
+ * under the registry's mutex, so a freed, stale or forged handle is status 2 and nothing is read through it. A
+ * slot's generation moves when its net is freed, so a slot reused by a later load never answers to an old handle.
+ * A call holds its net (`users`) while it runs; a net freed meanwhile is released by the last call that held it.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+_Static_assert(sizeof(void *) == 8, "a handle holds a 32-bit slot index and a 32-bit generation");
+#define MAX_NETS (1u << 20)
+
+struct slot {
+  struct net *net;      /* NULL: free */
+  uint32_t generation;  /* of the net in it, or of the next one; UINT32_MAX: retired */
+  uint32_t users;       /* calls running on it */
+  int freed;            /* CVMAPIFreeModel was called: no new call; the last user frees it */
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slot *slots;
+static uint32_t nslots;
+
+static void *handle_of(uint32_t index, uint32_t generation) {
+  return (void *)(uintptr_t)((uint64_t)generation << 32 | (uint64_t)(index + 1));
 }
+
+/* The slot of a live handle (under the lock), else NULL. */
+static struct slot *slot_of(void *handle) {
+  uint64_t h = (uint64_t)(uintptr_t)handle;
+  uint64_t index = (h & 0xffffffffu) - 1;
+  if (index >= nslots)
+    return NULL;
+  struct slot *s = &slots[index];
+  return s->net != NULL && !s->freed && s->generation == (uint32_t)(h >> 32) ? s : NULL;
+}
+
+/* Register a loaded net: 0 and its handle, or 2. */
+static int net_register(struct net *n, void **handle) {
+  pthread_mutex_lock(&registry_lock);
+  uint32_t i = 0;
+  while (i < nslots && (slots[i].net != NULL || slots[i].generation == UINT32_MAX))
+    ++i;
+  if (i == nslots) {
+    uint32_t grown = nslots ? 2 * nslots : 16;
+    struct slot *more = nslots < MAX_NETS ? realloc(slots, grown * sizeof *slots) : NULL;
+    if (more == NULL) {
+      pthread_mutex_unlock(&registry_lock);
+      return cvmc_fail(2, "cannot load another model: %u models are loaded", nslots);
+    }
+    memset(more + nslots, 0, (grown - nslots) * sizeof *more);
+    /* Generations start at values of this process's own, so that small or reused integers are no live handles. */
+    uint64_t seed = now_ns() ^ (uint64_t)(uintptr_t)&more;
+    for (uint32_t k = nslots; k < grown; ++k)
+      more[k].generation = (uint32_t)(((seed + k) * 0x9E3779B97F4A7C15ull) >> 33);  /* < 2^31: far from retired */
+    slots = more;
+    nslots = grown;
+  }
+  slots[i].net = n;
+  slots[i].users = 0;
+  slots[i].freed = 0;
+  *handle = handle_of(i, slots[i].generation);
+  pthread_mutex_unlock(&registry_lock);
+  return 0;
+}
+
+/* The net of a live handle, held until `net_release`; NULL for any other value. */
+static struct net *net_acquire(void *handle) {
+  pthread_mutex_lock(&registry_lock);
+  struct slot *s = slot_of(handle);
+  struct net *n = NULL;
+  if (s != NULL) {
+    s->users++;
+    n = s->net;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return n;
+}
+
+/* Empty slot `s` (under the lock): its generation moves on; returns its net, to be freed outside the lock. */
+static struct net *slot_empty(struct slot *s) {
+  struct net *n = s->net;
+  s->net = NULL;
+  s->freed = 0;
+  s->users = 0;
+  if (s->generation < UINT32_MAX)
+    s->generation++;  /* at UINT32_MAX the slot is retired: its handles can never come back */
+  return n;
+}
+
+static void net_release(void *handle) {
+  struct net *gone = NULL;
+  pthread_mutex_lock(&registry_lock);
+  uint64_t index = ((uint64_t)(uintptr_t)handle & 0xffffffffu) - 1;
+  struct slot *s = &slots[index];  /* held: its net is still there */
+  if (--s->users == 0 && s->freed)
+    gone = slot_empty(s);
+  pthread_mutex_unlock(&registry_lock);
+  net_free(gone);
+}
+
+/* CVMAPIFreeModel: 0, or 2 for a handle that is not live. */
+static int net_unregister(void *handle) {
+  struct net *gone = NULL;
+  pthread_mutex_lock(&registry_lock);
+  struct slot *s = slot_of(handle);
+  if (s != NULL) {
+    s->freed = 1;
+    if (s->users == 0)
+      gone = slot_empty(s);
+  }
+  pthread_mutex_unlock(&registry_lock);
+  if (s == NULL)
+    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+  net_free(gone);
+  return SUCCEED;
+}
+
+#define NOT_A_NET() cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)")
 
 /* ---------------------------------------------------------------------------------------------------------------
  * An inference
@@ -517,7 +607,8 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
     return cvmc_fail(2, "out of memory loading model %s", key);
   }
   n->threads = 1;
-  status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object);
+  n->object_fd = -1;
+  status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object, &n->object_fd);
   cvmc_entry_free(&entry);
   if (status == 0) {
     n->m = dlsym(n->object, CVMC_MODEL_SYMBOL);
@@ -528,39 +619,40 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
     net_free(n);
     return status;
   }
-  n->magic = NET_MAGIC;
-  *net = n;
-  return SUCCEED;
+  status = net_register(n, net);
+  if (status != 0)
+    net_free(n);
+  return status;
 }
 
 int CVMAPIFreeModel(void *net) {
   if (net == NULL)
     return SUCCEED;
-  struct net *n = as_net(net);
-  if (n == NULL)
-    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
-  net_free(n);
-  return SUCCEED;
+  return net_unregister(net);
 }
 
 int CVMAPIInference(void *net, char *input_data, int input_len, char *output_data) {
   if (net == NULL || input_data == NULL || output_data == NULL)  /* c_api.cc:56, CHECK_3_NOT_NULL */
     return cvmc_fail(2, "Check failed: %s != nullptr", net == NULL ? "net" : input_data == NULL ? "input_data" :
                      "output_data");
-  struct net *n = as_net(net);
+  struct net *n = net_acquire(net);
   if (n == NULL)
-    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+    return NOT_A_NET();
   const struct cvmc_model *m = n->m;
-  if ((long long)input_len != (long long)m->input_length)  /* model.cc:197, VERIFY_EQ in PlanInput */
-    return cvmc_fail(1, "expected %llu input bytes (%llu x int%u), got %d", (unsigned long long)m->input_length,
-                     (unsigned long long)m->input_size, 8 * m->input_type_size, input_len);
-  pthread_mutex_lock(&n->lock);
-  read_input(m, input_data, n->input);
-  run_calls(n);
-  for (uint32_t k = 0; k < m->nheads; ++k)
-    copy_head(n, &m->heads[k], n->heads + n->head_start[k]);
-  int status = save_tensor(n, output_data);
-  pthread_mutex_unlock(&n->lock);
+  int status;
+  if ((long long)input_len != (long long)m->input_length) { /* model.cc:197, VERIFY_EQ in PlanInput */
+    status = cvmc_fail(1, "expected %llu input bytes (%llu x int%u), got %d", (unsigned long long)m->input_length,
+                       (unsigned long long)m->input_size, 8 * m->input_type_size, input_len);
+  } else {
+    pthread_mutex_lock(&n->lock);
+    read_input(m, input_data, n->input);
+    run_calls(n);
+    for (uint32_t k = 0; k < m->nheads; ++k)
+      copy_head(n, &m->heads[k], n->heads + n->head_start[k]);
+    status = save_tensor(n, output_data);
+    pthread_mutex_unlock(&n->lock);
+  }
+  net_release(net);
   return status;
 }
 
@@ -569,10 +661,11 @@ int CVMAPIInference(void *net, char *input_data, int input_len, char *output_dat
     if (net == NULL || out == NULL)                                \
       return cvmc_fail(2, "Check failed: %s != nullptr",           \
                        net == NULL ? "net" : "the output pointer"); \
-    struct net *n = as_net(net);                                   \
+    struct net *n = net_acquire(net);                              \
     if (n == NULL)                                                 \
-      return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)"); \
+      return NOT_A_NET();                                          \
     *out = (unsigned long long)(n->m->what);                       \
+    net_release(net);                                              \
     return SUCCEED;                                                \
   }
 
@@ -586,10 +679,11 @@ GETTER(CVMAPIGetGasFromModel, gas)
 static int copy_text(void *net, char *out, int version) {
   if (net == NULL || out == NULL)
     return cvmc_fail(2, "Check failed: %s != nullptr", net == NULL ? "net" : version ? "version" : "method");
-  struct net *n = as_net(net);
+  struct net *n = net_acquire(net);
   if (n == NULL)
-    return cvmc_fail(2, "net is not a model loaded by CVMAPILoadModel (or was freed)");
+    return NOT_A_NET();
   strcpy(out, version ? n->m->version : n->m->postprocess);
+  net_release(net);
   return SUCCEED;
 }
 

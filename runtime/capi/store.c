@@ -16,11 +16,14 @@
 
 #include "sha256.h"
 
-#define MAGIC "cvmc-aot-1\n"
+#define MAGIC "cvmc-store-1\n"
 #define MAGIC_LEN (sizeof MAGIC - 1)
+#define HEADER_LEN (MAGIC_LEN + 8 + 2 * CVMC_SHA256_BYTES)
 #define SECRET_BYTES 32
-/* The largest entry read: a model's object holds its params, which the C API bounds by an int length. */
-#define ENTRY_MAX ((size_t)1 << 33)
+#define CHUNK ((size_t)1 << 20)
+/* The largest payload read (cvmc.runtime.aot.ENTRY_MAX): a model's object holds its params, which the C API
+ * bounds by an int length. */
+#define ENTRY_MAX ((uint64_t)1 << 33)
 
 static void put_u64le(struct cvmc_sha256 *s, uint64_t v) {
   unsigned char b[8];
@@ -65,51 +68,15 @@ void cvmc_graph_key(const char *json, size_t json_len, char key[CVMC_KEY_CHARS +
   hex(digest, key);
 }
 
-/* Read all of an open file (at most `max` bytes; more is an error). 0, or an errno value (EFBIG when larger). */
-static int read_all(int fd, size_t max, unsigned char **data, size_t *size) {
-  struct stat st;
-  if (fstat(fd, &st) != 0)
-    return errno;
-  if (!S_ISREG(st.st_mode))
-    return EINVAL;
-  if ((uint64_t)st.st_size > max)
-    return EFBIG;
-  size_t want = (size_t)st.st_size;
-  unsigned char *buf = malloc(want + 1);
-  if (buf == NULL)
-    return ENOMEM;
-  size_t got = 0;
-  while (got <= want) {  /* one byte past the size: a file that grew since fstat is refused */
-    ssize_t r = read(fd, buf + got, want + 1 - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      int e = errno;
-      free(buf);
-      return e;
-    }
-    if (r == 0)
-      break;
-    got += (size_t)r;
-  }
-  if (got != want) {
-    free(buf);
-    return EAGAIN;  /* changed while read */
-  }
-  *data = buf;
-  *size = got;
-  return 0;
-}
-
 /* The path of the secret, as cvmc.runtime.cache.key_dir names its folder: $XDG_STATE_HOME/cvmc when absolute,
- * else ~/.local/state/cvmc (the home as Python's expanduser finds it: $HOME when set, else the password entry). */
+ * else ~/.local/state/cvmc (the home as cvmc.runtime.cache._home finds it: $HOME when set and not empty, else the password entry). */
 static int secret_path(char *path, size_t n) {
   const char *state = getenv("XDG_STATE_HOME");
   if (state != NULL && state[0] == '/')
     return snprintf(path, n, "%s/cvmc/cache.key", state) < (int)n ? 0 : -1;
   const char *home = getenv("HOME");
   char buf[4096];
-  if (home == NULL) {
+  if (home == NULL || home[0] == 0) {  /* an empty $HOME is unset (cvmc.runtime.cache._home), not "/" */
     struct passwd pw, *found = NULL;
     if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found != NULL)
       home = found->pw_dir;
@@ -149,6 +116,7 @@ static int read_secret(unsigned char secret[SECRET_BYTES]) {
   return 0;
 }
 
+
 /* Compare without a data-dependent early exit. */
 static int same_tag(const unsigned char *a, const unsigned char *b) {
   unsigned char diff = 0;
@@ -157,14 +125,92 @@ static int same_tag(const unsigned char *a, const unsigned char *b) {
   return diff == 0;
 }
 
+static void put_u64le_hmac(struct cvmc_hmac *h, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; ++i)
+    b[i] = (unsigned char)(v >> (8 * i));
+  cvmc_hmac_update(h, b, 8);
+}
+
+/* HMAC(secret, MAGIC || part || "\0" || name || "\0" || u64le(n)), the start of both tags (cvmc.runtime.store). */
+static void tag_start(struct cvmc_hmac *h, const unsigned char *secret, const char *part, const char *name,
+                      uint64_t n) {
+  cvmc_hmac_init(h, secret, SECRET_BYTES);
+  cvmc_hmac_update(h, MAGIC, MAGIC_LEN);
+  cvmc_hmac_update(h, part, strlen(part) + 1);
+  cvmc_hmac_update(h, name, strlen(name) + 1);
+  put_u64le_hmac(h, n);
+}
+
+static int read_exactly(int fd, unsigned char *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return r < 0 ? errno : EAGAIN;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+/* Read and check the entry open on `fd`, named `name`: its head first (the length it claims is the file's, within
+ * ENTRY_MAX, and its tag checks), then its payload, hashed as it is read. 0, or what to say after "the store entry
+ * PATH ". */
+static const char *read_sealed(int fd, const char *name, const unsigned char *secret, unsigned char **data,
+                               size_t *size, int *error) {
+  struct stat st;
+  unsigned char head[HEADER_LEN], tag[CVMC_SHA256_BYTES];
+  *error = 0;
+  if (fstat(fd, &st) != 0)
+    return *error = errno, "cannot be read";
+  if (!S_ISREG(st.st_mode))
+    return "is not a regular file";
+  if ((*error = read_exactly(fd, head, HEADER_LEN)) != 0 || memcmp(head, MAGIC, MAGIC_LEN) != 0)
+    return *error = 0, "is not an entry cvm-aot writes (no header)";
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = n << 8 | head[MAGIC_LEN + i];
+  if (n == 0 || n > ENTRY_MAX || (uint64_t)st.st_size != HEADER_LEN + n)
+    return "claims a length that is not its own, or larger than any entry cvm-aot writes";
+  struct cvmc_hmac h;
+  tag_start(&h, secret, "head", name, n);
+  cvmc_hmac_final(&h, tag);
+  if (!same_tag(tag, head + MAGIC_LEN + 8))
+    return "was not written by cvm-aot for this model with this user's key (its head)";
+  unsigned char *buf = malloc((size_t)n);
+  if (buf == NULL)
+    return *error = ENOMEM, "cannot be read";
+  tag_start(&h, secret, "body", name, n);
+  for (size_t got = 0; got < n;) {
+    size_t want = n - got < CHUNK ? (size_t)(n - got) : CHUNK;
+    if ((*error = read_exactly(fd, buf + got, want)) != 0) {
+      free(buf);
+      return *error == EAGAIN ? (*error = 0, "changed while read") : "cannot be read";
+    }
+    cvmc_hmac_update(&h, buf + got, want);
+    got += want;
+  }
+  cvmc_hmac_final(&h, tag);
+  if (!same_tag(tag, head + MAGIC_LEN + 8 + CVMC_SHA256_BYTES)) {
+    free(buf);
+    return "was not written by cvm-aot for this model with this user's key";
+  }
+  *data = buf;
+  *size = (size_t)n;
+  return NULL;
+}
+
 int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, struct cvmc_entry *entry) {
   memset(entry, 0, sizeof *entry);
   const char *store = getenv("CVMC_AOT_STORE");
   if (store == NULL || store[0] == 0)
     return cvmc_fail(2, "$CVMC_AOT_STORE is not set: it names the folder of compiled models that "
                         "`cvm-aot build model.json params.bin --store DIR` writes");
-  char path[4200];
-  if (snprintf(path, sizeof path, "%s/%s.cvmc", store, key) >= (int)sizeof path)
+  char path[4200], name[CVMC_KEY_CHARS + 8];
+  snprintf(name, sizeof name, "%s.cvmc", key);
+  if (snprintf(path, sizeof path, "%s/%s", store, name) >= (int)sizeof path)
     return cvmc_fail(2, "$CVMC_AOT_STORE is too long a path (%zu bytes)", strlen(store));
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT)
@@ -172,44 +218,27 @@ int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, 
                      "the graph of key" : "the model of key", key, store, build_hint, store);
   if (fd < 0)
     return cvmc_fail(2, "cannot open the store entry %s: %s", path, errno == ELOOP ? "it is a link" : strerror(errno));
-  unsigned char *data = NULL;
-  size_t size = 0;
-  int e = read_all(fd, ENTRY_MAX, &data, &size);
-  close(fd);
-  if (e != 0)
-    return cvmc_fail(2, "cannot read the store entry %s: %s", path, e == EINVAL ? "not a regular file" :
-                     e == EFBIG ? "larger than any entry cvm-aot writes" : e == EAGAIN ? "it changed while read" :
-                     strerror(e));
-  unsigned char secret[SECRET_BYTES], tag[CVMC_SHA256_BYTES];
+  unsigned char secret[SECRET_BYTES];
   int status = read_secret(secret);
   if (status != 0) {
-    free(data);
+    close(fd);
     return status;
   }
-  size_t header = MAGIC_LEN + CVMC_SHA256_BYTES;
-  int valid = size > header && memcmp(data, MAGIC, MAGIC_LEN) == 0;
-  if (valid) {
-    struct cvmc_hmac h;
-    cvmc_hmac_init(&h, secret, SECRET_BYTES);
-    cvmc_hmac_update(&h, MAGIC, MAGIC_LEN);
-    cvmc_hmac_update(&h, key, CVMC_KEY_CHARS + 1);  /* with its NUL */
-    cvmc_hmac_update(&h, data + header, size - header);
-    cvmc_hmac_final(&h, tag);
-    valid = same_tag(tag, data + MAGIC_LEN);
-  }
+  unsigned char *data = NULL;
+  size_t size = 0;
+  int error = 0;
+  const char *why = read_sealed(fd, name, secret, &data, &size, &error);
   memset(secret, 0, sizeof secret);
-  if (!valid) {
-    free(data);
-    return cvmc_fail(2, "the store entry %s was not written by cvm-aot for this model with this user's key "
-                        "(a damaged, planted or renamed entry): refused; rebuild it with `%s --store %s`",
-                     path, build_hint, store);
-  }
+  close(fd);
+  if (why != NULL)
+    return cvmc_fail(2, "the store entry %s %s%s%s: refused; rebuild it with `%s --store %s`", path, why,
+                     error ? ": " : "", error ? strerror(error) : "", build_hint, store);
   entry->data = data;
   entry->size = size;
-  entry->kind = (char)data[header];
-  entry->payload = data + header + 1;
-  entry->payload_size = size - header - 1;
-  if (entry->kind == 0 || strchr(kinds, entry->kind) == NULL) {
+  entry->kind = (char)data[0];
+  entry->payload = data + 1;
+  entry->payload_size = size - 1;
+  if (strchr(kinds, entry->kind) == NULL || entry->kind == 0) {
     cvmc_entry_free(entry);
     return cvmc_fail(2, "the store entry %s holds a payload of another kind", path);
   }
@@ -221,7 +250,7 @@ void cvmc_entry_free(struct cvmc_entry *entry) {
   memset(entry, 0, sizeof *entry);
 }
 
-int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle) {
+int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle, int *fd_out) {
   static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
   if (size < sizeof elf || memcmp(object, elf, sizeof elf) != 0)
     return cvmc_fail(2, "the store entry of model %s does not hold a shared object", key);
@@ -248,14 +277,18 @@ int cvmc_open_object(const unsigned char *object, size_t size, const char *key, 
     close(fd);
     return cvmc_fail(2, "cannot load model %s: sealing its object: %s", key, strerror(e));
   }
+  /* The memfd stays open as long as the object is loaded: dlopen knows an object by its path, and a path
+   * "/proc/self/fd/N" whose N a closed memfd freed would name the next model's object too, so that dlopen handed
+   * back the first model's object for the second (found by tests/fuzz/capi.py). */
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  close(fd);
   if (h == NULL) {
+    close(fd);
     const char *why = dlerror();
     return cvmc_fail(2, "cannot load model %s: %s", key, why != NULL ? why : "dlopen failed");
   }
   *handle = h;
+  *fd_out = fd;
   return 0;
 }

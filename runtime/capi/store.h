@@ -5,13 +5,18 @@
  *     key   = hex(SHA-256(domain || u64le(len(json)) || json || u64le(len(params)) || params))
  *             domain "cvmc-aot-model-1\0" for a model; for a graph alone (CVMAPIGetGasFromGraphFile) the domain
  *             "cvmc-aot-graph-1\0" and the JSON up to its first NUL, without the params part
- *     entry = "cvmc-aot-1\n" || tag || payload,   tag = HMAC-SHA256(secret, "cvmc-aot-1\n" || key || "\0" || payload)
+ *     entry = "cvmc-store-1\n" || u64le(n) || head || tag || payload      (n = len(payload) > 0)
+ *     head  = HMAC-SHA256(secret, "cvmc-store-1\n" || "head\0" || name || "\0" || u64le(n))
+ *     tag   = HMAC-SHA256(secret, "cvmc-store-1\n" || "body\0" || name || "\0" || u64le(n) || payload)
+ *     name  = the entry's file name, "<key>.cvmc"
  *     payload: 'S' and the model's shared object | 'D', '1' or '2' and the runtime's message (a rejected model or
  *              graph) | 'G' and the graph's gas as u64le
  *
+ * This is the one format of cvmc's stores (cvmc.runtime.store): the JIT's cache seals its entries the same way.
+ * The head is checked before the payload is read, so a planted file claiming gigabytes costs a read of its head.
  * The secret is the user's key of cvmc's compiled-code cache (`cache.key`, 32 bytes, 0600: in $XDG_STATE_HOME/cvmc,
  * else ~/.local/state/cvmc), so an entry is trusted only when cvm-aot wrote it, for this key, with this secret.
- * The entry is read once into memory, checked there, and the object loaded from that memory (a sealed memfd):
+ * The payload is read once into memory, checked there, and the object loaded from that memory (a sealed memfd):
  * what runs is what was checked.
  */
 #ifndef CVMC_STORE_H_
@@ -39,8 +44,9 @@ struct cvmc_entry {
 int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, struct cvmc_entry *entry);
 void cvmc_entry_free(struct cvmc_entry *entry);
 
-/* dlopen a shared object held in memory: 0 and the handle, or a status (2) after cvmc_fail. */
-int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle);
+/* dlopen a shared object held in memory (a sealed memfd): 0, the handle and the memfd, to close after dlclose (its
+ * number names the object to dlopen while it is loaded); or a status (2) after cvmc_fail. */
+int cvmc_open_object(const unsigned char *object, size_t size, const char *key, void **handle, int *fd);
 
 /* Set the thread's last error (printed on stderr as the runtime prints its errors) and return `status`. */
 int cvmc_fail(int status, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -22,7 +22,7 @@ import pytest
 from conftest import CVM_CORPUS, case_meta, case_params, corpus_cases
 
 import cvmc
-from cvmc.runtime import aot
+from cvmc.runtime import aot, store
 
 CLIENT = Path(__file__).parent / "capi" / "cvm_client.c"
 VALID = corpus_cases("op", "chain", "model")
@@ -269,19 +269,21 @@ def _tamper(entry: Path, other: Path, how: str) -> None:
     elif how == "another model's entry":
         shutil.copyfile(other, entry)
     elif how == "a decision with a forged tag":
-        entry.write_bytes(aot.MAGIC + bytes(32) + b"D1refused")
+        entry.write_bytes(store.seal(b"x" * 32, entry.name, b"D1refused"))
     elif how == "a raw shared object":
-        entry.write_bytes(data[len(aot.MAGIC) + 33:])
+        entry.write_bytes(data[store.HEADER_BYTES + 1:])
     elif how == "a link to a valid entry":
         os.symlink(other, entry)
     elif how == "a folder":
         entry.mkdir()
     elif how == "a fifo":
         os.mkfifo(entry)
+    elif how == "a length past the file":
+        entry.write_bytes(data[:len(store.MAGIC)] + (1 << 40).to_bytes(8, "little") + data[len(store.MAGIC) + 8:])
 
 
 TAMPERING = ["flipped byte in the object", "truncated", "another model's entry", "a decision with a forged tag",
-             "a raw shared object", "a link to a valid entry", "a folder", "a fifo"]
+             "a raw shared object", "a link to a valid entry", "a folder", "a fifo", "a length past the file"]
 
 
 @pytest.mark.parametrize("how", TAMPERING)
@@ -315,12 +317,177 @@ def test_an_entry_tagged_with_another_users_secret_is_refused(built, tmp_path):
     assert r.stdout.startswith("load=2 ") and "only this user can read" in r.stdout
 
 
+def test_an_empty_home_is_unset_for_the_library_too(built):
+    """F14 in C: HOME="" is not a home of "" (nor "/"): the library looks for the key in the password entry's home,
+    as Python does."""
+    import pwd
+
+    env = {k: v for k, v in built.env.items() if k != "XDG_STATE_HOME"}
+    d = CVM_CORPUS / "conv2d_000"
+    r = built.client("--load", d / "model.json", d / "params.bin", env={**env, "HOME": ""})
+    assert r.stdout.startswith("load=2 ") and "no folder for the store's secret key" not in r.stdout
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    assert f"{home.rstrip('/')}/.local/state/cvmc/cache.key" in r.stdout or "was not written" in r.stdout
+
+
 def test_python_reads_back_what_it_wrote(built):
     case = CVM_CORPUS / "invalid_000"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_STATE_HOME", built.env["XDG_STATE_HOME"])
         payload = aot.read_entry(built.store, aot.model_key((case / "model.json").read_bytes(), case_params(case)))
     assert payload is not None and payload.startswith(b"D1")
+
+
+def test_a_planted_sparse_entry_is_refused_after_its_head(built, tmp_path):
+    """F5: a sparse 3 GiB entry of a model's key is refused by its head (no 3 GiB read: the client runs within 1 GiB
+    of address space, where reading it whole fails otherwise)."""
+    import resource
+
+    case = CVM_CORPUS / "conv2d_000"
+    key = aot.model_key((case / "model.json").read_bytes(), case_params(case))
+    planted = tmp_path / "store"
+    planted.mkdir()
+    n = 3 << 30
+    with open(aot.entry_path(planted, key), "wb") as f:
+        f.write(store.MAGIC + n.to_bytes(8, "little") + bytes(64))
+        f.truncate(store.HEADER_BYTES + n)
+
+    def small():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    r = subprocess.run([str(built.root / "cvm_client"), "--load", case / "model.json", case / "params.bin"],
+                       capture_output=True, text=True, env={**built.env, "CVMC_AOT_STORE": str(planted)},
+                       preexec_fn=small, timeout=120)
+    assert r.stdout.startswith("load=2 ") and "(its head)" in r.stdout, r.stdout
+
+
+def _library(built, monkeypatch) -> ctypes.CDLL:
+    """The library, in this process (its store and key from the environment, read at each call)."""
+    monkeypatch.setenv("CVMC_AOT_STORE", str(built.store))
+    monkeypatch.setenv("XDG_STATE_HOME", built.env["XDG_STATE_HOME"])
+    lib = ctypes.CDLL(str(built.root / "libcvm.so"))
+    lib.CVMAPILoadModel.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int]
+    lib.CVMAPIInference.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    lib.CVMAPIFreeModel.argtypes = [ctypes.c_void_p]
+    lib.CVMAPIGetOutputLength.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_ulonglong)]
+    lib.CVMAPIGetVersion.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.CVMGetLastError.restype = ctypes.c_char_p
+    return lib
+
+
+def _load(lib, case: Path) -> ctypes.c_void_p:
+    json_bytes, params = (case / "model.json").read_bytes(), case_params(case)
+    net = ctypes.c_void_p()
+    assert lib.CVMAPILoadModel(json_bytes, len(json_bytes), params, len(params), ctypes.byref(net), 0, 0) == 0
+    return net
+
+
+def test_a_freed_or_forged_handle_is_status_2_and_never_runs_another_model(built, monkeypatch):
+    """F3: handles are looked up in a registry of live nets, with a generation per slot: a freed handle, whose
+    slot a later model took, is status 2 and writes nothing, as are handles that were never returned."""
+    lib = _library(built, monkeypatch)
+    small, other = CVM_CORPUS / "model_digits_mlp_000", CVM_CORPUS / "dense_000"
+    stale = _load(lib, small)
+    x = (small / "input.bin").read_bytes()
+    assert lib.CVMAPIFreeModel(stale) == 0
+    for _ in range(8):
+        assert lib.CVMAPIFreeModel(_load(lib, other)) == 0
+    live = _load(lib, other)
+    assert live.value != stale.value
+    out = ctypes.create_string_buffer(b"\xaa" * 4096, 4096)
+    assert lib.CVMAPIInference(stale, x, len(x), out) == 2
+    assert b"was freed" in lib.CVMGetLastError() and out.raw == b"\xaa" * 4096
+    length = ctypes.c_ulonglong(7)
+    assert lib.CVMAPIGetOutputLength(stale, ctypes.byref(length)) == 2 and length.value == 7
+    assert lib.CVMAPIGetVersion(stale, out) == 2 and lib.CVMAPIFreeModel(stale) == 2
+    fake = ctypes.create_string_buffer(b"cvmc" + b"\xff" * 60)  # the old magic at a forged address
+    for forged in (ctypes.addressof(fake), 1, 0xffffffff, 1 << 32, (1 << 64) - 1, live.value + 1):
+        assert lib.CVMAPIGetOutputLength(ctypes.c_void_p(forged), ctypes.byref(length)) == 2, hex(forged)
+        assert lib.CVMAPIFreeModel(ctypes.c_void_p(forged)) == 2
+    assert lib.CVMAPIGetOutputLength(live, ctypes.byref(length)) == 0 and length.value > 0
+    assert lib.CVMAPIFreeModel(live) == 0 and lib.CVMAPIFreeModel(live) == 2
+
+
+def test_models_loaded_at_once_each_run_their_own_object(built, monkeypatch):
+    """Found by tests/fuzz/capi.py: the library closed each model's memfd after dlopen, so the next model's memfd
+    took its number, dlopen knew "/proc/self/fd/N" already and handed back the first model's object: a second model
+    loaded while the first was live was refused (status 2, "built for another model")."""
+    lib = _library(built, monkeypatch)
+    cases = [CVM_CORPUS / n for n in ("model_digits_mlp_000", "dense_000", "conv2d_000", "model_digits_mlp_000")]
+    nets = [_load(lib, case) for case in cases]
+    for case, net in zip(cases, nets):
+        x = (case / "input.bin").read_bytes()
+        length = ctypes.c_ulonglong(0)
+        assert lib.CVMAPIGetOutputLength(net, ctypes.byref(length)) == 0
+        out = ctypes.create_string_buffer(length.value)
+        assert lib.CVMAPIInference(net, x, len(x), out) == 0
+        width = int(built.facts[case.name]["out_type"])
+        widened = np.frombuffer(out.raw, "i1" if width == 1 else "<i4").astype("<i4").tobytes()
+        assert widened == (case / "expected_api.bin").read_bytes(), case.name
+    for net in nets:
+        assert lib.CVMAPIFreeModel(net) == 0
+
+
+STALE = {"freed_infer": "2", "freed_output_length": "2", "freed_version": "2", "freed_free": "2", "forged_small": "2",
+         "forged_pointer": "2", "forged_max": "2", "live_infer": "0", "free_while_running": "0",
+         "statuses_other_than_0_or_2": "0", "freed_again": "2"}
+
+
+def test_stale_handles_and_a_free_while_running_through_the_client(built):
+    """F3 from C: a handle freed before 9 more loads (its slot reused), forged ones, and a net freed while three
+    threads run it (each of their calls is 0 or 2; the net goes when the last one returns)."""
+    r = built.client("--stale", CVM_CORPUS / "model_digits_mlp_000", CVM_CORPUS / "dense_000")
+    assert dict(line.split("=") for line in r.stdout.split()) == STALE
+
+
+def test_an_object_for_a_cpu_with_features_this_one_lacks_is_refused_before_any_call(built, tmp_path, monkeypatch):
+    """F4: an object built with `--cpu bdver2` (XOP, FMA4, TBM: AMD's 2012 cores, which no later CPU has) records
+    those features; the library refuses it with status 2 naming them, before any kernel runs."""
+    import llvmlite.binding as llvm
+
+    if not llvm.get_process_triple().startswith("x86_64"):
+        pytest.skip("x86-64 only")
+    monkeypatch.setenv("XDG_STATE_HOME", built.env["XDG_STATE_HOME"])
+    case = CVM_CORPUS / "dense_000"
+    planted = tmp_path / "store"
+    aot.build_model((case / "model.json").read_bytes(), case_params(case), planted, cpu="bdver2")
+    r = built.client("--load", case / "model.json", case / "params.bin",
+                     env={**built.env, "CVMC_AOT_STORE": str(planted)}, check=False)
+    assert r.returncode == 0 and r.stdout.startswith("load=2 "), r.stdout
+    assert "bdver2" in r.stdout and "xop" in r.stdout and "refused before any call" in r.stdout
+
+
+@pytest.mark.parametrize("cpu", ["i686", "pentium4", "nosuchcpu"])
+def test_a_cpu_that_is_not_an_x86_64_one_is_refused_with_a_message(built, tmp_path, cpu):
+    """F4: no "LLVM ERROR: 64-bit code requested", no exit 1 without a word of cvm-aot's."""
+    case = CVM_CORPUS / "dense_000"
+    r = cvm_aot("build", case / "model.json", case / "params.bin", "--store", tmp_path, "--cpu", cpu, env=built.env)
+    assert r.returncode == 2 and f"--cpu {cpu}: not a CPU cvm-aot can compile for" in r.stderr, r.stderr
+    assert "LLVM ERROR" not in r.stderr and not list(tmp_path.iterdir())
+
+
+def test_cvm_aot_lib_writes_through_no_planted_link(built, tmp_path):
+    """F1: `libcvm.so.tmp` (and any other name) planted as a link to a file of another user's is not written
+    through, and `libcvm.so` ends a regular file of the library's bytes; the header likewise."""
+    theirs = tmp_path / "theirs.so"
+    theirs.write_bytes(b"their library")
+    for name in ("libcvm.so.tmp", "c_api.h.tmp"):
+        os.symlink(theirs, tmp_path / name)
+    r = cvm_aot("lib", "-o", tmp_path / "libcvm.so", "--header", tmp_path / "c_api.h", env=built.env)
+    assert r.returncode == 0, r.stderr
+    assert theirs.read_bytes() == b"their library"
+    for name in ("libcvm.so", "c_api.h"):
+        assert not (tmp_path / name).is_symlink()
+    assert (tmp_path / "libcvm.so").read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "c_api.h").read_bytes() == (aot.CAPI / "c_api.h").read_bytes()
+    assert (tmp_path / "libcvm.so").stat().st_mode & 0o777 == 0o755
+
+
+def test_the_library_checks_the_features_python_records(built):
+    """The names `cvm-aot build --cpu` records are the names the library's table checks (capi/cpu.c)."""
+    names = aot.checked_features()
+    assert {"avx512f", "avx2", "xop", "fma4", "tbm", "sse4.1", "lzcnt"} <= names and len(names) > 80
+    assert set(aot.named_cpu_features("bdver2").replace("+", "").split(",")) <= names
 
 
 # ---------------------------------------------------------------------------------------------------------------

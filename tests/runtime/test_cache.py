@@ -14,9 +14,10 @@ import pytest
 
 import cvmc
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
-from cvmc.runtime import cache
-from cvmc.runtime.cache import MAGIC, Cache, CacheWarning, open_cache
+from cvmc.runtime import cache, store
+from cvmc.runtime.cache import Cache, CacheWarning, open_cache
 from cvmc.runtime.jit import JitEngine
+from cvmc.runtime.store import HEADER_BYTES
 from cvmc.tools import cvm_cache
 
 # out[i] = a[i] * K + b[i]: two kernels of one name and signature that compute different things.
@@ -104,12 +105,14 @@ def test_planted_objects_are_refused(folder):
     ir5, specs5 = kernel(5)
     three = JitEngine(ir3, specs3)
     path = entry_of(folder, three)
-    planted_code = entry_of(folder, JitEngine(ir5, specs5)).read_bytes()[len(MAGIC) + 32:]
-    forged_key = Cache(folder, b"k" * 32, 1 << 30)._tag(three.key, "o", planted_code)
+    planted_code = entry_of(folder, JitEngine(ir5, specs5)).read_bytes()[HEADER_BYTES:]
+    forged = store.seal(b"k" * 32, path.name, planted_code)
     plants = {
         "the old format (magic and the SHA-256 of the content)": b"cvmc-obj-1\n" + hashlib.sha256(planted_code)
         .digest() + planted_code,
-        "a tag made with another secret": MAGIC + forged_key + planted_code,
+        "a tag made with another secret": forged,
+        "a good head, a payload of another": path.read_bytes()[:HEADER_BYTES] + planted_code[:len(path.read_bytes())
+                                                                                           - HEADER_BYTES],
         "a raw object": planted_code,
         "a truncated entry": path.read_bytes()[:100],
         "an empty file": b"",
@@ -244,7 +247,7 @@ def test_a_folder_of_another_user_is_refused(folder):
 def test_no_home_runs_uncached(monkeypatch):
     for name in ("HOME", "CVMC_CACHE_DIR", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(os.path, "expanduser", lambda p: p)  # no passwd entry either
+    monkeypatch.setattr(cache, "_home", lambda: None)  # no passwd entry either
     monkeypatch.setattr(cache, "_warned", set())
     assert cache.default_dir() is None
     with warnings.catch_warnings(record=True) as warned:
@@ -289,7 +292,7 @@ def names(n: int) -> list[str]:
 
 
 def entry_bytes(payload: int) -> int:
-    return len(MAGIC) + 32 + payload
+    return HEADER_BYTES + payload
 
 
 def test_eviction_at_the_bound_and_one_past_it(folder):

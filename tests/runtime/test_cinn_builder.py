@@ -244,3 +244,30 @@ def test_cuda_without_a_gpu_is_a_clear_runtime_error():
     x = b.create_input("float32", [2], "x")
     with pytest.raises(CVMRuntimeError, match="no CUDA device"):
         b.compile([x], device="cuda")
+
+
+@pytest.mark.parametrize("shape", [[10**30], [1 << 18, 1 << 13], [2] * 9])
+def test_an_input_past_the_shape_caps_is_refused(shape):
+    """F7: no [10**30] input compiles."""
+    from cvmc.runtime.cinn_builder import MAX_ELEMENTS, MAX_RANK
+
+    assert MAX_ELEMENTS == 1 << 30 and MAX_RANK == 8
+    with pytest.raises(CVMLogicError, match="expected at most"):
+        CinnBuilder("big").create_input("int32", shape, "x")
+
+
+def test_the_caps_at_the_bound_and_one_past_it():
+    b = CinnBuilder("edge")
+    b.create_input("int8", [1 << 15, 1 << 15], "x")  # 2**30 elements: made (nothing is allocated to build)
+    b.create_input("int8", [1] * 8, "y")
+    with pytest.raises(CVMLogicError):
+        b.create_input("int8", [(1 << 30) + 1], "z")
+
+
+def test_a_result_past_the_cap_is_refused_when_made():
+    """F7: a broadcast to 2**36 elements is a CVMLogicError when it is built, not numpy's MemoryError when run."""
+    b = CinnBuilder("wide")
+    x = b.create_input("int32", [1, 1], "x")
+    with pytest.raises(CVMLogicError, match="at most 1073741824 elements"):
+        b.broadcast_to(x, [1 << 18, 1 << 18], [0, 1])
+    assert b.broadcast_to(x, [1 << 15, 1 << 15], [0, 1]) is not None

@@ -13,7 +13,8 @@ import pytest
 import cvmc
 from cvmc.dialects.cvm_rules import MAX_MEMORY
 from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.reference import peak_live_bytes, run_graph
+from cvmc.runtime.graph import load_graph
+from cvmc.runtime.reference import peak_bytes, peak_live_bytes, run_graph
 
 GIB = 1 << 30
 
@@ -38,9 +39,10 @@ def tile_model(tmp_path_factory):
 def test_a_model_needing_more_than_max_memory_is_refused_at_load(tile_model, device):
     with pytest.raises(cvmc.CVMLogicError) as e:
         cvmc.load_model(*tile_model, device=device, max_memory=GIB)
-    # reference: two 1 GiB tensors live at once (a relu's input and output); cpu: a 1 GiB arena (the relus run
-    # in place), the 4-byte input and the 1 GiB head a run returns
-    needed = 2 * GIB if device == "reference" else 2 * GIB + 4
+    # reference: two 1 GiB tensors live at once (a relu's input and output) and the relu's two int32 temporaries
+    # (issue 30, F12); cpu: a 1 GiB arena (the relus run in place), the 4-byte input and the 1 GiB head a run
+    # returns
+    needed = 4 * GIB if device == "reference" else 2 * GIB + 4
     assert f"needs {needed} bytes of working memory" in str(e.value)
     assert f"the limit of {GIB} bytes" in str(e.value)
 
@@ -99,6 +101,61 @@ def test_peak_live_bytes_keeps_heads_to_the_end_and_drops_dead_nodes():
     outs = run_graph(graph, np.arange(-128, 128, dtype=np.int32))
     assert np.array_equal(outs[0], np.maximum(np.arange(-128, 128), 0))
     assert np.array_equal(outs[1], -np.maximum(np.arange(-128, 128), 0))
+
+
+def _one_op_graphs():
+    """One operator of each family on a [4, 16, 64, 64] input (1 MiB of int32): its temporaries dominate."""
+    rng = np.random.default_rng(3)
+
+    def one(make, shape=(4, 16, 64, 64)):
+        b = CvmBuilder()
+        x = b.create_input(list(shape), precision=8)
+        return b.graph([make(b, x)]), shape
+
+    param = lambda b, shape, low=-100: b.create_param(rng.integers(low, 100, shape), 8)  # noqa: E731
+    return {
+        "relu": one(lambda b, x: b.relu(x)),
+        "elemwise_add": one(lambda b, x: b.elemwise_add(x, b.relu(x))),
+        "broadcast_div": one(lambda b, x: b.broadcast_div(x, param(b, (1, 16, 1, 1), 1))),
+        "cvm_right_shift": one(lambda b, x: b.cvm_right_shift(x, precision=8, shift_bit=2)),
+        "cvm_precision": one(lambda b, x: b.cvm_precision(x)),
+        "sum": one(lambda b, x: b.sum(x, axis=[1])),
+        "max_pool2d": one(lambda b, x: b.max_pool2d(x, pool_size=[3, 3], strides=[1, 1], padding=[1, 1])),
+        "conv2d": one(lambda b, x: b.conv2d(x, param(b, (16, 16, 3, 3)), channels=16, kernel_size=[3, 3],
+                                            padding=[1, 1])),
+        "conv2d groups": one(lambda b, x: b.conv2d(x, param(b, (16, 4, 3, 3)), channels=16, kernel_size=[3, 3],
+                                                   padding=[1, 1], groups=4)),
+        "dense": one(lambda b, x: b.dense(x, param(b, (256, 4096)), units=256), shape=(64, 4096)),
+        "upsampling": one(lambda b, x: b.upsampling(x, scale=2)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_one_op_graphs()))
+def test_the_reference_holds_no_more_than_peak_bytes_counts(name):
+    """F12: `max_memory` on the reference device bounds what it really holds, the operators' numpy temporaries
+    included (tracemalloc sees every numpy buffer); the live tensors alone are a fraction of it."""
+    graph, shape = _one_op_graphs()[name]
+    x = np.random.default_rng(5).integers(-127, 128, shape).astype(np.int32)
+    tracemalloc.start()
+    try:
+        run_graph(graph, x)
+        held = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak_live_bytes(graph) < held <= peak_bytes(graph)
+
+
+def test_a_limit_the_tensors_fit_but_the_temporaries_do_not_is_refused(tmp_path):
+    """F12: a 128 MiB relu chain held 256 MiB of tensors, and about 500 MB with its temporaries, yet a 300 MiB
+    limit admitted it."""
+    files = tile_chain(tmp_path, reps=(1 << 12, 1 << 12, 2), relus=2)  # 2**25 int32 values: 128 MiB a tensor
+    graph = load_graph(*files)
+    assert peak_live_bytes(graph) == 256 << 20 < 300 << 20 < peak_bytes(graph)
+    with pytest.raises(cvmc.CVMLogicError, match="more than the limit of 314572800 bytes"):
+        cvmc.load_model(*files, device="reference", max_memory=300 << 20)
+    assert cvmc.load_model(*files, device="reference", max_memory=peak_bytes(graph)).max_memory == peak_bytes(graph)
+    with pytest.raises(cvmc.CVMLogicError):
+        cvmc.load_model(*files, device="reference", max_memory=peak_bytes(graph) - 1)
 
 
 UNDER_A_LIMIT = """

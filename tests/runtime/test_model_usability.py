@@ -77,6 +77,59 @@ def test_a_model_pickles_and_recompiles(cpu_model, test_set):
     assert np.array_equal(m2.run_batch(test_set[:50])[0], cpu_model.run_batch(test_set[:50])[0])
 
 
+def _edited(model, edit):
+    """The state of `model`'s pickle, its model JSON edited by `edit` (a data-only edit, as anyone holding the
+    pickle can make)."""
+    import json
+
+    state = model.__getstate__()
+    doc = json.loads(state["files"][0])
+    edit(doc)
+    return {**state, "files": (json.dumps(doc).encode(), state["files"][1])}
+
+
+def _last_dim_x64(doc):
+    doc["attrs"]["shape"][1][-1][-1] *= 64
+
+
+def _head_past_the_nodes(doc):
+    doc["heads"][0][0] = len(doc["nodes"]) + 5
+
+
+def _wider_input(doc):
+    doc["attrs"]["shape"][1][0][-1] += 1
+
+
+def _precision_too_small(doc):
+    doc["attrs"]["precision"][1] = [1] * len(doc["attrs"]["precision"][1])
+
+
+@pytest.mark.parametrize("edit", [_last_dim_x64, _head_past_the_nodes, _wider_input, _precision_too_small])
+def test_an_edited_pickle_is_verified_again_and_refused(edit):
+    """F6: a pickle is model files like any other: an edit of its graph or params gives the loader's CVMError,
+    never a model that runs with status 0, nor an IndexError."""
+    model = DIGITS.load(device="reference")
+    clone = cvmc.Model.__new__(cvmc.Model)
+    with pytest.raises(cvmc.CVMError):
+        clone.__setstate__(_edited(model, edit))
+
+
+def test_an_edited_params_file_or_gas_in_a_pickle_is_refused_or_recomputed():
+    model = DIGITS.load(device="reference")
+    state = model.__getstate__()
+    graph_json, params = state["files"]
+    clone = cvmc.Model.__new__(cvmc.Model)
+    with pytest.raises(cvmc.CVMError):  # a param shortened by one byte
+        clone.__setstate__({**state, "files": (graph_json, params[:-1])})
+    with pytest.raises(cvmc.CVMError):  # every param value past its precision
+        clone.__setstate__({**state, "files": (graph_json, params[:-64] + b"\x7f" * 64)})
+    for bad in ({"graph": model.graph, "device": "cpu"}, None, {"files": ("x", b"")}):
+        with pytest.raises(cvmc.CVMRuntimeError, match="not the pickle of a cvmc Model"):
+            clone.__setstate__(bad)
+    again = pickle.loads(pickle.dumps(model))  # the gas is the loader's, whatever a pickle says
+    assert again.gas == model.gas and again.graph.gas == model.graph.gas
+
+
 @pytest.mark.parametrize(("device", "tail"), [("reference", []), ("cuda", ["kernels.cu"]),
                                               ("cpu", ["kernels.ll", "kernels.O3.ll", "kernels.s"])])
 def test_dump_writes_every_stage(device, tail, tmp_path):

@@ -4,6 +4,7 @@ output pipe ends it quietly (141, as SIGPIPE); never a traceback."""
 import os
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -39,7 +40,26 @@ def files(tmp_path_factory):
         "edges { id: 0 src_block_id: 0 dst_block_id: 1 }\n")
     (d / "bad.mlir").write_text("taskgraph.graph {\n  taskgraph.si 0 INT_8 <f = -2> out [[]]\n}\n")
     (d / "garbage.mlir").write_text("func.func @f( {")
+    (d / "latin1.mlir").write_bytes(b"\xff\xfe builtin.module {}")
+    (d / "deep.mlir").write_text('"builtin.module"() ({' * 3000)
+    (d / "ir.txt").write_text("builtin.module {}")
+    (d / "empty.npy").write_bytes(b"")
+    # found by tests/fuzz/readers.py: a header numpy's tokenizer gives up on (tokenize.TokenError)
+    (d / "bad_header.npy").write_bytes(b"\x93NUMPY\x01\x00v\x00:{'des" + b"\xff" * 111 + b"cr': '<i4'an_order': False, "
+                                       b"'shape        \n")
+    # found by tests/fuzz/readers.py: an unterminated string literal (xDSL's lexer backtracked 2^n ways)
+    # found by tests/fuzz/readers.py: a dense array of an element type xDSL cannot pack (NotImplementedError)
+    (d / "i65.mlir").write_text("builtin.module attributes {a = array<i65: 1, 2>} {\n}\n")
+    # found by tests/fuzz/readers.py: integer types past MLIR's widths (1 << width ran until memory ended; 5,000
+    # digits failed Python's int conversion)
+    (d / "wide.mlir").write_text("builtin.module attributes {a = 1 : i99999999999} {\n}\n")
+    (d / "wider.mlir").write_text("builtin.module attributes {a = 1 : i" + "9" * 5000 + "} {\n}\n")
+    # found by tests/fuzz/readers.py: a block named ^0 (xDSL's parser raised a ValueError)
+    (d / "block0.mlir").write_text('"builtin.module"() ({\n^0:\n}) : () -> ()\n')
+    (d / "open_string.mlir").write_text('"builtin.module"() {a = "' + "x" * 60 + "\n")
     os.mkfifo(d / "fifo")
+    os.mkfifo(d / "silent")  # never written: a reader that waits for a writer waits for ever
+    os.mkfifo(d / "silent.mlir")
     return d
 
 
@@ -88,16 +108,42 @@ CASES = [
     ("cvm-opt", [GRAPH_IR, "-p", "cvm-fuse{{bad=1}}"], 64, "cvm-opt: error: Provided arguments"),
     ("cvm-run", [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--device", "gpu"], 64,
      "argument --device: invalid choice: 'gpu'"),
+    # issue 30, F9 and F13: bad input is a status and a message of its own, never "internal error" nor a hang
+    ("cvm-opt", ["{d}/latin1.mlir"], 2, "the input is not UTF-8 text (invalid start byte at byte 0)"),
+    ("cvm-opt", ["{d}/deep.mlir"], 2, "the input is nested too deeply to be read"),
+    ("cvm-opt", ["{d}/ir.txt"], 64, "cannot tell the format of"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/empty.npy", "-o", "{d}/o.npy"], 2,
+     "an empty file, not a .npy array"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/bad_header.npy", "-o", "{d}/o.npy"], 2,
+     "not a .npy array (TokenError"),
+    ("cvm-opt", ["{d}/wide.mlir"], 2, "type expected"),
+    ("cvm-opt", ["{d}/wider.mlir"], 2, "type expected"),
+    ("cvm-translate", ["--export-cvm", "{d}/wide.mlir", "-o", "{d}/out"], 2, "type expected"),
+    ("cvm-opt", ["{d}/block0.mlir"], 2, "cannot parse the input: ValueError: ('Invalid Block name format `0`."),
+    ("cvm-translate", ["--export-cvm", "{d}/block0.mlir", "-o", "{d}/out"], 2, "ValueError: ('Invalid Block name"),
+    ("cvm-task", ["run", "{d}/block0.mlir"], 2, "ValueError: ('Invalid Block name"),
+    ("cvm-opt", ["{d}/i65.mlir"], 2, "NotImplementedError: Format not implemented for i65"),
+    ("cvm-opt", ["{d}/open_string.mlir"], 2, "End of file reached before closing string literal"),
+    ("cvm-translate", ["--export-cvm", "{d}/open_string.mlir", "-o", "{d}/out"], 2, "closing string literal"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/silent", "-o", "{d}/o.npy"], 2,
+     "not a regular file (a .npy stack is mapped)"),
+    ("cvm-run", ["{d}/silent", "{d}/silent", "--gas"], 2, "a FIFO no process wrote to or closed within 0.1 s"),
+    ("cvm-opt", ["{d}/silent.mlir"], 2, "a FIFO no process wrote to"),
+    ("cvm-task", ["run", "{d}/silent"], 2, "a FIFO no process wrote to"),
+    ("cvm-translate", ["--export-cvm", "{d}/silent", "-o", "{d}/out"], 2, "a FIFO no process wrote to"),
 ]
 
 
 @pytest.mark.parametrize(("tool", "args", "code", "message"), CASES,
                          ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
-def test_exit_status(tool, args, code, message, files, capsys):
+def test_exit_status(tool, args, code, message, files, capsys, monkeypatch):
+    from cvmc.runtime import files as readers
+
+    monkeypatch.setattr(readers, "FIFO_WAIT_SECONDS", 0.1)  # the FIFOs here have no writer: refused, not waited on
     argv = [str(a).format(d=files) for a in args]
     assert status(TOOLS[tool], argv) == code
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "Traceback" not in err and "internal error" not in err
     if code == 0:
         assert err == ""
 
@@ -119,7 +165,7 @@ def test_ir_files_are_read_with_a_bound(tool, monkeypatch, capsys):
     from cvmc.runtime import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
-    argv = {"cvm-opt": ["/dev/zero"], "cvm-translate": ["--export-cvm", "/dev/zero", "-o", "out"],
+    argv = {"cvm-opt": ["/dev/zero", "-f", "mlir"], "cvm-translate": ["--export-cvm", "/dev/zero", "-o", "out"],
             "cvm-task": ["run", "/dev/zero"]}[tool]
     assert status(TOOLS[tool], argv) == 1
     assert "'/dev/zero' holds more than 64 bytes" in capsys.readouterr().err
@@ -203,3 +249,45 @@ def test_cvm_opt_reads_stdin_with_a_bound(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
     assert status(cvm_opt.main, []) == 0
     assert capsys.readouterr().out.startswith("builtin.module")
+
+
+def test_cvm_cache_ends_quietly_on_a_closed_pipe(tmp_path):
+    """F8: `cvm-cache info | head -0` was a BrokenPipeError traceback and status 1."""
+    env = {**os.environ, "CVMC_CACHE_DIR": str(tmp_path / "c"), "XDG_STATE_HOME": str(tmp_path / "s")}
+    for command in ("info", "clear"):
+        code, _, err = _closed_pipe(["cvmc.tools.cvm_cache", command], env=env)
+        assert (code, err) == (cli.EX_PIPE, ""), command
+
+
+@pytest.mark.parametrize("argv", [
+    ["cvmc.tools.cvm_run", MLP / "model.json", MLP / "params.bin", "--gas"],
+    ["cvmc.tools.cvm_opt", GRAPH_IR],
+    ["cvmc.tools.cvm_cache", "info"],
+    ["cvmc.examples", "list"],
+])  # fmt: skip
+def test_a_closed_stdout_is_no_internal_error(argv, tmp_path):
+    """F10: with stdout closed (`>&-`) every tool did its work and ended in "internal error: AttributeError"."""
+    env = {**os.environ, "CVMC_CACHE_DIR": str(tmp_path / "c"), "XDG_STATE_HOME": str(tmp_path / "s")}
+    module, *args = map(str, argv)
+    code = f"import sys, {module} as m; sys.exit(m.main({args!r}))"
+    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       env=env, text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_a_stream_past_the_limit_costs_the_limit_not_twice_it():
+    """F13: /dev/zero as model.json peaked at 4.2 GB for a 2 GiB limit (the chunks read, then joined). With 384 MiB
+    of address space to spare, a 256 MiB limit is refused as a logic error, not an out-of-memory."""
+    code = textwrap.dedent("""
+        import resource
+        from cvmc.errors import CVMLogicError
+        from cvmc.runtime import files
+        size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (size + (384 << 20), resource.RLIM_INFINITY))
+        try:
+            files.read_bounded("/dev/zero", "model file", 256 << 20)
+        except CVMLogicError as e:
+            print("refused:", e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "refused: model file '/dev/zero' holds more than 268435456 bytes" in r.stdout, r.stderr[-2000:]

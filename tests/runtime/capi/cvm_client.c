@@ -9,12 +9,15 @@
  *                                               one shared net: every output must equal a lone inference's
  *   cvm_client --load model.json params.bin     the load status alone, with CVMGetLastError on stdout
  *   cvm_client --edges CASE                     the API's statuses on bad arguments, one `what=status` a line
+ *   cvm_client --stale CASE OTHER               freed, stale and forged handles (CASE freed, its slot reused by
+ *                                               OTHER), and a net freed while other threads run it: `what=status`
  *
  * Built by the tests with gcc against the library `cvm-aot lib` writes; the store is $CVMC_AOT_STORE. Built with
  * -DNO_LAST_ERROR, it links with cvm-runtime's own libcvm.so as well, for comparison.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +270,86 @@ static int edges(const char *dir) {
   return 0;
 }
 
+struct runner {
+  void *net;
+  struct file *input;
+  unsigned long long out_len;
+  int ok, refused, other;
+};
+
+static void *infer_until_freed(void *arg) {
+  struct runner *r = arg;
+  char *out = calloc(r->out_len + 1, 1);
+  for (int i = 0; i < 200; ++i) {
+    int status = CVMAPIInference(r->net, r->input->data, (int)r->input->size, out);
+    if (status == 0)
+      r->ok++;
+    else if (status == 2)
+      r->refused++;
+    else
+      r->other++;
+  }
+  free(out);
+  return NULL;
+}
+
+/* Handles that are not live: freed (their slot taken by a later model), stale, forged; and a net freed while
+ * threads run inferences on it (each call is 0 or 2, and nothing is read after the last one ends). */
+static int stale(const char *dir, const char *other) {
+  struct file json = slurp(dir, "model.json"), params = slurp(dir, "params.bin"), input = slurp(dir, "input.bin");
+  struct file ojson = slurp(other, "model.json"), oparams = slurp(other, "params.bin");
+  struct file oinput = slurp(other, "input.bin");
+  void *freed = NULL, *net = NULL;
+  unsigned long long v = 7;
+  char text[64];
+  if (CVMAPILoadModel(json.data, (int)json.size, params.data, (int)params.size, &freed, device, 0) != 0)
+    return 10;
+  CVMAPIFreeModel(freed);
+  for (int i = 0; i < 9; ++i) {
+    if (CVMAPILoadModel(ojson.data, (int)ojson.size, oparams.data, (int)oparams.size, &net, device, 0) != 0)
+      return 11;
+    if (i < 8)
+      CVMAPIFreeModel(net);
+  }
+  unsigned long long out_len = 0;
+  CVMAPIGetOutputLength(net, &out_len);
+  char *out = calloc(out_len + 64, 1);
+  int forged_on_stack = 0;
+#define SHOW(what, call) (fprintf(facts, "%s=%d\n", what, call), fflush(facts))
+  SHOW("freed_infer", CVMAPIInference(freed, input.data, (int)input.size, out));
+  SHOW("freed_output_length", CVMAPIGetOutputLength(freed, &v));
+  SHOW("freed_version", CVMAPIGetVersion(freed, text));
+  SHOW("freed_free", CVMAPIFreeModel(freed));
+  SHOW("forged_small", CVMAPIGetGasFromModel((void *)(uintptr_t)3, &v));
+  SHOW("forged_pointer", CVMAPIGetGasFromModel(&forged_on_stack, &v));
+  SHOW("forged_max", CVMAPIFreeModel((void *)~(uintptr_t)0));
+  SHOW("live_infer", CVMAPIInference(net, oinput.data, (int)oinput.size, out));
+  struct runner r[3];
+  pthread_t t[3];
+  for (int i = 0; i < 3; ++i) {
+    r[i] = (struct runner){net, &oinput, out_len, 0, 0, 0};
+    pthread_create(&t[i], NULL, infer_until_freed, &r[i]);
+  }
+  int freed_status = CVMAPIFreeModel(net);
+  int other_statuses = 0;
+  for (int i = 0; i < 3; ++i) {
+    pthread_join(t[i], NULL);
+    other_statuses += r[i].other;
+  }
+  SHOW("free_while_running", freed_status);
+  SHOW("statuses_other_than_0_or_2", other_statuses);
+  SHOW("freed_again", CVMAPIFreeModel(net));
+#undef SHOW
+  free(out);
+  free(json.data);
+  free(params.data);
+  free(input.data);
+  free(ojson.data);
+  free(oparams.data);
+  free(oinput.data);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   fflush(stdout);
   facts = fdopen(dup(1), "w");
@@ -284,6 +367,8 @@ int main(int argc, char **argv) {
     return edges(argv[2]);
   if (argc == 4 && strcmp(argv[1], "--threads") == 0)
     return threads_test(atoi(argv[2]), argv[3]);
+  if (argc == 4 && strcmp(argv[1], "--stale") == 0)
+    return stale(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "--load") == 0) {
     struct file json = slurp(argv[2], NULL), params = slurp(argv[3], NULL);
     void *net = NULL;
@@ -296,9 +381,11 @@ int main(int argc, char **argv) {
 #endif
     if (status == 0)
       CVMAPIFreeModel(net);
+    free(json.data);
+    free(params.data);
     return 0;
   }
   fprintf(stderr, "usage: cvm_client --cases OUTDIR CASE... | --time N model.json params.bin input.bin | "
-                  "--threads T CASE | --load model.json params.bin | --edges CASE\n");
+                  "--threads T CASE | --load model.json params.bin | --edges CASE | --stale CASE OTHER\n");
   return 64;
 }
