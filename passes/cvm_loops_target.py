@@ -10,8 +10,7 @@
 - "avx2": the u8 x s8 micro-kernel `cvmc.mmk_u8s8` on `vpmaddubsw` (x86-64-v3);
 - "avx512-vnni": int8 dot products on `vpdpbusd` (`cvmc.dot_u8s8`, and `cvmc.mmk_u8s8` with `isa` =
   "avx512-vnni": 512-bit accumulators, twice the AVX2 kernel's lanes) (x86-64-v4 with VNNI);
-- "amx": AMX-INT8 tiles (`cvmc.mmk_u8s8` with `isa` = "amx": tiles of 16 pixels x 16 channels, `tdpbusd`;
-  opt-in on the host, `CVMC_ISA=amx`, until its kernels have run on a CPU that has it).
+- "amx": AMX-INT8 tiles (`cvmc.mmk_u8s8` with `isa` = "amx": tiles of 16 pixels x 16 channels, `tdpbusd`).
 `emulated` lowers each tier's kernels in portable IR with the same packing and tiling, so every tier's layouts
 run bit for bit on any CPU; `mmk` = False turns the register-blocked micro-kernels off (A/B comparisons).
 

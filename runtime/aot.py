@@ -421,24 +421,29 @@ def write_output(path: Path, data: bytes, mode: int) -> None:
         raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
 
 
+def library_inputs(folder: Path) -> list[str]:
+    """What the C-API library is linked from: its C sources (capi/*.c) and the JIT's scheduler (program.ll)
+    compiled for any x86-64 CPU into `folder`/program.o (only the C API is exported)."""
+    from cvmc.runtime.llvm_compile import shared_object_code
+    from cvmc.runtime.program import program_ir
+
+    scheduler = folder / "program.o"
+    hidden = program_ir().replace("define void @cvmc_", "define hidden void @cvmc_")
+    scheduler.write_bytes(shared_object_code(hidden, cpu="x86-64"))
+    return [*(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler)]
+
+
 def write_library(path: str | os.PathLike[str]) -> Path:
     """`cvm-aot lib`: compile the C-API library (capi/*.c) into the shared object `path` (written atomically)."""
     out = Path(path)
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise CVMRuntimeError(f"cannot write {str(out)!r}: the folder {str(folder)!r} does not exist")
-    from cvmc.runtime.llvm_compile import shared_object_code
-    from cvmc.runtime.program import program_ir
-
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-lib-") as tmp:
         built = Path(tmp) / "libcvm.so"
-        # the JIT's scheduler (program.ll) for any x86-64 CPU; its helper threads live in the library for good,
-        # so it is never unloaded (-z nodelete)
-        scheduler = Path(tmp) / "program.o"
-        hidden = program_ir().replace("define void @cvmc_", "define hidden void @cvmc_")  # the API alone is exported
-        scheduler.write_bytes(shared_object_code(hidden, cpu="x86-64"))
+        # its helper threads live in the library for good, so it is never unloaded (-z nodelete)
         _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
-             f"-Wl,-soname,{out.name}", "-o", str(built), *(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler),
+             f"-Wl,-soname,{out.name}", "-o", str(built), *library_inputs(Path(tmp)),
              "-ldl", "-Wl,-z,nodelete", *_LINK_FLAGS], "the C-API library")
         write_output(out, built.read_bytes(), 0o755)
     return out

@@ -4,8 +4,8 @@
 `cvm-aot build`, `--dump`, `cvm-run`); the passes only ever see the `Target` it returns (`cvm_loops_target`).
 
 For the CPU: the highest ISA tier the host has (`host_isa`: "avx512-vnni" with AVX512-VNNI and AVX512-BW, "avx2"
-with AVX2, else "generic"; "amx" only by `CVMC_ISA`, where the CPU has AMX-INT8 and Linux grants the process its
-tiles), then the documented overrides, in this order:
+with AVX2, else "generic"; "amx" above them where the CPU has AMX-INT8 and Linux grants the process its tiles),
+then the documented overrides, in this order:
 - `CVMC_ISA` = generic | avx2 | avx512-vnni | amx, optionally with `-emulated` (e.g. `avx512-vnni-emulated`: the
   tier's kernels lowered in portable IR, same packing and tiling, so they run on any CPU): the tier itself;
 - `CVMC_VNNI` = 0: at most avx2; 1: at least avx512-vnni (IR tests on any host; the JIT refuses to run it on a
@@ -43,12 +43,12 @@ def host_features() -> frozenset[str]:
 
 
 def host_isa() -> str:
-    """The highest tier of `cvm_loops_target.ISAS` built for this CPU by default: AMX-INT8 is opt-in
-    (`CVMC_ISA=amx`) until its kernels have run on a CPU that has it (they are built, emulated and checked in
-    assembly on any host)."""
+    """The highest tier of `cvm_loops_target.ISAS` built for this CPU by default: "amx" where the CPU has AMX-INT8
+    and Linux grants this process the tile state (measured bit-exact and faster than the VNNI tier on an Emerald
+    Rapids, 2026-11-26; the known-answer check still runs first in every process)."""
     features = host_features()
     if {"avx512vnni", "avx512bw"} <= features:
-        return "avx512-vnni"
+        return "amx" if amx_permitted() else "avx512-vnni"
     return "avx2" if "avx2" in features else "generic"
 
 

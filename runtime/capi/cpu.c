@@ -6,6 +6,10 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 /* The register state a feature's instructions need the OS to save (XCR0 bits). */
 enum { OS_NONE = 0, OS_AVX = 0x6, OS_AVX512 = 0xe6, OS_AMX = 0x60006, OS_APX = 0x80006 };
@@ -77,11 +81,23 @@ static uint64_t os_state(void) {
   return (uint64_t)hi << 32 | lo;
 }
 
+/* Whether this process may use AMX tiles: Linux grants the tile data state to a process that asks for it
+ * (arch_prctl ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18; asking again is harmless). Without it the
+ * first tile instruction raises SIGILL, though CPUID and XCR0 say AMX is there. */
+static int amx_permitted(void) {
+#if defined(__linux__)
+  return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+  return 0;
+#endif
+}
+
 int cvmc_cpu_has(const char *name) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
     const struct feature *f = &table[i];
     if (strcmp(name, f->name) == 0)
-      return has_bit(f->leaf, f->subleaf, f->reg, f->bit) && (os_state() & f->os) == f->os;
+      return has_bit(f->leaf, f->subleaf, f->reg, f->bit) && (os_state() & f->os) == f->os &&
+             (f->os != OS_AMX || amx_permitted());
   }
   return -1;
 }

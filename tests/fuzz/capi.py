@@ -40,7 +40,7 @@ def _build(work: Path) -> Path:
     lib = work / "libcvm.so"
     subprocess.run(["gcc", "-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-shared",
                     "-fPIC", "-pthread", "-std=gnu11", "-o", str(lib),
-                    *(str(aot.CAPI / s) for s in aot.LIBRARY_SOURCES), "-ldl"], check=True)
+                    *aot.library_inputs(work), "-ldl"], check=True)
     return lib
 
 
