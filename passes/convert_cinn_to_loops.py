@@ -469,14 +469,25 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
 
 MATMUL_UNROLL = 8
 REDUCE_LANES = 8
+# A float Reduce (and the sums the fused softmax / layer norm kernels make through it) over a last reduced axis of
+# at least 2 * FLOAT_SPLIT elements keeps FLOAT_SPLIT partial results (lanes), whatever the host's vector width:
+# lane j combines, in order, the elements whose index along that axis is j mod FLOAT_SPLIT (the other reduced
+# axes outermost, ascending), then the last (size mod FLOAT_SPLIT) elements go to lanes 0, 1, ... in order, and
+# the lanes combine as a halving tree: lane j with lane j + h for h = FLOAT_SPLIT / 2, ..., 1. The order is fixed
+# (the same run to run, across thread counts and hosts) and the lanes vectorize. Max and min give the sequential
+# order's result exactly (maximumf / minimumf are order-free); a sum of n terms differs from the sequential sum
+# by at most about (n / FLOAT_SPLIT + log2 FLOAT_SPLIT) * eps * sum |x_i| (against n * eps * sum |x_i| for the
+# sequential order itself). `exact_float` keeps the sequential order (the bits of the element-wise form).
+FLOAT_SPLIT = 16
 
 
 class KernelEmitter:
     """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
     argument or computed by the inlined op that makes v."""
 
-    def __init__(self, plan: KernelPlan):
+    def __init__(self, plan: KernelPlan, exact_float: bool = False):
         values = [*plan.inputs, *plan.outputs]
+        self.exact_float = exact_float
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
@@ -584,8 +595,43 @@ class KernelEmitter:
                 indices.append(index)
             return [combine(acc, e) for acc, e in zip(accs, self.values(x, indices))]
 
+        sizes = [shape[d] for d in axes]
+        if self.exact_float or not s.is_float or not sizes or sizes[-1] < 2 * FLOAT_SPLIT:
+            first = init()
+            return _for_nest(k, sizes, [first] * len(points), step)
+        return self._split_reduce(sizes, len(points), init, combine, step)
+
+    def _split_reduce(self, sizes: list[int], count: int, init: Callable[[], Value], combine: Callable[..., Value],
+                      step: Callable[..., list[Value]]) -> list[Value]:
+        """`count` reductions over `sizes` in FLOAT_SPLIT lanes each, in the order of FLOAT_SPLIT's comment;
+        `step(inner, *accs)` combines the element at `inner` into each of the `count` accumulators."""
+        k, lanes, last = self.k, FLOAT_SPLIT, sizes[-1]
+        full = last - last % lanes
+
+        def one(inner: list[Value], at: Value, accs: Sequence[Value], lane: int) -> list[Value]:
+            return step([*inner, at], *[accs[p * lanes + lane] for p in range(count)])
+
+        def outer(inner: list[Value], *accs: Value) -> list[Value]:
+            def chunk(i: Value, *accs: Value) -> list[Value]:
+                parts = [one(inner, k.addi(i, k.idx(j)) if j else i, accs, j) for j in range(lanes)]
+                return [parts[j][p] for p in range(count) for j in range(lanes)]
+
+            accs = tuple(k.for_(full, chunk, step=lanes, inits=list(accs)))
+            for j in range(last - full):
+                new = one(inner, k.idx(full + j), accs, j)
+                accs = tuple(new[p] if q == j else accs[p * lanes + q] for p in range(count) for q in range(lanes))
+            return list(accs)
+
         first = init()
-        return _for_nest(k, [shape[d] for d in axes], [first] * len(points), step)
+        accs = _for_nest(k, sizes[:-1], [first] * (count * lanes), outer)
+        results = []
+        for p in range(count):
+            tree = accs[p * lanes : (p + 1) * lanes]
+            while len(tree) > 1:
+                half = len(tree) // 2
+                tree = [combine(tree[j], tree[j + half]) for j in range(half)]
+            results.append(tree[0])
+        return results
 
     def _dot(self, op: cinn.DotOp, s: Scalar, ivs: Sequence[Value]) -> Value:
         lhs, rhs = op.operands
@@ -929,16 +975,19 @@ class KernelEmitter:
         k.loops(shape, body, parallel=True)
 
 
-def lower_op(op: Operation, name: str) -> func.FuncOp:
+def lower_op(op: Operation, name: str, exact_float: bool = False) -> func.FuncOp:
     """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
-    return KernelEmitter(KernelPlan(name, op, [], list(op.operands))).emit()
+    return KernelEmitter(KernelPlan(name, op, [], list(op.operands)), exact_float).emit()
 
 
 @dataclass(frozen=True)
 class ConvertCinnToLoopsPass(ModulePass):
-    """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring)."""
+    """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring);
+    `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT)."""
 
     name = "convert-cinn-to-loops"
+
+    exact_float: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in list(op.ops):
@@ -947,7 +996,7 @@ class ConvertCinnToLoopsPass(ModulePass):
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [KernelEmitter(plan).emit() for plan in plan_kernels(function)]
+            kernels = [KernelEmitter(plan, self.exact_float).emit() for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()
             function.erase()

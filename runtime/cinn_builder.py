@@ -66,7 +66,9 @@ class CompiledFunction:
         return self._run(arrays)
 
 
-def _compile_cpu(function: func.FuncOp, fuse: bool = True, threads: int = 1) -> Callable[[list[np.ndarray]], list]:
+def _compile_cpu(
+    function: func.FuncOp, fuse: bool = True, threads: int = 1, exact_float: bool = False
+) -> Callable[[list[np.ndarray]], list]:
     """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
     convert-cinn-to-loops), JIT them, and run them in order on numpy buffers, one per stored SSA value; each
     kernel's outer parallel loop is split over `threads` threads."""
@@ -84,7 +86,7 @@ def _compile_cpu(function: func.FuncOp, fuse: bool = True, threads: int = 1) -> 
     plans = plan_kernels(annotated)
     kernels = []
     if plans:  # a program of no primitive returns its inputs
-        ConvertCinnToLoopsPass().apply(Context(), module)
+        ConvertCinnToLoopsPass(exact_float=exact_float).apply(Context(), module)
         engine = compile_module(module)
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op
@@ -142,11 +144,18 @@ class CinnBuilder:
         return module
 
     def compile(
-        self, outputs: Sequence[Variable], device: str = "reference", *, fuse: bool = True, threads: int = 1
+        self,
+        outputs: Sequence[Variable],
+        device: str = "reference",
+        *,
+        fuse: bool = True,
+        threads: int = 1,
+        exact_float: bool = False,
     ) -> CompiledFunction:
         """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`; on "cpu", `fuse`
-        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive) and each kernel runs on `threads`
-        threads."""
+        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), each kernel runs on `threads`
+        threads, and float reductions run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound
+        of `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`) unless `exact_float` keeps the sequential order."""
         if threads < 1:
             raise CVMLogicError(f"expected 'threads' >= 1, got {threads}")
         if device not in DEVICES:
@@ -157,7 +166,7 @@ class CinnBuilder:
         if device == "reference":
             return CompiledFunction(function, names, lambda arrays: run_function(function, arrays))
         if device == "cpu":
-            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads))
+            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads, exact_float))
         from cvmc.runtime.cuda import CinnCudaRunner
 
         return CompiledFunction(function, names, CinnCudaRunner(function))
