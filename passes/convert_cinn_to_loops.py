@@ -97,6 +97,7 @@ class Scalar:
 
     k: KernelBuilder
     element: Attribute
+    exact_float: bool = True
 
     @property
     def is_float(self) -> bool:
@@ -260,6 +261,8 @@ PREDICATES = {cinn.IsFiniteOp: "math.isfinite", cinn.IsInfOp: "math.isinf", cinn
 def unary(s: Scalar, op: Operation, x: Value) -> Value:
     """The scalar of a unary primitive."""
     kind = type(op)
+    if kind is cinn.ExpOp and isinstance(s.type, Float32Type) and not s.exact_float:
+        return exp_f32(s, x)
     if kind in FLOAT_UNARY:
         return s.emit(FLOAT_UNARY[kind](x))
     if kind in PREDICATES:
@@ -279,6 +282,33 @@ def unary(s: Scalar, op: Operation, x: Value) -> Value:
             return s.cmp("eq", x, s.const(0))
         case _:
             raise NotImplementedError(op.name)
+
+
+EXP_ULPS = 2  # exp_f32 against the correctly rounded exp, over all of f32 (tests/runtime/test_cinn_cpu.py)
+
+
+def exp_f32(s: Scalar, x: Value) -> Value:
+    """exp of an f32 in loop-level arithmetic (no libm call, so it vectorizes), within EXP_ULPS of the correctly
+    rounded result: x clamped to [-104, 89] (NaN stays NaN), n = roundeven(x / ln 2), r = x - n ln 2 (Cody-Waite,
+    two fmas), e^r by its Taylor polynomial of degree 7 (|r| <= ln 2 / 2: truncation under 0.1 ulp), times 2^n
+    as two normal powers of two 2^(n >> 1) and 2^(n - (n >> 1)), so results in the subnormal range round once
+    more (within EXP_ULPS of the subnormal spacing), and overflow gives inf, underflow 0."""
+    emit, c = s.emit, s.const
+    for bound, kind in ((89.0, "ogt"), (-104.0, "olt")):  # ordered compares: NaN passes
+        x = emit(arith.SelectOp(emit(arith.CmpfOp(x, c(bound), kind)), c(bound), x))
+    n = emit(math.RoundEvenOp(emit(arith.MulfOp(x, c(1.4426950408889634)))))
+    r = emit(math.FmaOp(n, c(-0.693359375), x))
+    r = emit(math.FmaOp(n, c(2.12194440e-4), r))
+    p = c(1.0 / 5040)
+    for coefficient in (1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0):
+        p = emit(math.FmaOp(p, r, c(coefficient)))
+    whole = emit(arith.FPToSIOp(n, i32))
+    half = emit(arith.ShRSIOp(whole, s.k.const(1, i32)))
+    for power in (half, emit(arith.SubiOp(whole, half))):
+        biased = emit(arith.AddiOp(power, s.k.const(127, i32)))
+        scale = emit(arith.BitcastOp(emit(arith.ShLIOp(biased, s.k.const(23, i32))), s.type))
+        p = emit(arith.MulfOp(p, scale))
+    return p
 
 
 BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
@@ -469,15 +499,16 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
 
 MATMUL_UNROLL = 8
 REDUCE_LANES = 8
-# A float Reduce (and the sums the fused softmax / layer norm kernels make through it) over a last reduced axis of
+# A float sum or product Reduce (and the sums the fused softmax / layer norm kernels make through it; max and min
+# stay sequential: LLVM vectorizes them, maximumf / minimumf being order-free) over a last reduced axis of
 # at least 2 * FLOAT_SPLIT elements keeps FLOAT_SPLIT partial results (lanes), whatever the host's vector width:
 # lane j combines, in order, the elements whose index along that axis is j mod FLOAT_SPLIT (the other reduced
 # axes outermost, ascending), then the last (size mod FLOAT_SPLIT) elements go to lanes 0, 1, ... in order, and
 # the lanes combine as a halving tree: lane j with lane j + h for h = FLOAT_SPLIT / 2, ..., 1. The order is fixed
-# (the same run to run, across thread counts and hosts) and the lanes vectorize. Max and min give the sequential
-# order's result exactly (maximumf / minimumf are order-free); a sum of n terms differs from the sequential sum
-# by at most about (n / FLOAT_SPLIT + log2 FLOAT_SPLIT) * eps * sum |x_i| (against n * eps * sum |x_i| for the
-# sequential order itself). `exact_float` keeps the sequential order (the bits of the element-wise form).
+# (the same run to run, across thread counts and hosts) and the lanes vectorize. A sum of n terms differs from
+# the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the sequential order: n *
+# eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
+# `exact_float` keeps the sequential order (the bits of the element-wise form).
 FLOAT_SPLIT = 16
 
 
@@ -517,7 +548,7 @@ class KernelEmitter:
             return [k.load(self.memory[v], list(p)) for p in points]
         op = v.owner
         assert isinstance(op, Operation)
-        s = Scalar(k, self.scalar_type(op))
+        s = Scalar(k, self.scalar_type(op), self.exact_float)
 
         def operand(i: int, index: Callable[[Sequence[Value]], list[Value]]) -> list[Value]:
             return self.values(op.operands[i], [index(p) for p in points])
@@ -596,7 +627,8 @@ class KernelEmitter:
             return [combine(acc, e) for acc, e in zip(accs, self.values(x, indices))]
 
         sizes = [shape[d] for d in axes]
-        if self.exact_float or not s.is_float or not sizes or sizes[-1] < 2 * FLOAT_SPLIT:
+        order_free = kind in (cinn.ReduceKind.MAX, cinn.ReduceKind.MIN)  # LLVM vectorizes these as they are
+        if self.exact_float or order_free or not s.is_float or not sizes or sizes[-1] < 2 * FLOAT_SPLIT:
             first = init()
             return _for_nest(k, sizes, [first] * len(points), step)
         return self._split_reduce(sizes, len(points), init, combine, step)
