@@ -627,38 +627,46 @@ class KernelEmitter:
             return [combine(acc, e) for acc, e in zip(accs, self.values(x, indices))]
 
         sizes = [shape[d] for d in axes]
-        order_free = kind in (cinn.ReduceKind.MAX, cinn.ReduceKind.MIN)  # LLVM vectorizes these as they are
-        if self.exact_float or order_free or not s.is_float or not sizes or sizes[-1] < 2 * FLOAT_SPLIT:
+        if not self._splits(op):
             first = init()
             return _for_nest(k, sizes, [first] * len(points), step)
-        return self._split_reduce(sizes, len(points), init, combine, step)
+        return self._split_reduce(s, sizes, len(points), init, combine, step)
 
-    def _split_reduce(self, sizes: list[int], count: int, init: Callable[[], Value], combine: Callable[..., Value],
-                      step: Callable[..., list[Value]]) -> list[Value]:
+    def _splits(self, op: cinn.ReduceOp) -> bool:
+        """Whether the Reduce runs in FLOAT_SPLIT lanes: a float sum or product, a last reduced axis of at least
+        2 * FLOAT_SPLIT, not `exact_float` (max and min stay as they are: LLVM vectorizes them, being order-free)."""
+        shape = _shape(op.operands[0])
+        axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
+        return (not self.exact_float and cinn.is_float(self.scalar_type(op)) and bool(axes)
+                and op.kind.data in (cinn.ReduceKind.SUM, cinn.ReduceKind.PROD) and shape[axes[-1]] >= 2 * FLOAT_SPLIT)
+
+    def _split_reduce(self, s: Scalar, sizes: list[int], count: int, init: Callable[[], Value],
+                      combine: Callable[..., Value], step: Callable[..., list[Value]]) -> list[Value]:
         """`count` reductions over `sizes` in FLOAT_SPLIT lanes each, in the order of FLOAT_SPLIT's comment;
-        `step(inner, *accs)` combines the element at `inner` into each of the `count` accumulators."""
+        `step(inner, *accs)` combines the element at `inner` into each of the `count` accumulators. The lanes
+        live in a stack buffer updated by an inner loop over the lanes, which the loop vectorizer turns into
+        vector loads and adds (as a C `acc[j] += x[i + j]`)."""
         k, lanes, last = self.k, FLOAT_SPLIT, sizes[-1]
         full = last - last % lanes
-
-        def one(inner: list[Value], at: Value, accs: Sequence[Value], lane: int) -> list[Value]:
-            return step([*inner, at], *[accs[p * lanes + lane] for p in range(count)])
-
-        def outer(inner: list[Value], *accs: Value) -> list[Value]:
-            def chunk(i: Value, *accs: Value) -> list[Value]:
-                parts = [one(inner, k.addi(i, k.idx(j)) if j else i, accs, j) for j in range(lanes)]
-                return [parts[j][p] for p in range(count) for j in range(lanes)]
-
-            accs = tuple(k.for_(full, chunk, step=lanes, inits=list(accs)))
-            for j in range(last - full):
-                new = one(inner, k.idx(full + j), accs, j)
-                accs = tuple(new[p] if q == j else accs[p * lanes + q] for p in range(count) for q in range(lanes))
-            return list(accs)
-
+        buf = k.alloca(MemRefType(s.type, [count * lanes]))
         first = init()
-        accs = _for_nest(k, sizes[:-1], [first] * (count * lanes), outer)
+        k.for_(count * lanes, lambda j: k.store(first, buf, [j]))
+
+        def update(inner: list[Value], at: Value, lane: Value) -> None:
+            slots = [k.addi(lane, k.idx(p * lanes)) if p else lane for p in range(count)]
+            for slot, acc in zip(slots, step([*inner, at], *[k.load(buf, [slot]) for slot in slots])):
+                k.store(acc, buf, [slot])
+
+        def outer(inner: list[Value]) -> list[Value]:
+            k.for_(full, lambda i: k.for_(lanes, lambda j: update(inner, k.addi(i, j), j)), step=lanes)
+            for j in range(last - full):
+                update(inner, k.idx(full + j), k.idx(j))
+            return []
+
+        _for_nest(k, sizes[:-1], [], outer)
         results = []
         for p in range(count):
-            tree = accs[p * lanes : (p + 1) * lanes]
+            tree = [k.load(buf, [k.idx(p * lanes + j)]) for j in range(lanes)]
             while len(tree) > 1:
                 half = len(tree) // 2
                 tree = [combine(tree[j], tree[j + half]) for j in range(half)]
@@ -983,8 +991,9 @@ class KernelEmitter:
         """How many output elements one iteration computes: REDUCE_LANES (or 4, 2) where the kernel reduces and
         its last dim of size > 1 divides by that (independent accumulators hide the latency of each add chain)."""
         root = self.plan.root
-        if not any(isinstance(o, cinn.ReduceOp) for o in (root, *self.plan.inlined)) or len(root.results) != 1:
-            return 1
+        reduces = [o for o in (root, *self.plan.inlined) if isinstance(o, cinn.ReduceOp)]
+        if not reduces or len(root.results) != 1 or any(self._splits(o) for o in reduces):
+            return 1  # a split reduction vectorizes along its own lanes (contiguous), not across outputs
         t = root.results[0].type
         assert isinstance(t, TensorType)
         if not cinn.is_float(t.element_type) and cinn.bit_width(t.element_type) < 32:
