@@ -284,25 +284,28 @@ def unary(s: Scalar, op: Operation, x: Value) -> Value:
             raise NotImplementedError(op.name)
 
 
+SHIFTER = 12582912.0  # 1.5 * 2^23, bits 0x4B400000
 EXP_ULPS = 2  # exp_f32 against the correctly rounded exp, over all of f32 (tests/runtime/test_cinn_cpu.py)
 
 
 def exp_f32(s: Scalar, x: Value) -> Value:
     """exp of an f32 in loop-level arithmetic (no libm call, so it vectorizes), within EXP_ULPS of the correctly
-    rounded result: x clamped to [-104, 89] (NaN stays NaN), n = roundeven(x / ln 2), r = x - n ln 2 (Cody-Waite,
+    rounded result: x clamped to [-104, 89] (NaN stays NaN), n = roundeven(x * (1 / ln 2)), r = x - n ln 2 (Cody-Waite,
     two fmas), e^r by its Taylor polynomial of degree 7 (|r| <= ln 2 / 2: truncation under 0.1 ulp), times 2^n
     as two normal powers of two 2^(n >> 1) and 2^(n - (n >> 1)), so results in the subnormal range round once
     more (within EXP_ULPS of the subnormal spacing), and overflow gives inf, underflow 0."""
     emit, c = s.emit, s.const
     for bound, kind in ((89.0, "ogt"), (-104.0, "olt")):  # ordered compares: NaN passes
         x = emit(arith.SelectOp(emit(arith.CmpfOp(x, c(bound), kind)), c(bound), x))
-    n = emit(math.RoundEvenOp(emit(arith.MulfOp(x, c(1.4426950408889634)))))
+    # n = roundeven(x / ln 2) by adding 1.5 * 2^23, whose bits then hold n (x86 has no vector fptosi.sat)
+    shifted = emit(arith.AddfOp(emit(arith.MulfOp(x, c(1.4426950408889634))), c(SHIFTER)))
+    n = emit(arith.SubfOp(shifted, c(SHIFTER)))
     r = emit(math.FmaOp(n, c(-0.693359375), x))
     r = emit(math.FmaOp(n, c(2.12194440e-4), r))
     p = c(1.0 / 5040)
     for coefficient in (1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0):
         p = emit(math.FmaOp(p, r, c(coefficient)))
-    whole = emit(arith.FPToSIOp(n, i32))
+    whole = emit(arith.SubiOp(emit(arith.BitcastOp(shifted, i32)), s.k.const(0x4B400000, i32)))
     half = emit(arith.ShRSIOp(whole, s.k.const(1, i32)))
     for power in (half, emit(arith.SubiOp(whole, half))):
         biased = emit(arith.AddiOp(power, s.k.const(127, i32)))
