@@ -503,14 +503,14 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
 MATMUL_UNROLL = 8
 REDUCE_LANES = 8
 # A float sum or product Reduce (and the sums the fused softmax / layer norm kernels make through it; max and min
-# stay sequential: LLVM vectorizes them, maximumf / minimumf being order-free) over a last reduced axis of
-# at least 2 * FLOAT_SPLIT elements keeps FLOAT_SPLIT partial results (lanes), whatever the host's vector width:
-# lane j combines, in order, the elements whose index along that axis is j mod FLOAT_SPLIT (the other reduced
-# axes outermost, ascending), then the last (size mod FLOAT_SPLIT) elements go to lanes 0, 1, ... in order, and
-# the lanes combine as a halving tree: lane j with lane j + h for h = FLOAT_SPLIT / 2, ..., 1. The order is fixed
-# (the same run to run, across thread counts and hosts) and the lanes vectorize. A sum of n terms differs from
-# the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the sequential order: n *
-# eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
+# stay sequential: LLVM vectorizes them, maximumf / minimumf being order-free) whose reduced axes include the
+# innermost one, of at least 2 * FLOAT_SPLIT elements, keeps FLOAT_SPLIT partial results (lanes), whatever the
+# host's vector width: lane j combines, in order, the elements whose index along that axis is j mod FLOAT_SPLIT
+# (the other reduced axes outermost, ascending), then the last (size mod FLOAT_SPLIT) elements go to lanes 0, 1,
+# ... in order, and the lanes combine as a halving tree: lane j with lane j + h for h = FLOAT_SPLIT / 2, ..., 1.
+# The order is fixed (the same run to run, across thread counts and hosts) and the lanes vectorize. A sum of n
+# terms differs from the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the
+# sequential order: n * eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
 # `exact_float` keeps the sequential order (the bits of the element-wise form).
 FLOAT_SPLIT = 16
 
@@ -636,12 +636,15 @@ class KernelEmitter:
         return self._split_reduce(s, sizes, len(points), init, combine, step)
 
     def _splits(self, op: cinn.ReduceOp) -> bool:
-        """Whether the Reduce runs in FLOAT_SPLIT lanes: a float sum or product, a last reduced axis of at least
-        2 * FLOAT_SPLIT, not `exact_float` (max and min stay as they are: LLVM vectorizes them, being order-free)."""
+        """Whether the Reduce runs in FLOAT_SPLIT lanes: a float sum or product over the innermost axis (among
+        others) of at least 2 * FLOAT_SPLIT elements, not `exact_float`. Max and min stay as they are (LLVM
+        vectorizes them, being order-free), and so do reductions over outer axes only (their kernels vectorize
+        across adjacent outputs, REDUCE_LANES, each in order)."""
         shape = _shape(op.operands[0])
         axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
         return (not self.exact_float and cinn.is_float(self.scalar_type(op)) and bool(axes)
-                and op.kind.data in (cinn.ReduceKind.SUM, cinn.ReduceKind.PROD) and shape[axes[-1]] >= 2 * FLOAT_SPLIT)
+                and axes[-1] == len(shape) - 1 and shape[-1] >= 2 * FLOAT_SPLIT
+                and op.kind.data in (cinn.ReduceKind.SUM, cinn.ReduceKind.PROD))
 
     def _split_reduce(self, s: Scalar, sizes: list[int], count: int, init: Callable[[], Value],
                       combine: Callable[..., Value], step: Callable[..., list[Value]]) -> list[Value]:
@@ -910,17 +913,29 @@ class KernelEmitter:
             last = min(cols_out, (src_cols - 1 - offset) // stride + 1) if src_cols - 1 - offset >= 0 else 0
             return first, last, stride, offset
 
+        # BLOCK output channels per iteration (groups == 1: they read the same source rows), each load of the
+        # source shared and BLOCK independent add chains (one chain through memory ran at its latency)
+        block = next(r for r in (4, 2, 1) if channels % r == 0) if g.groups == 1 else 1
+
         def plane(ivs: list[Value]) -> None:
             (u,) = ivs
-            n, ch = k.divsi(u, k.idx(channels)), k.remsi(u, k.idx(channels))
+            blocks = channels // block
+            n, first_ch = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
+            chs = [k.addi(first_ch, k.idx(b)) if b else first_ch for b in range(block)]
+            ch = chs[0]
             if forward:
                 base = k.muli(k.divsi(ch, k.idx(og)), k.idx(cg))  # the group's first input channel
             else:
-                base, cc = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og)), k.remsi(ch, k.idx(cg))
+                base = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og))
+                ccs = [k.remsi(c, k.idx(cg)) for c in chs]
             zero = s.const(0)
 
             def row(i: Value) -> None:
-                k.for_(cols_out, lambda j: k.store(zero, out, [n, ch, i, j]))
+                def clear(j: Value) -> None:
+                    for c in chs:
+                        k.store(zero, out, [n, c, i, j])
+
+                k.for_(cols_out, clear)
 
                 def channel(c: Value) -> None:
                     src_channel = k.addi(base, c)
@@ -935,13 +950,17 @@ class KernelEmitter:
                                 first, last, stride, offset = column_range(q)
                                 if first >= last:
                                     continue
-                                weight = [ch, c, p, q] if forward else [src_channel, cc, p, q]
-                                wv = self.value(filt, [k.idx(x) if isinstance(x, int) else x for x in weight])
+                                weights = [[o, c, p, q] for o in chs] if forward else \
+                                    [[src_channel, cc, p, q] for cc in ccs]
+                                wvs = [self.value(filt, [k.idx(x) if isinstance(x, int) else x for x in weight])
+                                       for weight in weights]
 
-                                def column(j: Value, wv: Value = wv, stride: int = stride, offset: int = offset):
+                                def column(j: Value, wvs: list[Value] = wvs, stride: int = stride,
+                                           offset: int = offset) -> None:
                                     xv = self.value(source, [n, src_channel, r, _index(k, offset, (j, stride))])
-                                    acc = k.load(out, [n, ch, i, j])
-                                    k.store(s.add(acc, s.mul(xv, wv)), out, [n, ch, i, j])
+                                    for o, wv in zip(chs, wvs):
+                                        acc = k.load(out, [n, o, i, j])
+                                        k.store(s.add(acc, s.mul(xv, wv)), out, [n, o, i, j])
 
                                 k.for_(last, column, lb=first)
 
@@ -951,7 +970,7 @@ class KernelEmitter:
 
             k.for_(rows_out, row)
 
-        k.parallel([g.n * channels], plane)
+        k.parallel([g.n * channels // block], plane)
         return True
 
     def emit(self) -> func.FuncOp:

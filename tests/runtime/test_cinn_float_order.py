@@ -149,3 +149,10 @@ def test_softmax_and_layer_norm_split_against_exact():
         fast, exact = run(build, x), run(build, x, exact_float=True)
         np.testing.assert_allclose(fast, exact, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(run(build, x, threads=2), fast)
+
+
+def test_a_sum_over_outer_axes_only_stays_in_order():
+    """Reduce over axis 0 of (64, 40): vectorized across adjacent outputs, each output still summed in order."""
+    x = RNG.standard_normal((64, 40)).astype(np.float32)
+    got = run(lambda b, v: b.reduce(v, "sum", [0], False), x)
+    np.testing.assert_array_equal(got, sequential(np.ascontiguousarray(x.T), "sum"))
