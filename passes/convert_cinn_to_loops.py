@@ -833,18 +833,23 @@ class KernelEmitter:
     def _conv_filter_rows(self, op: cinn.ConvOp) -> None:
         """NCHW backward_filter by (o, c) planes: for each filter row p, the kw outputs dw[o, c, p, :] accumulate
         together over (n, i) ascending (the row r guarded once) and, per q, over the columns j where the tap lands
-        inside x (static bounds): kw independent chains, no test per element, and each output sums the same
-        products in the order of the element-wise form."""
+        inside x (static bounds): BLOCK channels c at once (BLOCK chains per q, each load of dy shared), no test
+        per element, and each output sums the same products in the order of the element-wise form."""
         g = op.geometry()
         k, out = self.k, self.outputs[0]
         x, dy = op.operands
         s = Scalar(k, self.scalar_type(op))
         cg, og = g.c // g.groups, g.o // g.groups
 
+        block = next(r for r in (8, 4, 2, 1) if cg % r == 0)
+
         def plane(ivs: list[Value]) -> None:
             (u,) = ivs
-            o, c = k.divsi(u, k.idx(cg)), k.remsi(u, k.idx(cg))
-            channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
+            blocks = cg // block
+            o, c0 = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
+            cs = [k.addi(c0, k.idx(b)) if b else c0 for b in range(block)]
+            group_base = k.muli(k.divsi(o, k.idx(og)), k.idx(cg))
+            channels = [k.addi(group_base, c) for c in cs]
             for p in range(g.kh):
 
                 def position(pos: list[Value], *accs: Value, p: int = p) -> list[Value]:
@@ -853,28 +858,32 @@ class KernelEmitter:
 
                     def taps() -> list[Value]:
                         results = []
-                        for q, acc in enumerate(accs):
+                        for q in range(g.kw):
+                            mine = list(accs[q * block : (q + 1) * block])
                             offset = q * g.dilation_w - g.pad_left
                             first = max(0, -(offset // g.stride_w))
                             last = min(g.ow, (g.w - 1 - offset) // g.stride_w + 1) if g.w - 1 - offset >= 0 else 0
                             if first >= last:
-                                results.append(acc)
+                                results.extend(mine)
                                 continue
 
-                            def column(j: Value, a: Value, offset: int = offset) -> list[Value]:
-                                xv = self.value(x, [n, channel, r, _index(k, offset, (j, g.stride_w))])
-                                return [s.add(a, s.mul(self.value(dy, [n, o, i, j]), xv))]
+                            def column(j: Value, *acc: Value, offset: int = offset) -> list[Value]:
+                                dyv = self.value(dy, [n, o, i, j])
+                                t = _index(k, offset, (j, g.stride_w))
+                                return [s.add(a, s.mul(dyv, self.value(x, [n, ch, r, t])))
+                                        for a, ch in zip(acc, channels)]
 
-                            results.extend(k.for_(last, column, lb=first, inits=[acc]))
+                            results.extend(k.for_(last, column, lb=first, inits=mine))
                         return results
 
-                    return k.if_(_inside(k, r, g.h), taps, lambda: list(accs), types=[s.type] * g.kw)
+                    return k.if_(_inside(k, r, g.h), taps, lambda: list(accs), types=[s.type] * (g.kw * block))
 
-                totals = _for_nest(k, [g.n, g.oh], [s.const(0)] * g.kw, position)
-                for q, total in enumerate(totals):
-                    k.store(total, out, [o, c, k.idx(p), k.idx(q)])
+                totals = _for_nest(k, [g.n, g.oh], [s.const(0)] * (g.kw * block), position)
+                for q in range(g.kw):
+                    for c, total in zip(cs, totals[q * block : (q + 1) * block]):
+                        k.store(total, out, [o, c, k.idx(p), k.idx(q)])
 
-        k.parallel([g.o * cg], plane)
+        k.parallel([g.o * cg // block], plane)
 
     def _conv_rows(self, op: cinn.ConvOp) -> bool:
         """NCHW forward (and backward_data at stride 1) by output rows: out[n, o, i, :] += w * x[n, c, r, ...]

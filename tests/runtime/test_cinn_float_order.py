@@ -156,3 +156,31 @@ def test_a_sum_over_outer_axes_only_stays_in_order():
     x = RNG.standard_normal((64, 40)).astype(np.float32)
     got = run(lambda b, v: b.reduce(v, "sum", [0], False), x)
     np.testing.assert_array_equal(got, sequential(np.ascontiguousarray(x.T), "sum"))
+
+
+@pytest.mark.parametrize(("c", "o", "groups", "stride"), [(16, 16, 1, 1), (6, 8, 2, 1), (3, 6, 1, 2), (8, 12, 1, 1)])
+def test_blocked_nchw_conv_is_bit_equal_to_the_element_wise_form(c, o, groups, stride):
+    """NCHW conv forward / backward_data compute blocks of output channels, backward_filter blocks of input
+    channels, each element summing the same products in the same order: bit-equal to NHWC, which lowers through
+    the element-wise form."""
+    x = RNG.standard_normal((2, c, 7, 9)).astype(np.float32)
+    w = RNG.standard_normal((o, c // groups, 3, 3)).astype(np.float32)
+    args = ((stride, stride), (1, 1), (1, 1), groups)
+
+    def conv(kind, layout, a, b, shape=None):
+        nb = CinnBuilder("k")
+        u, v = nb.create_input("float32", a.shape, "u"), nb.create_input("float32", b.shape, "v")
+        extra = [shape] if shape is not None else []
+        return nb.compile([nb.conv(u, v, *args, kind, layout, "EXPLICIT", *extra)], device="cpu")(u=a, v=b)[0]
+
+    def nhwc(a):
+        return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+    y = conv("forward", "NCHW", x, w)
+    np.testing.assert_array_equal(nhwc(y), conv("forward", "NHWC", nhwc(x), w))
+    dy = RNG.standard_normal(y.shape).astype(np.float32)
+    if stride == 1:  # the blocked form of backward_data is the stride-1 one
+        dx = conv("backward_data", "NCHW", w, dy, list(x.shape))
+        np.testing.assert_array_equal(nhwc(dx), conv("backward_data", "NHWC", w, nhwc(dy), list(nhwc(x).shape)))
+    dw = conv("backward_filter", "NCHW", x, dy, list(w.shape))
+    np.testing.assert_array_equal(dw, conv("backward_filter", "NHWC", nhwc(x), nhwc(dy), list(w.shape)))
