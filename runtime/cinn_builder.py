@@ -16,6 +16,7 @@ shape inference and verifier: misuse raises `CVMLogicError` with the verifier's 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -103,18 +104,30 @@ def _compile_cpu(
         for plan, kernel in zip(plans, kernels)
     ]
 
+    def step(env: dict[SSAValue, np.ndarray], kernel: Any, inputs: Sequence[SSAValue], outputs: list) -> None:
+        results = [np.empty(shape, dtype) for _, shape, dtype in outputs]
+        buffers = (*[env[v] for v in inputs], *results)
+        call = PreparedCall(kernel, buffers, [a.__array_interface__["data"][0] for a in buffers])
+        if threads > 1:
+            call.launch(threads)
+        else:
+            call()
+        env.update((v, a) for (v, _, _), a in zip(outputs, results))
+
+    # A kernel of no input (a const_scalar) gives the same values every call: it runs once, here, and its
+    # buffers are only read later (a copy is returned)
+    fixed: dict[SSAValue, np.ndarray] = {}
+    for kernel, inputs, outputs in steps:
+        if not inputs:
+            step(fixed, kernel, inputs, outputs)
+    steps = [s for s in steps if s[1]]
+    kept = set(params) | set(fixed)
+
     def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        env: dict[SSAValue, np.ndarray] = dict(zip(params, arrays))
+        env: dict[SSAValue, np.ndarray] = {**fixed, **dict(zip(params, arrays))}
         for kernel, inputs, outputs in steps:
-            results = [np.empty(shape, dtype) for _, shape, dtype in outputs]
-            buffers = (*[env[v] for v in inputs], *results)
-            call = PreparedCall(kernel, buffers, [a.__array_interface__["data"][0] for a in buffers])
-            if threads > 1:
-                call.launch(threads)
-            else:
-                call()
-            env.update((v, a) for (v, _, _), a in zip(outputs, results))
-        return [env[v].copy() if v in params else env[v] for v in returns]
+            step(env, kernel, inputs, outputs)
+        return [env[v].copy() if v in kept else env[v] for v in returns]
 
     return run
 

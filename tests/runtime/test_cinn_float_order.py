@@ -184,3 +184,16 @@ def test_blocked_nchw_conv_is_bit_equal_to_the_element_wise_form(c, o, groups, s
         np.testing.assert_array_equal(nhwc(dx), conv("backward_data", "NHWC", w, nhwc(dy), list(nhwc(x).shape)))
     dw = conv("backward_filter", "NCHW", x, dy, list(w.shape))
     np.testing.assert_array_equal(dw, conv("backward_filter", "NHWC", nhwc(x), nhwc(dy), list(w.shape)))
+
+
+def test_constant_kernels_run_once_and_return_copies():
+    """A const_scalar kernel runs at compile time; returning its value gives a fresh copy each call."""
+    b = CinnBuilder("k")
+    v = b.create_input("float32", (3,), "x")
+    c = b.const_scalar(2.5, "c")
+    fn = b.compile([c, b.mul(v, c)], device="cpu")
+    first, y = fn(x=np.ones(3, np.float32))
+    assert first.shape == () and float(first) == 2.5 and y.tolist() == [2.5] * 3
+    first[()] = 7.0
+    again, y = fn(x=np.full(3, 2.0, np.float32))
+    assert float(again) == 2.5 and y.tolist() == [5.0] * 3
