@@ -49,9 +49,10 @@ def lanes(x: np.ndarray, kind: str) -> np.ndarray:
 # 2 * FLOAT_SPLIT - 1: sequential (too short to split); 2 * FLOAT_SPLIT: split, no tail; + 1 and larger: tails
 @pytest.mark.parametrize("n", [2 * FLOAT_SPLIT - 1, 2 * FLOAT_SPLIT, 2 * FLOAT_SPLIT + 1, 1024, 4099])
 @pytest.mark.parametrize("kind", ["sum", "prod"])
-def test_split_order_is_the_documented_one_and_exact_float_the_sequential_one(n, kind):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_split_order_is_the_documented_one_and_exact_float_the_sequential_one(n, kind, dtype):
     scale = 1.0 if kind == "sum" else 0.05
-    x = (1.0 + scale * RNG.standard_normal((7, n))).astype(np.float32)
+    x = (1.0 + scale * RNG.standard_normal((7, n))).astype(dtype)
 
     def build(b, v):
         return b.reduce(v, kind, [-1], False)
