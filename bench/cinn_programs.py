@@ -6,8 +6,10 @@ BnMeanVariance, BnGradBiasScale), softmax and layer norm, and a long element-wis
 device (cinn-mark-views + cinn-fuse + convert-cinn-to-loops, LLVM JIT) with 1 and 2 threads, and the same math
 in PyTorch eager, torch.compile (where it works here) and numpy (its own threading; numpy has no thread knob at
 run time). Prints the median time, GFLOP/s and the ratios; checks cvmc against numpy within 1e-3 relative.
+cvmc runs with its default float order (sums over the innermost axis in 16 lanes, exp as vector arithmetic);
+`--exact-float` times the sequential order instead (`CinnBuilder.compile(..., exact_float=True)`).
 
-    python bench/cinn_programs.py [--repeat N]
+    python bench/cinn_programs.py [--repeat N] [--exact-float]
 """
 
 from __future__ import annotations
@@ -179,7 +181,7 @@ def _torch_shim(torch):
     return T
 
 
-def main(repeat: int = 10) -> int:
+def main(repeat: int = 10, exact_float: bool = False) -> int:
     try:
         import torch
     except ImportError:
@@ -195,7 +197,7 @@ def main(repeat: int = 10) -> int:
         outs = list(cinn(b, *vs))
         feed = {f"a{i}": a for i, a in enumerate(arrays)}
         for threads in (1, 2):
-            fn = b.compile(outs, device="cpu", threads=threads)
+            fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float)
             row[f"cvmc{threads}"] = _timeit(lambda: fn(**feed), repeat)
             got = fn(**feed)
             for g, w in zip(got, want):
@@ -239,4 +241,6 @@ def main(repeat: int = 10) -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=10)
-    raise SystemExit(main(ap.parse_args().repeat))
+    ap.add_argument("--exact-float", action="store_true", help="float reductions and exp in the sequential order")
+    args = ap.parse_args()
+    raise SystemExit(main(args.repeat, args.exact_float))

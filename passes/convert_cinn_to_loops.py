@@ -97,6 +97,7 @@ class Scalar:
 
     k: KernelBuilder
     element: Attribute
+    exact_float: bool = True
 
     @property
     def is_float(self) -> bool:
@@ -260,6 +261,8 @@ PREDICATES = {cinn.IsFiniteOp: "math.isfinite", cinn.IsInfOp: "math.isinf", cinn
 def unary(s: Scalar, op: Operation, x: Value) -> Value:
     """The scalar of a unary primitive."""
     kind = type(op)
+    if kind is cinn.ExpOp and isinstance(s.type, Float32Type) and not s.exact_float:
+        return exp_f32(s, x)
     if kind in FLOAT_UNARY:
         return s.emit(FLOAT_UNARY[kind](x))
     if kind in PREDICATES:
@@ -279,6 +282,36 @@ def unary(s: Scalar, op: Operation, x: Value) -> Value:
             return s.cmp("eq", x, s.const(0))
         case _:
             raise NotImplementedError(op.name)
+
+
+SHIFTER = 12582912.0  # 1.5 * 2^23, bits 0x4B400000
+EXP_ULPS = 2  # exp_f32 against the correctly rounded exp, over all of f32 (tests/runtime/test_cinn_cpu.py)
+
+
+def exp_f32(s: Scalar, x: Value) -> Value:
+    """exp of an f32 in loop-level arithmetic (no libm call, so it vectorizes), within EXP_ULPS of the correctly
+    rounded result: x clamped to [-104, 89] (NaN stays NaN), n = roundeven(x * (1 / ln 2)), r = x - n ln 2 (Cody-Waite,
+    two fmas), e^r by its Taylor polynomial of degree 7 (|r| <= ln 2 / 2: truncation under 0.1 ulp), times 2^n
+    as two normal powers of two 2^(n >> 1) and 2^(n - (n >> 1)), so results in the subnormal range round once
+    more (within EXP_ULPS of the subnormal spacing), and overflow gives inf, underflow 0."""
+    emit, c = s.emit, s.const
+    for bound, kind in ((89.0, "ogt"), (-104.0, "olt")):  # ordered compares: NaN passes
+        x = emit(arith.SelectOp(emit(arith.CmpfOp(x, c(bound), kind)), c(bound), x))
+    # n = roundeven(x / ln 2) by adding 1.5 * 2^23, whose bits then hold n (x86 has no vector fptosi.sat)
+    shifted = emit(arith.AddfOp(emit(arith.MulfOp(x, c(1.4426950408889634))), c(SHIFTER)))
+    n = emit(arith.SubfOp(shifted, c(SHIFTER)))
+    r = emit(math.FmaOp(n, c(-0.693359375), x))
+    r = emit(math.FmaOp(n, c(2.12194440e-4), r))
+    p = c(1.0 / 5040)
+    for coefficient in (1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0):
+        p = emit(math.FmaOp(p, r, c(coefficient)))
+    whole = emit(arith.SubiOp(emit(arith.BitcastOp(shifted, i32)), s.k.const(0x4B400000, i32)))
+    half = emit(arith.ShRSIOp(whole, s.k.const(1, i32)))
+    for power in (half, emit(arith.SubiOp(whole, half))):
+        biased = emit(arith.AddiOp(power, s.k.const(127, i32)))
+        scale = emit(arith.BitcastOp(emit(arith.ShLIOp(biased, s.k.const(23, i32))), s.type))
+        p = emit(arith.MulfOp(p, scale))
+    return p
 
 
 BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
@@ -469,14 +502,26 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
 
 MATMUL_UNROLL = 8
 REDUCE_LANES = 8
+# A float sum or product Reduce (and the sums the fused softmax / layer norm kernels make through it; max and min
+# stay sequential: LLVM vectorizes them, maximumf / minimumf being order-free) whose reduced axes include the
+# innermost one, of at least 2 * FLOAT_SPLIT elements, keeps FLOAT_SPLIT partial results (lanes), whatever the
+# host's vector width: lane j combines, in order, the elements whose index along that axis is j mod FLOAT_SPLIT
+# (the other reduced axes outermost, ascending), then the last (size mod FLOAT_SPLIT) elements go to lanes 0, 1,
+# ... in order, and the lanes combine as a halving tree: lane j with lane j + h for h = FLOAT_SPLIT / 2, ..., 1.
+# The order is fixed (the same run to run, across thread counts and hosts) and the lanes vectorize. A sum of n
+# terms differs from the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the
+# sequential order: n * eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
+# `exact_float` keeps the sequential order (the bits of the element-wise form).
+FLOAT_SPLIT = 16
 
 
 class KernelEmitter:
     """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
     argument or computed by the inlined op that makes v."""
 
-    def __init__(self, plan: KernelPlan):
+    def __init__(self, plan: KernelPlan, exact_float: bool = False):
         values = [*plan.inputs, *plan.outputs]
+        self.exact_float = exact_float
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
@@ -506,7 +551,7 @@ class KernelEmitter:
             return [k.load(self.memory[v], list(p)) for p in points]
         op = v.owner
         assert isinstance(op, Operation)
-        s = Scalar(k, self.scalar_type(op))
+        s = Scalar(k, self.scalar_type(op), self.exact_float)
 
         def operand(i: int, index: Callable[[Sequence[Value]], list[Value]]) -> list[Value]:
             return self.values(op.operands[i], [index(p) for p in points])
@@ -584,8 +629,55 @@ class KernelEmitter:
                 indices.append(index)
             return [combine(acc, e) for acc, e in zip(accs, self.values(x, indices))]
 
+        sizes = [shape[d] for d in axes]
+        if not self._splits(op):
+            first = init()
+            return _for_nest(k, sizes, [first] * len(points), step)
+        return self._split_reduce(s, sizes, len(points), init, combine, step)
+
+    def _splits(self, op: cinn.ReduceOp) -> bool:
+        """Whether the Reduce runs in FLOAT_SPLIT lanes: a float sum or product over the innermost axis (among
+        others) of at least 2 * FLOAT_SPLIT elements, not `exact_float`. Max and min stay as they are (LLVM
+        vectorizes them, being order-free), and so do reductions over outer axes only (their kernels vectorize
+        across adjacent outputs, REDUCE_LANES, each in order)."""
+        shape = _shape(op.operands[0])
+        axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
+        return (not self.exact_float and cinn.is_float(self.scalar_type(op)) and bool(axes)
+                and axes[-1] == len(shape) - 1 and shape[-1] >= 2 * FLOAT_SPLIT
+                and op.kind.data in (cinn.ReduceKind.SUM, cinn.ReduceKind.PROD))
+
+    def _split_reduce(self, s: Scalar, sizes: list[int], count: int, init: Callable[[], Value],
+                      combine: Callable[..., Value], step: Callable[..., list[Value]]) -> list[Value]:
+        """`count` reductions over `sizes` in FLOAT_SPLIT lanes each, in the order of FLOAT_SPLIT's comment;
+        `step(inner, *accs)` combines the element at `inner` into each of the `count` accumulators. The lanes
+        live in a stack buffer updated by an inner loop over the lanes, which the loop vectorizer turns into
+        vector loads and adds (as a C `acc[j] += x[i + j]`)."""
+        k, lanes, last = self.k, FLOAT_SPLIT, sizes[-1]
+        full = last - last % lanes
+        buf = k.alloca(MemRefType(s.type, [count * lanes]))
         first = init()
-        return _for_nest(k, [shape[d] for d in axes], [first] * len(points), step)
+        k.for_(count * lanes, lambda j: k.store(first, buf, [j]))
+
+        def update(inner: list[Value], at: Value, lane: Value) -> None:
+            slots = [k.addi(lane, k.idx(p * lanes)) if p else lane for p in range(count)]
+            for slot, acc in zip(slots, step([*inner, at], *[k.load(buf, [slot]) for slot in slots])):
+                k.store(acc, buf, [slot])
+
+        def outer(inner: list[Value]) -> list[Value]:
+            k.for_(full, lambda i: k.for_(lanes, lambda j: update(inner, k.addi(i, j), j)), step=lanes)
+            for j in range(last - full):
+                update(inner, k.idx(full + j), k.idx(j))
+            return []
+
+        _for_nest(k, sizes[:-1], [], outer)
+        results = []
+        for p in range(count):
+            tree = [k.load(buf, [k.idx(p * lanes + j)]) for j in range(lanes)]
+            while len(tree) > 1:
+                half = len(tree) // 2
+                tree = [combine(tree[j], tree[j + half]) for j in range(half)]
+            results.append(tree[0])
+        return results
 
     def _dot(self, op: cinn.DotOp, s: Scalar, ivs: Sequence[Value]) -> Value:
         lhs, rhs = op.operands
@@ -741,18 +833,23 @@ class KernelEmitter:
     def _conv_filter_rows(self, op: cinn.ConvOp) -> None:
         """NCHW backward_filter by (o, c) planes: for each filter row p, the kw outputs dw[o, c, p, :] accumulate
         together over (n, i) ascending (the row r guarded once) and, per q, over the columns j where the tap lands
-        inside x (static bounds): kw independent chains, no test per element, and each output sums the same
-        products in the order of the element-wise form."""
+        inside x (static bounds): BLOCK channels c at once (BLOCK chains per q, each load of dy shared), no test
+        per element, and each output sums the same products in the order of the element-wise form."""
         g = op.geometry()
         k, out = self.k, self.outputs[0]
         x, dy = op.operands
         s = Scalar(k, self.scalar_type(op))
         cg, og = g.c // g.groups, g.o // g.groups
 
+        block = next(r for r in (8, 4, 2, 1) if cg % r == 0)
+
         def plane(ivs: list[Value]) -> None:
             (u,) = ivs
-            o, c = k.divsi(u, k.idx(cg)), k.remsi(u, k.idx(cg))
-            channel = k.addi(k.muli(k.divsi(o, k.idx(og)), k.idx(cg)), c)
+            blocks = cg // block
+            o, c0 = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
+            cs = [k.addi(c0, k.idx(b)) if b else c0 for b in range(block)]
+            group_base = k.muli(k.divsi(o, k.idx(og)), k.idx(cg))
+            channels = [k.addi(group_base, c) for c in cs]
             for p in range(g.kh):
 
                 def position(pos: list[Value], *accs: Value, p: int = p) -> list[Value]:
@@ -761,28 +858,32 @@ class KernelEmitter:
 
                     def taps() -> list[Value]:
                         results = []
-                        for q, acc in enumerate(accs):
+                        for q in range(g.kw):
+                            mine = list(accs[q * block : (q + 1) * block])
                             offset = q * g.dilation_w - g.pad_left
                             first = max(0, -(offset // g.stride_w))
                             last = min(g.ow, (g.w - 1 - offset) // g.stride_w + 1) if g.w - 1 - offset >= 0 else 0
                             if first >= last:
-                                results.append(acc)
+                                results.extend(mine)
                                 continue
 
-                            def column(j: Value, a: Value, offset: int = offset) -> list[Value]:
-                                xv = self.value(x, [n, channel, r, _index(k, offset, (j, g.stride_w))])
-                                return [s.add(a, s.mul(self.value(dy, [n, o, i, j]), xv))]
+                            def column(j: Value, *acc: Value, offset: int = offset) -> list[Value]:
+                                dyv = self.value(dy, [n, o, i, j])
+                                t = _index(k, offset, (j, g.stride_w))
+                                return [s.add(a, s.mul(dyv, self.value(x, [n, ch, r, t])))
+                                        for a, ch in zip(acc, channels)]
 
-                            results.extend(k.for_(last, column, lb=first, inits=[acc]))
+                            results.extend(k.for_(last, column, lb=first, inits=mine))
                         return results
 
-                    return k.if_(_inside(k, r, g.h), taps, lambda: list(accs), types=[s.type] * g.kw)
+                    return k.if_(_inside(k, r, g.h), taps, lambda: list(accs), types=[s.type] * (g.kw * block))
 
-                totals = _for_nest(k, [g.n, g.oh], [s.const(0)] * g.kw, position)
-                for q, total in enumerate(totals):
-                    k.store(total, out, [o, c, k.idx(p), k.idx(q)])
+                totals = _for_nest(k, [g.n, g.oh], [s.const(0)] * (g.kw * block), position)
+                for q in range(g.kw):
+                    for c, total in zip(cs, totals[q * block : (q + 1) * block]):
+                        k.store(total, out, [o, c, k.idx(p), k.idx(q)])
 
-        k.parallel([g.o * cg], plane)
+        k.parallel([g.o * cg // block], plane)
 
     def _conv_rows(self, op: cinn.ConvOp) -> bool:
         """NCHW forward (and backward_data at stride 1) by output rows: out[n, o, i, :] += w * x[n, c, r, ...]
@@ -821,17 +922,29 @@ class KernelEmitter:
             last = min(cols_out, (src_cols - 1 - offset) // stride + 1) if src_cols - 1 - offset >= 0 else 0
             return first, last, stride, offset
 
+        # BLOCK output channels per iteration (groups == 1: they read the same source rows), each load of the
+        # source shared and BLOCK independent add chains (one chain through memory ran at its latency)
+        block = next(r for r in (4, 2, 1) if channels % r == 0) if g.groups == 1 else 1
+
         def plane(ivs: list[Value]) -> None:
             (u,) = ivs
-            n, ch = k.divsi(u, k.idx(channels)), k.remsi(u, k.idx(channels))
+            blocks = channels // block
+            n, first_ch = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
+            chs = [k.addi(first_ch, k.idx(b)) if b else first_ch for b in range(block)]
+            ch = chs[0]
             if forward:
                 base = k.muli(k.divsi(ch, k.idx(og)), k.idx(cg))  # the group's first input channel
             else:
-                base, cc = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og)), k.remsi(ch, k.idx(cg))
+                base = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og))
+                ccs = [k.remsi(c, k.idx(cg)) for c in chs]
             zero = s.const(0)
 
             def row(i: Value) -> None:
-                k.for_(cols_out, lambda j: k.store(zero, out, [n, ch, i, j]))
+                def clear(j: Value) -> None:
+                    for c in chs:
+                        k.store(zero, out, [n, c, i, j])
+
+                k.for_(cols_out, clear)
 
                 def channel(c: Value) -> None:
                     src_channel = k.addi(base, c)
@@ -846,13 +959,17 @@ class KernelEmitter:
                                 first, last, stride, offset = column_range(q)
                                 if first >= last:
                                     continue
-                                weight = [ch, c, p, q] if forward else [src_channel, cc, p, q]
-                                wv = self.value(filt, [k.idx(x) if isinstance(x, int) else x for x in weight])
+                                weights = [[o, c, p, q] for o in chs] if forward else \
+                                    [[src_channel, cc, p, q] for cc in ccs]
+                                wvs = [self.value(filt, [k.idx(x) if isinstance(x, int) else x for x in weight])
+                                       for weight in weights]
 
-                                def column(j: Value, wv: Value = wv, stride: int = stride, offset: int = offset):
+                                def column(j: Value, wvs: list[Value] = wvs, stride: int = stride,
+                                           offset: int = offset) -> None:
                                     xv = self.value(source, [n, src_channel, r, _index(k, offset, (j, stride))])
-                                    acc = k.load(out, [n, ch, i, j])
-                                    k.store(s.add(acc, s.mul(xv, wv)), out, [n, ch, i, j])
+                                    for o, wv in zip(chs, wvs):
+                                        acc = k.load(out, [n, o, i, j])
+                                        k.store(s.add(acc, s.mul(xv, wv)), out, [n, o, i, j])
 
                                 k.for_(last, column, lb=first)
 
@@ -862,7 +979,7 @@ class KernelEmitter:
 
             k.for_(rows_out, row)
 
-        k.parallel([g.n * channels], plane)
+        k.parallel([g.n * channels // block], plane)
         return True
 
     def emit(self) -> func.FuncOp:
@@ -905,8 +1022,9 @@ class KernelEmitter:
         """How many output elements one iteration computes: REDUCE_LANES (or 4, 2) where the kernel reduces and
         its last dim of size > 1 divides by that (independent accumulators hide the latency of each add chain)."""
         root = self.plan.root
-        if not any(isinstance(o, cinn.ReduceOp) for o in (root, *self.plan.inlined)) or len(root.results) != 1:
-            return 1
+        reduces = [o for o in (root, *self.plan.inlined) if isinstance(o, cinn.ReduceOp)]
+        if not reduces or len(root.results) != 1 or any(self._splits(o) for o in reduces):
+            return 1  # a split reduction vectorizes along its own lanes (contiguous), not across outputs
         t = root.results[0].type
         assert isinstance(t, TensorType)
         if not cinn.is_float(t.element_type) and cinn.bit_width(t.element_type) < 32:
@@ -929,16 +1047,19 @@ class KernelEmitter:
         k.loops(shape, body, parallel=True)
 
 
-def lower_op(op: Operation, name: str) -> func.FuncOp:
+def lower_op(op: Operation, name: str, exact_float: bool = False) -> func.FuncOp:
     """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
-    return KernelEmitter(KernelPlan(name, op, [], list(op.operands))).emit()
+    return KernelEmitter(KernelPlan(name, op, [], list(op.operands)), exact_float).emit()
 
 
 @dataclass(frozen=True)
 class ConvertCinnToLoopsPass(ModulePass):
-    """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring)."""
+    """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring);
+    `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT)."""
 
     name = "convert-cinn-to-loops"
+
+    exact_float: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in list(op.ops):
@@ -947,7 +1068,7 @@ class ConvertCinnToLoopsPass(ModulePass):
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [KernelEmitter(plan).emit() for plan in plan_kernels(function)]
+            kernels = [KernelEmitter(plan, self.exact_float).emit() for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()
             function.erase()

@@ -18,6 +18,7 @@ a `CVMLogicError` when it is made, never a numpy MemoryError when it runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -78,14 +79,16 @@ class CompiledFunction:
                 raise CVMLogicError(
                     f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
                 )
-            arrays.append(np.require(array, requirements="C"))
+            arrays.append(np.require(array, requirements="CA"))  # C order, aligned: what the kernels take
         try:
             return self._run(arrays)
         except MemoryError:
             raise CVMRuntimeError(f"out of memory running {self.function.sym_name.data}") from None
 
 
-def _compile_cpu(function: func.FuncOp, fuse: bool = True, threads: int = 1) -> Callable[[list[np.ndarray]], list]:
+def _compile_cpu(
+    function: func.FuncOp, fuse: bool = True, threads: int = 1, exact_float: bool = False
+) -> Callable[[list[np.ndarray]], list]:
     """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
     convert-cinn-to-loops), JIT them, and run them in order on numpy buffers, one per stored SSA value; each
     kernel's outer parallel loop is split over `threads` threads."""
@@ -103,19 +106,47 @@ def _compile_cpu(function: func.FuncOp, fuse: bool = True, threads: int = 1) -> 
     plans = plan_kernels(annotated)
     kernels = []
     if plans:  # a program of no primitive returns its inputs
-        ConvertCinnToLoopsPass().apply(Context(), module)
+        ConvertCinnToLoopsPass(exact_float=exact_float).apply(Context(), module)
         engine = compile_module(module)
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
 
+    # What each call needs, read from the IR once: a call then costs a few microseconds a kernel. The kernels'
+    # arguments need none of the per-call checks of `Kernel.__call__`: the inputs were checked by
+    # `CompiledFunction` (dtype, shape, C order) and every other buffer is made here, of the kernel's types.
+    from cvmc.runtime.jit import PreparedCall
+
+    params, returns = list(annotated.args), list(ret.arguments)
+    steps = [
+        (kernel, plan.inputs, [(r, r.type.get_shape(), numpy_dtype(r.type)) for r in plan.outputs])  # pyright: ignore
+        for plan, kernel in zip(plans, kernels)
+    ]
+
+    def step(env: dict[SSAValue, np.ndarray], kernel: Any, inputs: Sequence[SSAValue], outputs: list) -> None:
+        results = [np.empty(shape, dtype) for _, shape, dtype in outputs]
+        buffers = (*[env[v] for v in inputs], *results)
+        call = PreparedCall(kernel, buffers, [a.__array_interface__["data"][0] for a in buffers])
+        if threads > 1:
+            call.launch(threads)
+        else:
+            call()
+        env.update((v, a) for (v, _, _), a in zip(outputs, results))
+
+    # A kernel of no input (a const_scalar) gives the same values every call: it runs once, here, and its
+    # buffers are only read later (a copy is returned)
+    fixed: dict[SSAValue, np.ndarray] = {}
+    for kernel, inputs, outputs in steps:
+        if not inputs:
+            step(fixed, kernel, inputs, outputs)
+    steps = [s for s in steps if s[1]]
+    kept = set(params) | set(fixed)
+
     def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        env: dict[SSAValue, np.ndarray] = dict(zip(annotated.args, arrays))
-        for plan, kernel in zip(plans, kernels):
-            results = [np.empty(r.type.get_shape(), numpy_dtype(r.type)) for r in plan.outputs]  # pyright: ignore
-            kernel(*[env[v] for v in plan.inputs], *results, threads=threads)
-            env.update(zip(plan.outputs, results))
-        return [env[v].copy() if v in annotated.args else env[v] for v in ret.arguments]
+        env: dict[SSAValue, np.ndarray] = {**fixed, **dict(zip(params, arrays))}
+        for kernel, inputs, outputs in steps:
+            step(env, kernel, inputs, outputs)
+        return [env[v].copy() if v in kept else env[v] for v in returns]
 
     return run
 
@@ -162,11 +193,18 @@ class CinnBuilder:
         return module
 
     def compile(
-        self, outputs: Sequence[Variable], device: str = "reference", *, fuse: bool = True, threads: int = 1
+        self,
+        outputs: Sequence[Variable],
+        device: str = "reference",
+        *,
+        fuse: bool = True,
+        threads: int = 1,
+        exact_float: bool = False,
     ) -> CompiledFunction:
         """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`; on "cpu", `fuse`
-        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive) and each kernel runs on `threads`
-        threads."""
+        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), each kernel runs on `threads`
+        threads, and float reductions run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound
+        of `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`) unless `exact_float` keeps the sequential order."""
         if threads < 1:
             raise CVMLogicError(f"expected 'threads' >= 1, got {threads}")
         if device not in DEVICES:
@@ -177,7 +215,7 @@ class CinnBuilder:
         if device == "reference":
             return CompiledFunction(function, names, lambda arrays: run_function(function, arrays))
         if device == "cpu":
-            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads))
+            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads, exact_float))
         from cvmc.runtime.cuda import CinnCudaRunner
 
         return CompiledFunction(function, names, CinnCudaRunner(function))

@@ -47,7 +47,8 @@ func.func @chain(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4xf32>, tens
 // LOOPS-LABEL: func.func @softmax_0_reduce(
 // LOOPS-LABEL: func.func @softmax_2_exp(%x: memref<4x8xf32>, %m: memref<4x1xf32>, %e: memref<4x8xf32>)
 // LOOPS:         arith.subf
-// LOOPS:         math.exp
+// LOOPS:         math.fma
+// LOOPS-NOT:     math.exp
 // LOOPS-LABEL: func.func @softmax_3_reduce(%e: memref<4x8xf32>, %s: memref<4x1xf32>)
 // LOOPS-LABEL: func.func @softmax_4_div(%e: memref<4x8xf32>, %s: memref<4x1xf32>, %y: memref<4x8xf32>)
 // LOOPS-LABEL: func.func @chain_2_const_scalar(%zero: memref<f32>)

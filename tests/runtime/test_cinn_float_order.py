@@ -1,0 +1,200 @@
+"""Float reductions in FLOAT_SPLIT lanes of a fixed order, the vectorizable f32 exp, and `exact_float`."""
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+import pytest
+
+from cvmc import CinnBuilder
+from cvmc.passes.convert_cinn_to_loops import EXP_ULPS, FLOAT_SPLIT
+
+pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+
+RNG = np.random.default_rng(27)
+EPS = float(np.finfo(np.float32).eps)
+
+
+def run(build, x, *, exact_float=False, threads=1):
+    b = CinnBuilder("k")
+    v = b.create_input(x.dtype.name, x.shape, "x")
+    return b.compile([build(b, v)], device="cpu", exact_float=exact_float, threads=threads)(x=x)[0]
+
+
+def sequential(x: np.ndarray, kind: str) -> np.ndarray:
+    """Reduce over the last axis in index order, one rounding per step (the element-wise form's order)."""
+    op = np.add if kind == "sum" else np.multiply
+    acc = np.full(x.shape[:-1], 0.0 if kind == "sum" else 1.0, x.dtype)
+    for j in range(x.shape[-1]):
+        acc = op(acc, x[..., j])
+    return acc
+
+
+def lanes(x: np.ndarray, kind: str) -> np.ndarray:
+    """The documented order of FLOAT_SPLIT: lane j takes indices j mod FLOAT_SPLIT, the tail goes to lanes 0, 1,
+    ..., then a halving tree."""
+    op = np.add if kind == "sum" else np.multiply
+    n = x.shape[-1]
+    full = n - n % FLOAT_SPLIT
+    acc = np.full((*x.shape[:-1], FLOAT_SPLIT), 0.0 if kind == "sum" else 1.0, x.dtype)
+    for c in range(0, full, FLOAT_SPLIT):
+        acc = op(acc, x[..., c : c + FLOAT_SPLIT])
+    acc[..., : n - full] = op(acc[..., : n - full], x[..., full:])
+    while acc.shape[-1] > 1:
+        half = acc.shape[-1] // 2
+        acc = op(acc[..., :half], acc[..., half:])
+    return acc[..., 0]
+
+
+# 2 * FLOAT_SPLIT - 1: sequential (too short to split); 2 * FLOAT_SPLIT: split, no tail; + 1 and larger: tails
+@pytest.mark.parametrize("n", [2 * FLOAT_SPLIT - 1, 2 * FLOAT_SPLIT, 2 * FLOAT_SPLIT + 1, 1024, 4099])
+@pytest.mark.parametrize("kind", ["sum", "prod"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_split_order_is_the_documented_one_and_exact_float_the_sequential_one(n, kind, dtype):
+    scale = 1.0 if kind == "sum" else 0.05
+    x = (1.0 + scale * RNG.standard_normal((7, n))).astype(dtype)
+
+    def build(b, v):
+        return b.reduce(v, kind, [-1], False)
+
+    want = lanes(x, kind) if n >= 2 * FLOAT_SPLIT else sequential(x, kind)
+    got = run(build, x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(run(build, x, threads=2), got)  # the same bits on any thread count
+    np.testing.assert_array_equal(run(build, x, exact_float=True), sequential(x, kind))
+    np.testing.assert_array_equal(run(build, x, exact_float=True, threads=2), sequential(x, kind))
+
+
+@pytest.mark.parametrize("n", [2 * FLOAT_SPLIT, 1000, 4099, 65536])
+def test_split_sum_within_the_stated_bound_of_the_sequential_sum(n):
+    """|split - sequential| <= (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1 + n) * eps * sum |x| (FLOAT_SPLIT's
+    comment), on values of mixed sign and magnitude, cancellation included."""
+    x = (RNG.standard_normal((4, n)) * np.exp(RNG.uniform(-8, 8, (4, n)))).astype(np.float32)
+    got = run(lambda b, v: b.reduce(v, "sum", [-1], False), x).astype(np.float64)
+    seq = sequential(x, "sum").astype(np.float64)
+    bound = (n / FLOAT_SPLIT + np.log2(FLOAT_SPLIT) + 1 + n) * EPS * np.abs(x.astype(np.float64)).sum(-1)
+    assert np.all(np.abs(got - seq) <= bound)
+    # and the split sum is no further from the exact (f64) sum than its own bound
+    exact = x.astype(np.float64).sum(-1)
+    assert np.all(np.abs(got - exact) <= (n / FLOAT_SPLIT + np.log2(FLOAT_SPLIT) + 1) * EPS * np.abs(x).sum(-1))
+
+
+def test_multi_axis_and_keep_dim_split_sum_matches_the_order():
+    """Reduced axes other than the last run outermost: lane j of (a, b) takes b = j mod FLOAT_SPLIT over all a."""
+    x = RNG.standard_normal((3, 5, 40)).astype(np.float32)
+    got = run(lambda b, v: b.reduce(v, "sum", [0, 2], True), x)
+    flat = x.transpose(1, 0, 2)  # (5, 3, 40): lanes over a then b, in that order
+    acc = np.zeros((5, FLOAT_SPLIT), np.float32)
+    for a in range(3):
+        for c in range(0, 32, FLOAT_SPLIT):
+            acc += flat[:, a, c : c + FLOAT_SPLIT]
+        acc[:, :8] += flat[:, a, 32:]
+    while acc.shape[-1] > 1:
+        acc = acc[:, : acc.shape[-1] // 2] + acc[:, acc.shape[-1] // 2 :]
+    np.testing.assert_array_equal(got.reshape(5), acc[:, 0])
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_max_and_min_are_order_free(kind):
+    x = RNG.standard_normal((6, 100)).astype(np.float32)
+    x[1, 50], x[2, 0], x[3, 7] = np.nan, -0.0, np.inf
+    got = run(lambda b, v: b.reduce(v, kind, [-1], False), x)
+    np.testing.assert_array_equal(got, run(lambda b, v: b.reduce(v, kind, [-1], False), x, exact_float=True))
+    assert np.isnan(got[1])
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    i = a.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+
+def test_exp_f32_within_the_stated_ulps_over_the_whole_range():
+    """Every 4093rd f32 bit pattern (both signs, subnormals, inf, NaN payloads), the overflow and underflow
+    edges and a dense grid over [-104, 89], against exp in f64 rounded to f32."""
+    x = np.arange(0, 1 << 32, 4093, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.72284, 89.0, 89.1, -87.33655, -103.27893, -103.972,
+             -104.0, -104.1, 1e-45, -1e-45, 1.17549435e-38]  # fmt: skip
+    x = np.concatenate([x, np.array(edges, np.float32), np.linspace(-104, 89, 1 << 18, dtype=np.float32)])
+    got = run(lambda b, v: b.exp(v), x)
+    with np.errstate(all="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    ulps = np.abs(_ordered(got[~nan]) - _ordered(want[~nan]))
+    assert ulps.max() <= EXP_ULPS
+    assert got[np.isposinf(x)].tolist() == [np.inf] and got[np.isneginf(x)].tolist() == [0.0]
+
+
+def test_exact_float_exp_is_libm_expf():
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = np.concatenate([RNG.uniform(-100, 90, 2000), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40]]).astype(np.float32)
+    want = np.array([libm.expf(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(run(lambda b, v: b.exp(v), x, exact_float=True), want)
+
+
+def test_softmax_and_layer_norm_split_against_exact():
+    x = RNG.standard_normal((16, 1000)).astype(np.float32)
+
+    def softmax(b, v):
+        e = b.exp(b.sub(v, b.reduce(v, "max", [-1], True)))
+        return b.div(e, b.reduce(e, "sum", [-1], True))
+
+    def layer_norm(b, v):
+        inv = b.const_scalar(1.0 / 1000, "inv")
+        c = b.sub(v, b.mul(b.reduce(v, "sum", [-1], True), inv))
+        var = b.mul(b.reduce(b.mul(c, c), "sum", [-1], True), inv)
+        return b.mul(c, b.rsqrt(b.add(var, b.const_scalar(1e-5, "eps"))))
+
+    for build in (softmax, layer_norm):
+        fast, exact = run(build, x), run(build, x, exact_float=True)
+        np.testing.assert_allclose(fast, exact, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(run(build, x, threads=2), fast)
+
+
+def test_a_sum_over_outer_axes_only_stays_in_order():
+    """Reduce over axis 0 of (64, 40): vectorized across adjacent outputs, each output still summed in order."""
+    x = RNG.standard_normal((64, 40)).astype(np.float32)
+    got = run(lambda b, v: b.reduce(v, "sum", [0], False), x)
+    np.testing.assert_array_equal(got, sequential(np.ascontiguousarray(x.T), "sum"))
+
+
+@pytest.mark.parametrize(("c", "o", "groups", "stride"), [(16, 16, 1, 1), (6, 8, 2, 1), (3, 6, 1, 2), (8, 12, 1, 1)])
+def test_blocked_nchw_conv_is_bit_equal_to_the_element_wise_form(c, o, groups, stride):
+    """NCHW conv forward / backward_data compute blocks of output channels, backward_filter blocks of input
+    channels, each element summing the same products in the same order: bit-equal to NHWC, which lowers through
+    the element-wise form."""
+    x = RNG.standard_normal((2, c, 7, 9)).astype(np.float32)
+    w = RNG.standard_normal((o, c // groups, 3, 3)).astype(np.float32)
+    args = ((stride, stride), (1, 1), (1, 1), groups)
+
+    def conv(kind, layout, a, b, shape=None):
+        nb = CinnBuilder("k")
+        u, v = nb.create_input("float32", a.shape, "u"), nb.create_input("float32", b.shape, "v")
+        extra = [shape] if shape is not None else []
+        return nb.compile([nb.conv(u, v, *args, kind, layout, "EXPLICIT", *extra)], device="cpu")(u=a, v=b)[0]
+
+    def nhwc(a):
+        return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+    y = conv("forward", "NCHW", x, w)
+    np.testing.assert_array_equal(nhwc(y), conv("forward", "NHWC", nhwc(x), w))
+    dy = RNG.standard_normal(y.shape).astype(np.float32)
+    if stride == 1:  # the blocked form of backward_data is the stride-1 one
+        dx = conv("backward_data", "NCHW", w, dy, list(x.shape))
+        np.testing.assert_array_equal(nhwc(dx), conv("backward_data", "NHWC", w, nhwc(dy), list(nhwc(x).shape)))
+    dw = conv("backward_filter", "NCHW", x, dy, list(w.shape))
+    np.testing.assert_array_equal(dw, conv("backward_filter", "NHWC", nhwc(x), nhwc(dy), list(w.shape)))
+
+
+def test_constant_kernels_run_once_and_return_copies():
+    """A const_scalar kernel runs at compile time; returning its value gives a fresh copy each call."""
+    b = CinnBuilder("k")
+    v = b.create_input("float32", (3,), "x")
+    c = b.const_scalar(2.5, "c")
+    fn = b.compile([c, b.mul(v, c)], device="cpu")
+    first, y = fn(x=np.ones(3, np.float32))
+    assert first.shape == () and float(first) == 2.5 and y.tolist() == [2.5] * 3
+    first[()] = 7.0
+    again, y = fn(x=np.full(3, 2.0, np.float32))
+    assert float(again) == 2.5 and y.tolist() == [5.0] * 3
