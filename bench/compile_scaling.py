@@ -100,7 +100,7 @@ def compile_seconds(model_json: bytes, stage: str = "jit") -> tuple[float, float
 
         cvmc.load_model(model_json, params, device="cpu")
     else:
-        from cvmc.passes.cvm_loops_target import DEFAULT
+        from cvmc.passes.loops.target import DEFAULT
         from cvmc.runtime.compile import llvm_kernels, lower
 
         llvm_kernels(lower(load_graph(model_json, params), DEFAULT))

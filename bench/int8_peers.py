@@ -348,8 +348,8 @@ def macs(graph) -> dict[str, int]:
 def conv_kernels(graph, target) -> dict[str, tuple[str, str]]:
     """Each conv2d layer's kernel in cvmc's plan for `target`, by name: (what it is, the limit it runs against:
     the instruction of `limit_kinds` it is made of)."""
-    from cvmc.passes.cvm_loops_ir import net_from_function
-    from cvmc.passes.cvm_loops_plan import plan
+    from cvmc.passes.loops.ir import net_from_function
+    from cvmc.passes.loops.plan import plan
     from cvmc.runtime.cvm_ir import graph_to_module
 
     net, _ = net_from_function(graph_to_module(graph).body.block.first_op)

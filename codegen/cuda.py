@@ -36,7 +36,7 @@ sequential loops inside a thread. Only the threads of a block kernel's block sha
 to do so); there are no atomics, so every launch computes the same bits.
 
 Block kernels. A kernel whose top level holds `scf.for %b = gpu.block_id to B step gpu.grid_dim` (the GPU
-schedule of conv2d and dense, `cvmc.passes.cvm_loops_gpu`) deals B blocks to the grid by that block-stride loop,
+schedule of conv2d and dense, `cvmc.passes.loops.gpu`) deals B blocks to the grid by that block-stride loop,
 and the loops `scf.for %v = gpu.thread_id to T step gpu.block_dim` inside it deal the block's work to the
 launch's threads: its `work` is B * min(T, BLOCK_SIZE) (T of the loops holding the multiply-adds), and it
 computes the same bits under any launch as well. Threads of a block share `memref.alloca`s of memory space 3

@@ -53,7 +53,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
-from cvmc.passes.cvm_loops_builder import KernelBuilder
+from cvmc.passes.loops.builder import KernelBuilder
 
 Value = SSAValue
 

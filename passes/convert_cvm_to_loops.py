@@ -1,7 +1,7 @@
 """`convert-cvm-to-loops`: a function of `cvm` ops on tensors -> loop-level kernels over memrefs and a host plan.
 
 The function `@main` (as `graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators,
-the heads returned) is planned by `cvm_loops_plan` following the decisions recorded on it by the analyses of the
+the heads returned) is planned by `loops.plan` following the decisions recorded on it by the analyses of the
 `cvm-to-loops` pipeline, checked, and making the missing ones itself (so this pass alone lowers as the pipeline
 does):
 
@@ -13,8 +13,8 @@ does):
 It becomes:
 
 - one `memref.global` per param that some kernel reads (`constant`, its values), conv2d and dense weights
-  already packed (int16 rows of the reduction, see `cvm_loops_plan`);
-- one kernel `func.func` per fused group (`cvm_loops_plan`), with memref arguments only, plus the pack kernels
+  already packed (int16 rows of the reduction, see `loops.plan`);
+- one kernel `func.func` per fused group (`loops.plan`), with memref arguments only, plus the pack kernels
   of conv2d and dense inputs; groups that compute the same thing on the same argument types share one kernel;
 - a host `func.func @main(%data, %arena)` returning the heads: `memref.view`s of the byte arena at the planned
   offsets, `memref.reinterpret_cast`s to the strided view each kernel reads, and one `func.call` per group in
@@ -61,13 +61,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from cvmc.passes.cvm_loops_ir import CvmFunction
-from cvmc.passes.cvm_loops_kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
-from cvmc.passes.cvm_loops_ops import pack_values
-from cvmc.passes.cvm_loops_plan import ELEMENT_BYTES, Buffer, Plan, group_work
-from cvmc.passes.cvm_loops_target import module_target
-from cvmc.passes.cvm_loops_views import Layout
 from cvmc.passes.cvm_plan_buffers import read_hints
+from cvmc.passes.loops.ir import CvmFunction
+from cvmc.passes.loops.kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
+from cvmc.passes.loops.ops import pack_values
+from cvmc.passes.loops.plan import ELEMENT_BYTES, Buffer, Plan, group_work
+from cvmc.passes.loops.target import module_target
+from cvmc.passes.loops.views import Layout
 
 _SYMBOL = re.compile(r"[^A-Za-z0-9_]")
 _NUMPY_ELEMENTS = {"i16": "<i2", "i8": "i1", "u8": "u1"}  # a packed param's bytes
@@ -213,7 +213,7 @@ class ConvertCvmToLoopsPass(ModulePass):
 
     name = "convert-cvm-to-loops"
 
-    target: str | None = None  # `cvm_loops_target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
+    target: str | None = None  # `loops.target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)

@@ -67,8 +67,8 @@ from cvmc.dialects.taskgraph import (
     ParamKind,
     StorageBlockOp,
 )
-from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
-from cvmc.passes.cvm_loops_views import row_major
+from cvmc.passes.loops.builder import KernelBuilder, Value
+from cvmc.passes.loops.views import row_major
 
 P = ParamKind
 _CLAMP28 = (-(2**27), 2**27 - 1)

@@ -32,9 +32,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm import tensor_shape
-from cvmc.passes.cvm_loops_ir import CvmFunction
-from cvmc.passes.cvm_loops_plan import view_layouts
-from cvmc.passes.cvm_loops_views import Layout
+from cvmc.passes.loops.ir import CvmFunction
+from cvmc.passes.loops.plan import view_layouts
+from cvmc.passes.loops.views import Layout
 
 VIEW = "cvm.view"
 

@@ -45,10 +45,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.passes.cvm_fuse import read_groups
-from cvmc.passes.cvm_loops_ir import CvmFunction
-from cvmc.passes.cvm_loops_plan import Hints, Owner
-from cvmc.passes.cvm_loops_target import module_target
 from cvmc.passes.cvm_mark_views import read_views
+from cvmc.passes.loops.ir import CvmFunction
+from cvmc.passes.loops.plan import Hints, Owner
+from cvmc.passes.loops.target import module_target
 
 OFFSET = "cvm.offset"
 PACK_OFFSET = "cvm.pack_offset"
@@ -100,7 +100,7 @@ class CvmPlanBuffersPass(ModulePass):
 
     name = "cvm-plan-buffers"
 
-    target: str | None = None  # `cvm_loops_target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
+    target: str | None = None  # `loops.target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)

@@ -9,7 +9,7 @@ A pipeline is a plain string in `cvm-opt -p` syntax, so the same lowering can be
 `cvm-to-loops`: `cvm-mark-views` (which ops are strided views, no kernel), `cvm-fuse` (the kernel groups, one
 call each), `cvm-plan-buffers` (arena offsets by liveness), then `convert-cvm-to-loops` (kernels, param globals
 and the host `@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
-(what the `cuda` device runs). Each is built for a `cvm_loops_target.Target`: `cvm-to-loops{target=x86:avx2}`,
+(what the `cuda` device runs). Each is built for a `loops.target.Target`: `cvm-to-loops{target=x86:avx2}`,
 recorded on the module as `cvmc.target`.
 """
 
@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from cvmc.passes import get_all_passes
-from cvmc.passes.cvm_loops_target import GPU, Target, module_target
+from cvmc.passes.loops.target import GPU, Target, module_target
 
 PIPELINES: dict[str, str] = {
     "cvm-to-loops": "cvm-mark-views,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops",
@@ -56,7 +56,7 @@ def gc_paused() -> Iterator[None]:
 def run_pipeline(module: ModuleOp, name: str, ctx: Context | None = None, target: Target | str | None = None
                  ) -> ModuleOp:
     """Apply a named pipeline to `module` in place (the garbage collector paused), built for `target` (recorded on
-    the module as `cvmc.target`; None: the module's, else `cvm_loops_target.DEFAULT`); returns it."""
+    the module as `cvmc.target`; None: the module's, else `loops.target.DEFAULT`); returns it."""
     ctx = ctx or Context()
     module_target(module, None if target is None else str(target))
     with gc_paused():
@@ -71,7 +71,7 @@ class CvmToLoopsPass(ModulePass):
 
     name = "cvm-to-loops"
 
-    target: str | None = None  # `cvm_loops_target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
+    target: str | None = None  # `loops.target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_pipeline(op, self.name, ctx, self.target)
@@ -80,7 +80,7 @@ class CvmToLoopsPass(ModulePass):
 @dataclass(frozen=True)
 class CvmToGpuLoopsPass(ModulePass):
     """The `cvm-to-loops` pipeline built for a CUDA GPU (target `cuda:any`: int8 operands as signed bytes, and the
-    GPU schedule of conv2d, dense and packing of `cvm_loops_gpu`), as the `cuda` device lowers."""
+    GPU schedule of conv2d, dense and packing of `loops.gpu`), as the `cuda` device lowers."""
 
     name = "cvm-to-gpu-loops"
 

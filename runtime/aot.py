@@ -498,7 +498,7 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     except CVMError as e:
         decision = e
     else:
-        from cvmc.passes.cvm_loops_target import Target
+        from cvmc.passes.loops.target import Target
         from cvmc.runtime.jit import host_target
         from cvmc.runtime.target import jit_target
 

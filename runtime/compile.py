@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from cvmc.codegen.abi import KernelSpec
     from cvmc.codegen.cuda import CudaKernelSpec
-    from cvmc.passes.cvm_loops_target import Target
+    from cvmc.passes.loops.target import Target
 
 log = logging.getLogger(__name__)
 PIPELINE = "cvm-to-loops"
@@ -81,7 +81,7 @@ def lower(graph: Graph, target: Target, dump: StageDump | None = None) -> Lowere
     from xdsl.context import Context
     from xdsl.dialects import func
 
-    from cvmc.passes.cvm_loops_target import module_target
+    from cvmc.passes.loops.target import module_target
     from cvmc.passes.pipelines import gc_paused, pipeline_passes
     from cvmc.runtime.cvm_ir import graph_to_module
 

@@ -41,7 +41,7 @@ __all__ = ["KERNELS_MODULE", "MAX_THREADS", "Call", "CpuRunner", "HostProgram", 
            "default_threads", "lower_graph", "read_host"]
 
 if TYPE_CHECKING:
-    from cvmc.passes.cvm_loops_target import Target
+    from cvmc.passes.loops.target import Target
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
 # (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,

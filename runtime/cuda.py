@@ -14,7 +14,7 @@ plans the device memory once: one arena, one buffer for the input, one per param
 arguments of every launch (device pointers, prepared once). A run copies the input in, launches the kernels in
 order (recorded once as one CUDA graph where the device allows, replayed by each run), and copies the heads
 out. Kernels use no atomics and share memory only within a block, behind barriers (the GPU schedule of conv2d
-and dense, `cvmc.passes.cvm_loops_gpu`), so every run and every launch configuration gives the same bits.
+and dense, `cvmc.passes.loops.gpu`), so every run and every launch configuration gives the same bits.
 
 NVRTC compiles the whole module once for the device's architecture (a cubin; PTX for the newest architecture
 NVRTC knows when it does not know the device's), with `--fmad=false`. The cubin is kept in the on-disk cache next

@@ -75,7 +75,7 @@ def read_host(module: Any) -> tuple[HostProgram, Any]:
         StringAttr,
     )
 
-    from cvmc.passes.cvm_loops_views import layout_of
+    from cvmc.passes.loops.views import layout_of
 
     main: Any = None
     globals_: dict[str, np.ndarray] = {}

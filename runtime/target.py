@@ -1,7 +1,7 @@
 """The one place that looks at the machine and the environment to choose what the loop level is built for.
 
 `detect_target(device)` is called at the API and tool boundary (`cvmc.runtime.cpu.lower_graph`, the `cuda` device,
-`cvm-aot build`, `--dump`, `cvm-run`); the passes only ever see the `Target` it returns (`cvm_loops_target`).
+`cvm-aot build`, `--dump`, `cvm-run`); the passes only ever see the `Target` it returns (`loops.target`).
 
 For the CPU: the highest ISA tier the host has (`host_isa`: "avx512-vnni" with AVX512-VNNI and AVX512-BW, "avx2"
 with AVX2, else "generic"; "amx" above them where the CPU has AMX-INT8 and Linux grants the process its tiles),
@@ -23,7 +23,7 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
-from cvmc.passes.cvm_loops_target import GPU, ISAS, Target
+from cvmc.passes.loops.target import GPU, ISAS, Target
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,7 +43,7 @@ def host_features() -> frozenset[str]:
 
 
 def host_isa() -> str:
-    """The highest tier of `cvm_loops_target.ISAS` built for this CPU by default: "amx" where the CPU has AMX-INT8
+    """The highest tier of `loops.target.ISAS` built for this CPU by default: "amx" where the CPU has AMX-INT8
     and Linux grants this process the tile state (measured bit-exact and faster than the VNNI tier on an Emerald
     Rapids, 2026-11-26; the known-answer check still runs first in every process)."""
     features = host_features()

@@ -17,7 +17,7 @@ def pytest_configure(config):
 def pytest_terminal_summary(terminalreporter):
     """Which CPU kernel tiers this run covered: those the host runs natively (their tests run with the
     instructions), the emulated ones (portable lowering, every host), and those it cannot run (skipped)."""
-    from cvmc.passes.cvm_loops_target import ISAS
+    from cvmc.passes.loops.target import ISAS
     from cvmc.runtime.jit import host_target
     from cvmc.runtime.target import detect_target, host_has
 

@@ -4,7 +4,7 @@
     cvm-opt invalid.mlir --split-input-file --verify-diagnostics
     cvm-opt model.mlir -p cvm-to-loops -t cuda        # the loop level printed as CUDA C (or -t llvm-ir)
     cvm-opt model.mlir -p 'cvm-to-loops{target="x86:avx512-vnni"}'  # built for a target (default x86:avx2,
-                                                      # whatever the machine; see cvm_loops_target.Target)
+                                                      # whatever the machine; see loops.target.Target)
     cvm-opt --list-passes                             # cvmc's passes, one line each
     cvm-opt model.mlir --elide-elementsattrs-if-larger 16   # constants of more than 16 values elided
     cvm-opt model.mlir -t dot | dot -Tsvg > model.svg # the graph, shapes and precisions on the edges

@@ -8,9 +8,9 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
 
 from cvmc import CvmBuilder
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
-from cvmc.passes.cvm_loops_ir import net_from_function
-from cvmc.passes.cvm_loops_plan import plan
-from cvmc.passes.cvm_loops_views import Layout, collapse
+from cvmc.passes.loops.ir import net_from_function
+from cvmc.passes.loops.plan import plan
+from cvmc.passes.loops.views import Layout, collapse
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
@@ -134,7 +134,7 @@ def test_an_understated_precision_reaches_every_consumer():
 @pytest.mark.parametrize(("vnni", "row_bytes"), [("0", 2 * 48 * 2), ("1", 2 * 64 * 1)])
 def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypatch, vnni, row_bytes):
     """2 groups of 36 taps: padded to 48 int16 values, or to 64 bytes (u8 x s8)."""
-    from cvmc.passes import cvm_loops_ops
+    from cvmc.passes.loops import ops as cvm_loops_ops
 
     if vnni == "1" and not host_has("avx512-vnni"):
         pytest.skip("the host CPU has no AVX512-VNNI")

@@ -1,5 +1,5 @@
 """A blocked conv2d whose output only the next conv2d reads writes that conv's padded NHWC input in its epilogue
-(`_Planner._pack_in_epilogue`, `cvm_loops_ops.conv2d_packing`): no pack kernel runs between them and the int32
+(`_Planner._pack_in_epilogue`, `loops.ops.conv2d_packing`): no pack kernel runs between them and the int32
 output is not stored. The rule's bound is the pack being the output's one reader: with a second reader (an
 elementwise op, a head) the output is stored and a pack kernel runs. Bit-exact with the reference on every edge:
 paddings (none, symmetric, one side wider), a partial block of output channels, pixels past the last block of
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
-from cvmc.passes.cvm_loops_ir import net_from_function
-from cvmc.passes.cvm_loops_plan import plan
-from cvmc.passes.cvm_loops_target import GPU, Target
+from cvmc.passes.loops.ir import net_from_function
+from cvmc.passes.loops.plan import plan
+from cvmc.passes.loops.target import GPU, Target
 from cvmc.runtime.cpu import compile_graph, lower_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph

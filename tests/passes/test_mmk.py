@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
-from cvmc.passes.cvm_loops_ir import net_from_function
-from cvmc.passes.cvm_loops_plan import plan
-from cvmc.passes.cvm_loops_target import Target
+from cvmc.passes.loops.ir import net_from_function
+from cvmc.passes.loops.plan import plan
+from cvmc.passes.loops.target import Target
 from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph, lower_graph
 from cvmc.runtime.cvm_ir import graph_to_module

@@ -15,10 +15,10 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc import CvmBuilder
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.cvm_fuse import CvmFusePass
-from cvmc.passes.cvm_loops_arena import Occupancy, disjoint
-from cvmc.passes.cvm_loops_ir import CvmFunction
-from cvmc.passes.cvm_loops_kernels import KernelNames
-from cvmc.passes.cvm_loops_plan import (
+from cvmc.passes.loops.arena import Occupancy, disjoint
+from cvmc.passes.loops.ir import CvmFunction
+from cvmc.passes.loops.kernels import KernelNames
+from cvmc.passes.loops.plan import (
     MAX_CONCAT_INPUTS,
     MAX_GROUP_OPS,
     Buffer,

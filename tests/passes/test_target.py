@@ -1,4 +1,4 @@
-"""The target the loop level is built for (`cvm_loops_target.Target`): printed and parsed back, refused with a
+"""The target the loop level is built for (`loops.target.Target`): printed and parsed back, refused with a
 message naming what is wrong, recorded on the module by the passes (their option, else the module's, else the
 machine-independent DEFAULT), and chosen from the host and the documented overrides in one place
 (`runtime.target.detect_target`)."""
@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc import CvmBuilder
-from cvmc.passes.cvm_loops_target import DEFAULT, GPU, ISAS, Target, module_target
+from cvmc.passes.loops.target import DEFAULT, GPU, ISAS, Target, module_target
 from cvmc.passes.pipelines import CvmToLoopsPass
 from cvmc.runtime import target as host
 from cvmc.runtime.cvm_ir import graph_to_module

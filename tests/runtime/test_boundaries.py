@@ -16,8 +16,8 @@ from cuda_host import HostDevice, host_compiler
 import cvmc.runtime.cuda as rc
 from cvmc import CvmBuilder, CVMLogicError, CVMRuntimeError
 from cvmc.dialects import cvm_rules as rules
-from cvmc.passes.cvm_loops_ir import net_from_function
-from cvmc.passes.cvm_loops_plan import plan, value_bits
+from cvmc.passes.loops.ir import net_from_function
+from cvmc.passes.loops.plan import plan, value_bits
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph

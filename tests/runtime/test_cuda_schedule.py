@@ -1,4 +1,4 @@
-"""The GPU schedule of conv2d and dense (`cvmc.passes.cvm_loops_gpu`) on the emulated grid (tests/cuda_host.py):
+"""The GPU schedule of conv2d and dense (`cvmc.passes.loops.gpu`) on the emulated grid (tests/cuda_host.py):
 int8 operands on `__dp4a` (whole words, and words gathered byte by byte), int16 and int32 operands, reductions
 split over the threads of a block through shared memory and barriers (a split that does not divide the
 reduction, a last block with spare threads, tap by tap where the split divides a tap's steps), bit-exact with the
@@ -16,10 +16,10 @@ from cuda_host import HostDevice, host_compiler
 from cvmc import CvmBuilder
 from cvmc.codegen.cuda import emit_cuda, kernel_specs
 from cvmc.errors import CVMRuntimeError
-from cvmc.passes.cvm_loops_gpu import BLOCK, split, tile
-from cvmc.passes.cvm_loops_ir import net_from_function
-from cvmc.passes.cvm_loops_plan import plan
-from cvmc.passes.cvm_loops_target import GPU
+from cvmc.passes.loops.gpu import BLOCK, split, tile
+from cvmc.passes.loops.ir import net_from_function
+from cvmc.passes.loops.plan import plan
+from cvmc.passes.loops.target import GPU
 from cvmc.runtime import cuda as rc
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph

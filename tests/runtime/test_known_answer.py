@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cvmc.codegen import llvm as codegen
-from cvmc.passes.cvm_loops_target import Target
+from cvmc.passes.loops.target import Target
 from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.reference import run_graph

@@ -1,6 +1,6 @@
 // RUN: cvm-opt %s -p cvm-to-gpu-loops --split-input-file | filecheck %s
 
-// The GPU schedule of a conv2d whose operands fit int8 (cvm_loops_gpu): the input is packed as signed bytes in
+// The GPU schedule of a conv2d whose operands fit int8 (loops.gpu): the input is packed as signed bytes in
 // zero-padded NHWC, one thread per element; the weight as rows of (kh, kw, c) bytes padded to whole words (108).
 // A thread computes 2 output channels (the largest of 4, 2, 1 dividing 6), so each input word is loaded once for
 // two `cvmc.dp4a` (four int8 products each). A unit's reduction of 27 words (8 multiply-adds a word) is too long

@@ -1,6 +1,6 @@
 // RUN: python -m cvmc.codegen.cuda %s | filecheck %s
 
-// What the GPU schedule (cvm_loops_gpu) prints: a block kernel (a top-level loop from gpu.block_id by
+// What the GPU schedule (loops.gpu) prints: a block kernel (a top-level loop from gpu.block_id by
 // gpu.grid_dim) needs no one-thread guard; the gpu ids are the CUDA built-ins; an alloca of memory space 3 is a
 // `__shared__` array of the block; gpu.barrier is `__syncthreads()`; cvmc.load_word reads four bytes as one i32
 // (bytes combined, with the 4-byte alignment promised: one load on the GPU, no type punning) and cvmc.dp4a is

@@ -3,7 +3,7 @@
     Target.parse("x86:avx512-vnni")      # the CPU, AVX512-VNNI and every tier below it
     Target.parse("x86:avx2,no-mmk")      # AVX2, without the register-blocked micro-kernels
     Target.parse("x86:avx512-vnni,emulated")  # the tier's kernels in portable LLVM IR (same packing and tiling)
-    Target.parse("cuda:sm_90")           # a CUDA GPU (`cvm_loops_gpu`'s kernels)
+    Target.parse("cuda:sm_90")           # a CUDA GPU (`loops.gpu`'s kernels)
 
 `isa` is the highest x86 tier the kernels may use; each implies the ones below (`has`):
 - "generic": no intrinsic (the int16 micro-kernel `cvmc.mmk_i16` is plain LLVM IR: any CPU);

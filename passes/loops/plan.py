@@ -11,7 +11,7 @@
   has AVX512-VNNI (`vpdpbusd`), else both int16 when they fit 16 bits (LLVM makes the contiguous dot product
   `vpmaddwd` / `vpdpwssd`), else int32 (`_dot_elements`); a param weight is packed once, at compile time;
 - buffer liveness on base buffers (a view keeps its base alive; heads live to the end) and placement in one
-  arena by first fit, largest buffer first, 64-byte aligned (`cvm_loops_arena`: O(log n) per buffer). The
+  arena by first fit, largest buffer first, 64-byte aligned (`loops.arena`: O(log n) per buffer). The
   model's own storage_id is never used.
 
 `Hints` are decisions made earlier and recorded in the IR by the analysis passes (`cvm-mark-views`, `cvm-fuse`,
@@ -29,10 +29,10 @@ from typing import Any
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
-from cvmc.passes import cvm_loops_ops as ops
-from cvmc.passes.cvm_loops_arena import Occupancy, disjoint
-from cvmc.passes.cvm_loops_target import DEFAULT, Target
-from cvmc.passes.cvm_loops_views import Layout
+from cvmc.passes.loops import ops as ops
+from cvmc.passes.loops.arena import Occupancy, disjoint
+from cvmc.passes.loops.target import DEFAULT, Target
+from cvmc.passes.loops.views import Layout
 
 Attrs = dict[str, Any]
 Owner = tuple[int, str, int]  # who allocates an arena buffer: (node index, "result" | "pack" | "scratch", index)

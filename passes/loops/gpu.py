@@ -1,6 +1,6 @@
 """The GPU schedule of conv2d, dense and their packing: loop-level kernels for the CUDA printer (issue 15).
 
-Built instead of the CPU's kernels of these groups when lowering for a GPU target (`cvm_loops_target.Target.gpu`) (what
+Built instead of the CPU's kernels of these groups when lowering for a GPU target (`loops.target.Target.gpu`) (what
 `cvmc.runtime.cuda` does); every other group is built as for the CPU (elementwise ops, pooling, reductions and
 the like are already one `scf.parallel` over their output, one GPU thread per output element; get_valid_counts
 and non_max_suppression stay one thread, exact).
@@ -57,10 +57,10 @@ from typing import Protocol
 from xdsl.dialects import func, gpu, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, UnregisteredOp, i8, i32, i64
 
-from cvmc.passes import cvm_loops_ops as ops
-from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
-from cvmc.passes.cvm_loops_plan import Group
-from cvmc.passes.cvm_loops_views import Layout
+from cvmc.passes.loops import ops as ops
+from cvmc.passes.loops.builder import KernelBuilder, Value
+from cvmc.passes.loops.plan import Group
+from cvmc.passes.loops.views import Layout
 
 
 class _Arg(Protocol):
@@ -69,7 +69,7 @@ class _Arg(Protocol):
 
 
 class _Call(Protocol):
-    """What a kernel is built from (`cvm_loops_kernels.KernelCall`)."""
+    """What a kernel is built from (`loops.kernels.KernelCall`)."""
 
     @property
     def group(self) -> Group: ...

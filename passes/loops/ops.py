@@ -26,9 +26,9 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, StringAt
 from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.passes.cvm_loops_builder import INDEX, KernelBuilder, Value
-from cvmc.passes.cvm_loops_target import DEFAULT, Target
-from cvmc.passes.cvm_loops_views import Layout
+from cvmc.passes.loops.builder import INDEX, KernelBuilder, Value
+from cvmc.passes.loops.target import DEFAULT, Target
+from cvmc.passes.loops.views import Layout
 
 Attrs = dict[str, Any]
 INT32_MIN = -(1 << 31)
@@ -500,7 +500,7 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 # channel in the same (kh, kw, c) order, padded with zeros to a multiple of 16. Every product of two int16
 # values fits int32 exactly and the int32 accumulation wraps like the reference's, in any order.
 #
-# Three element types, chosen by the plan from the operands' value bounds (`cvm_loops_plan.value_bits`):
+# Three element types, chosen by the plan from the operands' value bounds (`loops.plan.value_bits`):
 # - "u8" x "i8" when both fit int8 (|x| <= 127) and the target has AVX512-VNNI (`Target.has`): the input is
 #   packed as x + 128 in an unsigned byte (padding too: the padding 0 becomes 128), the weight as a signed byte;
 #   the dot product is the loop-level op `cvmc.dot_u8s8` (printed as `vpdpbusd`, 64 byte pairs per step), and
@@ -696,7 +696,7 @@ def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: l
     attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
     if rows > 1:
         attributes["rows"] = IntegerAttr(rows, i64)
-    if k.target.emulated:  # the portable lowering of `vpdpbusd` (`cvm_loops_target.Target.emulated`)
+    if k.target.emulated:  # the portable lowering of `vpdpbusd` (`loops.target.Target.emulated`)
         attributes["emulated"] = IntegerAttr(1, i64)
     op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
     return list(k.insert(op).results)

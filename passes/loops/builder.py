@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from cvmc.passes.cvm_loops_target import DEFAULT, Target
+from cvmc.passes.loops.target import DEFAULT, Target
 
 INDEX = IndexType()
 Value = SSAValue
@@ -43,7 +43,7 @@ class KernelBuilder:
 
     def __init__(self, name: str, arg_types: Sequence[MemRefType], target: Target = DEFAULT):
         self.func = func.FuncOp(name, (list(arg_types), []))
-        self.target = target  # what the kernel is built for (the kernel builders of `cvm_loops_ops` read it)
+        self.target = target  # what the kernel is built for (the kernel builders of `loops.ops` read it)
         self.block = self.func.body.block
         self.args: tuple[Value, ...] = tuple(self.block.args)
         self._b = Builder(InsertPoint.at_end(self.block))

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 
-from cvmc.passes import cvm_loops_ops as ops
-from cvmc.passes.cvm_loops_builder import KernelBuilder, Value
-from cvmc.passes.cvm_loops_plan import Group, Plan, group_inputs, operand_layouts
-from cvmc.passes.cvm_loops_target import Target
-from cvmc.passes.cvm_loops_views import Layout, collapse
+from cvmc.passes.loops import ops as ops
+from cvmc.passes.loops.builder import KernelBuilder, Value
+from cvmc.passes.loops.plan import Group, Plan, group_inputs, operand_layouts
+from cvmc.passes.loops.target import Target
+from cvmc.passes.loops.views import Layout, collapse
 
 ELEMENT_TYPES = {"i32": i32, "i16": i16, "u8": i8, "i8": i8}  # u8: an int8 value + 128, in a byte
 
@@ -94,8 +94,8 @@ def written(group: Group) -> list[int]:
 
 def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
     """The `func.func @name` of a group, built for `target`."""
-    if target.gpu is not None:  # the GPU's own conv2d, dense and pack kernels (`cvm_loops_gpu`)
-        from cvmc.passes.cvm_loops_gpu import build_gpu_kernel
+    if target.gpu is not None:  # the GPU's own conv2d, dense and pack kernels (`loops.gpu`)
+        from cvmc.passes.loops.gpu import build_gpu_kernel
 
         built = build_gpu_kernel(name, call)
         if built is not None:

@@ -2,8 +2,8 @@
 
 `cvm-mark-views`, `cvm-fuse`, `cvm-plan-buffers` and `convert-cvm-to-loops` all read `@main` (as
 `graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators, the heads returned) as a
-`cvm_loops_plan.Net` whose node `i` is the operator `ops[i]`; the analyses record their decisions on those ops as
-discardable `cvm.*` attributes, and every later pass reads them back as `Hints` for `cvm_loops_plan.plan`.
+`loops.plan.Net` whose node `i` is the operator `ops[i]`; the analyses record their decisions on those ops as
+discardable `cvm.*` attributes, and every later pass reads them back as `Hints` for `loops.plan.plan`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
-from cvmc.passes.cvm_loops_plan import Hints, Net, Node, Plan, PlanError, Tensor, plan
-from cvmc.passes.cvm_loops_target import DEFAULT, Target
+from cvmc.passes.loops.plan import Hints, Net, Node, Plan, PlanError, Tensor, plan
+from cvmc.passes.loops.target import DEFAULT, Target
 
 T = TypeVar("T")
 
