@@ -79,7 +79,7 @@ class CompiledFunction:
                 raise CVMLogicError(
                     f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
                 )
-            arrays.append(np.require(array, requirements="CA"))  # C order, aligned: what the kernels take
+            arrays.append(np.require(array, requirements=("C", "A")))  # C order, aligned: what the kernels take
         try:
             return self._run(arrays)
         except MemoryError:

@@ -25,8 +25,8 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's 1797 digits as float32 images (N, 1, 8, 8), values 0..16, and their labels."""
     from sklearn.datasets import load_digits
 
-    d = load_digits()
-    return d.images.astype(np.float32)[:, None], d.target.astype(np.int64)
+    d = load_digits()  # a Bunch (pyright reads the return_X_y tuple overload)
+    return d.images.astype(np.float32)[:, None], d.target.astype(np.int64)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def train(epochs: int = 40, seed: int = 0):
@@ -58,7 +58,7 @@ def to_onnx(net, shape=(1, 1, 8, 8)) -> bytes:
     f = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice
         warnings.simplefilter("ignore")
-        torch.onnx.export(net, torch.zeros(*shape), f, dynamo=False, opset_version=13)
+        torch.onnx.export(net, (torch.zeros(*shape),), f, dynamo=False, opset_version=13)  # pyright: ignore[reportArgumentType]
     return f.getvalue()
 
 
