@@ -79,7 +79,7 @@ def read_batch(path: str) -> np.ndarray:
     if not regular:
         raise CVMRuntimeError(f"cannot read the inputs {path!r}: not a regular file (a .npy stack is mapped)")
     try:
-        return np.load(path, allow_pickle=False, mmap_mode="r")
+        xs = np.load(path, allow_pickle=False, mmap_mode="r")
     except EOFError:
         raise CVMRuntimeError(f"cannot read the inputs {path!r}: an empty file, not a .npy array") from None
     except OSError as e:
@@ -87,6 +87,10 @@ def read_batch(path: str) -> np.ndarray:
     except Exception as e:  # numpy's header parser raises what its tokenizer and literal_eval raise
         raise CVMRuntimeError(f"cannot read the inputs {path!r}: not a .npy array ({type(e).__name__}: "
                               f"{e})") from None
+    if xs.dtype.kind not in "biuf":  # bytes, text, records, complex or dates are no model input
+        raise CVMRuntimeError(f"cannot read the inputs {path!r}: expected an array of numbers, got dtype "
+                              f"{xs.dtype.str!r}")
+    return xs
 
 
 def _batch(a: argparse.Namespace, model) -> int:

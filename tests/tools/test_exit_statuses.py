@@ -47,6 +47,8 @@ def files(tmp_path_factory):
     # found by tests/fuzz/readers.py: a header numpy's tokenizer gives up on (tokenize.TokenError)
     (d / "bad_header.npy").write_bytes(b"\x93NUMPY\x01\x00v\x00:{'des" + b"\xff" * 111 + b"cr': '<i4'an_order': False, "
                                        b"'shape        \n")
+    # found by tests/fuzz/readers.py in a fresh clone's make test: a stack of 4-byte strings (dtype '<a4')
+    np.save(d / "strings.npy", np.array([b"abcd"] * 3, dtype="S4"))
     # found by tests/fuzz/readers.py: an unterminated string literal (xDSL's lexer backtracked 2^n ways)
     # found by tests/fuzz/readers.py: a dense array of an element type xDSL cannot pack (NotImplementedError)
     (d / "i65.mlir").write_text("builtin.module attributes {a = array<i65: 1, 2>} {\n}\n")
@@ -116,6 +118,8 @@ CASES = [
      "an empty file, not a .npy array"),
     ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/bad_header.npy", "-o", "{d}/o.npy"], 2,
      "not a .npy array (TokenError"),
+    ("cvm-run", [MLP / "model.json", MLP / "params.bin", "--batch", "{d}/strings.npy", "-o", "{d}/o.npy"], 2,
+     "expected an array of numbers, got dtype '|S4'"),
     ("cvm-opt", ["{d}/wide.mlir"], 2, "type expected"),
     ("cvm-opt", ["{d}/wider.mlir"], 2, "type expected"),
     ("cvm-translate", ["--export-cvm", "{d}/wide.mlir", "-o", "{d}/out"], 2, "type expected"),
