@@ -17,12 +17,15 @@ def test_mutated_model_files_never_crash():
 
 def test_coverage_guided_smoke_run_of_every_reader(tmp_path):
     """A short atheris run of tests/fuzz/readers.py on each reader (`make fuzz-long` runs them longer): no input
-    ends in an internal error. Skipped where atheris is not installed (the dev extra has it on Linux x86-64)."""
+    ends in an internal error. Bounded by a count of runs with a fixed seed, not by time, so every run of the test
+    tries the same inputs whatever the machine's load. Skipped where atheris is not installed (the dev extra has
+    it on Linux x86-64)."""
     import pytest
 
     pytest.importorskip("atheris")
-    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "readers.py"), "--seconds", "3", "--work",
-                        str(tmp_path)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "readers.py"), "--seconds", "600", "--work",
+                        str(tmp_path), "--libfuzzer", "-runs=1000", "-seed=7"], capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stdout[-4000:]
     assert r.stdout.count("; 0 crashes") == 4 and r.stdout.count("cov: ") == 4, r.stdout
 
@@ -58,7 +61,8 @@ def test_smoke_run_of_the_c_api_call_programs(tmp_path):
     pytest.importorskip("atheris")
     if shutil.which("gcc") is None:
         pytest.skip("the library is built with gcc")
-    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--seconds", "3", "--work",
-                        str(tmp_path)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--seconds", "600", "--work",
+                        str(tmp_path), "--libfuzzer", "-runs=1000", "-seed=7"], capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stdout[-4000:]
     assert "; 0 crashes" in r.stdout and "fuzz capi (call programs): " in r.stdout
