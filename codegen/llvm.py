@@ -52,7 +52,6 @@ from typing import Any
 from llvmlite import ir
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -61,14 +60,13 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    NoneAttr,
-    StridedLayoutAttr,
     StringAttr,
     UnregisteredOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from cvmc.codegen.abi import KernelArg, KernelSpec, row_major_strides
+from cvmc.codegen.loop_ir import constant_int, static_layout
 from cvmc.errors import CVMRuntimeError
 
 # An llvmlite value. llvmlite ships no type information (its builder methods are wrapped by decorators that hide
@@ -124,7 +122,7 @@ def _kernel_spec(op: func.FuncOp) -> KernelSpec:
     for arg in block.args:
         if not isinstance(arg.type, MemRefType):
             raise CVMRuntimeError(f"kernel '{op.sym_name.data}': expected memref arguments, got {arg.type}")
-        shape, strides, offset = _layout(arg.type)
+        shape, strides, offset = static_layout(arg.type)
         args.append(KernelArg(shape, _element_name(arg.type.element_type), strides, offset, arg in written))
     split = _split_loop(op)
     trip = 1 if split is None else split[1]
@@ -164,39 +162,15 @@ def _split_loop(op: func.FuncOp) -> tuple[scf.ParallelOp, int] | None:
             return None
     if loop.initVals:
         return None
-    lb, ub, step = (_constant_int(v[0]) for v in (loop.lowerBound, loop.upperBound, loop.step))
+    lb, ub, step = (constant_int(v[0]) for v in (loop.lowerBound, loop.upperBound, loop.step))
     if lb is None or ub is None or step is None or step <= 0:
         return None
     return loop, max(0, -(-(ub - lb) // step))
 
 
-def _constant_int(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Types and layouts
 # --------------------------------------------------------------------------------------------------------------
-
-
-def _layout(t: MemRefType) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """(shape, strides, offset) of a static memref type, strides and offset in elements."""
-    shape = t.get_shape()
-    if any(n == DYNAMIC_INDEX or n < 0 for n in shape):
-        raise CVMRuntimeError(f"expected a static memref shape, got {t}")
-    layout = t.layout
-    if isinstance(layout, NoneAttr):
-        return shape, row_major_strides(shape), 0
-    if isinstance(layout, StridedLayoutAttr):
-        strides = layout.get_strides()
-        offset = layout.get_offset()
-        if offset is None or any(s is None for s in strides):
-            raise CVMRuntimeError(f"expected static strides and offset, got {t}")
-        return shape, tuple(s for s in strides if s is not None), offset
-    raise CVMRuntimeError(f"expected an identity or strided memref layout, got {t}")
 
 
 def _element_name(t: Attribute) -> str:
@@ -873,7 +847,7 @@ class _KernelEmitter:
     def _address(self, t: Attribute, base: _Value, indices: Sequence[_Value]) -> _Value:
         """One GEP: base + offset + sum(index * stride), in elements of the memref type `t`."""
         assert isinstance(t, MemRefType)
-        _, strides, offset = _layout(t)
+        _, strides, offset = static_layout(t)
         linear: _Value | None = None
         for index, stride in zip(indices, strides):
             if stride == 0:
@@ -913,7 +887,7 @@ class _KernelEmitter:
         self.b.store(value, address, align=_byte_size(ty))
 
     def _buffer_bytes(self, t: MemRefType) -> int:
-        shape, strides, offset = _layout(t)
+        shape, strides, offset = static_layout(t)
         lo, hi = KernelArg(shape, "", strides, offset, False).element_span()
         if lo < 0:
             raise CVMRuntimeError(f"expected a layout with non-negative element indices, got {t}")
@@ -947,8 +921,8 @@ class _KernelEmitter:
         source = op.operands[0]
         src_t, res_t = source.type, op.results[0].type
         assert isinstance(src_t, MemRefType) and isinstance(res_t, MemRefType)
-        _, src_strides, src_offset = _layout(src_t)
-        _, _, res_offset = _layout(res_t)
+        _, src_strides, src_offset = static_layout(src_t)
+        _, _, res_offset = static_layout(res_t)
         name = _op_name(op)
         if name == "memref.cast":
             element_offset = src_offset
@@ -972,8 +946,8 @@ class _KernelEmitter:
         source, target = op.operands
         src_t, dst_t = source.type, target.type
         assert isinstance(src_t, MemRefType) and isinstance(dst_t, MemRefType)
-        shape, src_strides, _ = _layout(src_t)
-        _, dst_strides, _ = _layout(dst_t)
+        shape, src_strides, _ = static_layout(src_t)
+        _, dst_strides, _ = static_layout(dst_t)
         ty = _memory_type(src_t.element_type)
         size = _byte_size(ty)
         if src_strides == dst_strides == row_major_strides(shape):
@@ -1234,7 +1208,7 @@ class _KernelEmitter:
         pa, _ = self._access(a, op.operands[1:split])
         pb, _ = self._access(b, op.operands[split + 1:])
         assert isinstance(a.type, MemRefType)
-        row_stride = _layout(a.type)[1][-2] if rows > 1 else 0
+        row_stride = static_layout(a.type)[1][-2] if rows > 1 else 0
         bases = [pa] + [self.b.gep(pa, [_const(_I64, r * row_stride)], inbounds=True, source_etype=_I8)
                         for r in range(1, rows)]
         lanes, pairs = ir.VectorType(_I32, 16), ir.VectorType(_I8, 64)
@@ -1275,7 +1249,7 @@ class _KernelEmitter:
         pb, _ = self._access(b, op.operands[split + 1:acc_split])
         pacc, _ = self._access(acc, op.operands[acc_split + 1:])
         assert isinstance(acc.type, MemRefType)
-        sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, _layout(acc.type)[1][0])
+        sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, static_layout(acc.type)[1][0])
         pixel_major = _int_attr(op, "pixel_major") == 1
         isa = op.attributes.get("isa")
         isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
@@ -1299,8 +1273,9 @@ class _KernelEmitter:
         split, zero_point = _int_attr(op, "split"), _int_attr(op, "zero_point")
         src, out, inside = op.operands[0], op.operands[split], op.operands[-1]
         assert isinstance(src.type, MemRefType) and isinstance(out.type, MemRefType)
-        src_stride, out_stride = _layout(src.type)[1][1], _layout(out.type)[1][-2]
-        if len(op.operands) != 2 * split + 1 or _layout(src.type)[1][-1] != 1 or _layout(out.type)[1][-1] != 1:
+        src_strides, out_strides = static_layout(src.type)[1], static_layout(out.type)[1]
+        src_stride, out_stride = src_strides[1], out_strides[-2]
+        if len(op.operands) != 2 * split + 1 or src_strides[-1] != 1 or out_strides[-1] != 1:
             raise CVMRuntimeError(f"expected {_op_name(op)} over unit-stride rows and columns, got {src.type} and "
                                   f"{out.type}")
         ps, _ = self._access(src, op.operands[1:split])
