@@ -105,7 +105,9 @@ static const struct feature *find(const char *name, size_t len) {
  * non-zero; returns that value, or 0. */
 static int each_masked(int (*fn)(const char *name, size_t len, void *arg), void *arg) {
   const char *mask = getenv("CVMC_CPU_MASK");
-  for (const char *p = mask; p != NULL && *p;) {
+  if (mask == NULL || mask[0] == 0)
+    return 0;
+  for (const char *p = mask; p != NULL;) {
     const char *end = strchr(p, ',');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     int r = fn(p, len, arg);
