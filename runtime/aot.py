@@ -1,10 +1,19 @@
 """Ahead-of-time compilation for cvm-runtime's C API: verified models as shared objects in a store.
 
     entries = build_model(graph_json, params, "store")     # `cvm-aot build model.json params.bin --store DIR`
+    build_model(graph_json, params, "store", target="all") # `... --target all`: one object for every x86-64 node
     write_library("libcvm.so")                             # `cvm-aot lib -o libcvm.so`
 
 A C program linked with the library calls cvm-runtime's API (`capi/c_api.h`); `CVMAPILoadModel` hashes the two
 files' bytes, finds the model's entry in the store named by `$CVMC_AOT_STORE` and loads it. No Python runs then.
+
+Targets (`target_tiers`): an object holds one kernel set per tier it was built for, each compiled for a CPU level
+with exactly the features it records (`--target` host: this machine's; x86-64-v3 and x86-64-v4: the avx2 kernels;
+amx; all: amx, avx512-vnni, avx2 and generic). A store keeps one entry per model and target. At load the library
+takes the first entry (host, all, amx, x86-64-v4, x86-64-v3) with a tier this CPU has whose known-answer check
+passes: before a process first trusts a tier, that tier's kernels run the known-answer model of
+`runtime.target` (compiled into every object, per tier) and must give the heads the reference interpreter gave
+at build time; a tier that fails is disabled for the process with one warning, and the next one runs.
 
 One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `compile.lower_to_llvm` (the
 loop level, the LLVM emitter) and optimized by the JIT's pipeline (`jit.shared_object_code`: the same IR, passes

@@ -499,6 +499,12 @@ static struct {
   int passed[MAX_CHECKED];
 } checked = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}}, {0}};
 
+/* $CVMC_AOT_VERBOSE=1: each load names the target and tier it runs, each known-answer check its result and time. */
+static int verbose(void) {
+  const char *v = getenv("CVMC_AOT_VERBOSE");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
 /* Run the known-answer model of tier `t` once: 1 when its heads are the recorded ones, 0 when not, or a status
  * (2, after cvmc_fail) when it cannot be set up. */
 static int run_check(const struct cvmc_object *o, const struct cvmc_tier *t, const char *key) {
@@ -537,7 +543,11 @@ static int tier_trusted(const struct cvmc_object *o, const struct cvmc_tier *t, 
   if (i < checked.count) {
     result = checked.passed[i];
   } else {
+    uint64_t start = now_ns();
     result = run_check(o, t, key);
+    if (verbose())
+      fprintf(stderr, "cvmc: the known-answer check of tier %s (cpu %s): %s in %.3f ms\n", t->name, t->cpu,
+              result == 1 ? "passed" : "failed", (double)(now_ns() - start) / 1e6);
     if (result >= 0 && checked.count < MAX_CHECKED) {
       snprintf(checked.name[checked.count], sizeof checked.name[0], "%s", t->name);
       checked.passed[checked.count++] = result;
@@ -608,8 +618,7 @@ static int load_object(struct net *n, const struct cvmc_entry *entry, const char
   status = pick_tier(o, key, &tier, why, nwhy);
   if (status != 0)
     return status;
-  const char *verbose = getenv("CVMC_AOT_VERBOSE");
-  if (verbose != NULL && strcmp(verbose, "1") == 0)
+  if (verbose())
     fprintf(stderr, "cvmc: model %s: target %s, tier %s (cpu %s)\n", key, o->target, tier->name, tier->cpu);
   n->m = tier->model;
   int threads = 1;
