@@ -546,10 +546,8 @@ def _level(name: str, cpu: str, needs: tuple[str, ...]) -> Tier:
     """A tier compiled for `cpu` with exactly the features `needs` (every other feature the library checks is
     turned off, so LLVM may use none it does not record)."""
     from cvmc.passes.loops.target import Target
-    from cvmc.runtime.target import host_features
 
-    known = checked_features() & (set(_llvm_features()) or set(host_features()))
-    off = sorted(known - set(needs))
+    off = sorted(checked_features() & set(_llvm_features()) - set(needs))
     plus = ",".join(f"+{n}" for n in sorted(needs))
     return Tier(name, Target(name), cpu, ",".join([plus, *(f"-{n}" for n in off)]), plus)
 
@@ -573,7 +571,7 @@ TARGETS: dict[str, Callable[[], tuple[Tier, ...]]] = {
                     *TARGETS["x86-64-v3"](), _level("generic", "x86-64", _X86_64)),
 }
 TARGET_NAMES = ("host", *TARGETS)
-# The order in which the library looks a model up in the store (capi.c `slots`): an object built on (or for) this
+# The order in which the library looks a model up in the store (capi.c `targets`): an object built on (or for) this
 # machine first, then the one that has every tier, then the single tiers, best first.
 LOOKUP_ORDER = ("host", "all", "amx", "x86-64-v4", "x86-64-v3")
 
