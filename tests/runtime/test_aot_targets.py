@@ -236,3 +236,18 @@ def test_cvm_aot_build_target(lab, tmp_path):
     for bad in (["--target", "x86-64-v5"], ["--target", "all", "--cpu", "x86-64"], ["--target", "ALL"]):
         r = cvm_aot("build", case / "model.json", case / "params.bin", "--store", tmp_path, *bad, env=lab.env)
         assert r.returncode == 64 and ("--target" in r.stderr or "--cpu" in r.stderr), r.stderr
+
+
+def test_an_entry_renamed_to_another_target_is_refused(lab, tmp_path):
+    """The target is in the entry's name, which its tags cover: an `all` entry copied to the host's name is status
+    2 (the library does not go on to other entries), as is a host entry copied to the name of `all`."""
+    case = CASES[0]
+    key = aot.model_key((case / "model.json").read_bytes(), case_params(case))
+    for target in ("all", "host"):
+        lab.build(case, target, "renamed")
+    for src, dst in (("all", "host"), ("host", "all")):
+        store = tmp_path / f"{src}-as-{dst}"
+        store.mkdir()
+        shutil.copyfile(aot.entry_path(lab.root / "renamed", key, src), aot.entry_path(store, key, dst))
+        facts, stderr, _ = lab.run(store, case)
+        assert facts[case.name]["load"] == "2" and "was not written by cvm-aot" in stderr
