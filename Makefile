@@ -58,7 +58,7 @@ fuzz-long: $(STAMP)
 
 # The consensus corpus through the C API of `cvm-aot` (issue 14; about a minute, not part of `make test`).
 aot-consensus: $(STAMP)
-	$(BIN)/python tests/consensus/aot_replay.py
+	$(BIN)/python tests/consensus/aot_replay.py $(if $(AOT_TARGET),--target $(AOT_TARGET))
 
 # Mutation testing of issue 16 (not part of `make test`): cosmic-ray over the rules, the references, the int16
 # path choice and NMS, on 2 worker copies; fails on a survivor not listed in tests/mutation/equivalent.md.

@@ -1,10 +1,19 @@
 """Ahead-of-time compilation for cvm-runtime's C API: verified models as shared objects in a store.
 
     entries = build_model(graph_json, params, "store")     # `cvm-aot build model.json params.bin --store DIR`
+    build_model(graph_json, params, "store", target="all") # `... --target all`: one object for every x86-64 node
     write_library("libcvm.so")                             # `cvm-aot lib -o libcvm.so`
 
 A C program linked with the library calls cvm-runtime's API (`capi/c_api.h`); `CVMAPILoadModel` hashes the two
 files' bytes, finds the model's entry in the store named by `$CVMC_AOT_STORE` and loads it. No Python runs then.
+
+Targets (`target_tiers`): an object holds one kernel set per tier it was built for, each compiled for a CPU level
+with exactly the features it records (`--target` host: this machine's; x86-64-v3 and x86-64-v4: the avx2 kernels;
+amx; all: amx, avx512-vnni, avx2 and generic). A store keeps one entry per model and target. At load the library
+takes the first entry (host, all, amx, x86-64-v4, x86-64-v3) with a tier this CPU has whose known-answer check
+passes: before a process first trusts a tier, that tier's kernels run the known-answer model of
+`runtime.target` (compiled into every object, per tier) and must give the heads the reference interpreter gave
+at build time; a tier that fails is disabled for the process with one warning, and the next one runs.
 
 One code path with the JIT: a model is loaded and verified by `load_graph`, lowered by `compile.lower_to_llvm` (the
 loop level, the LLVM emitter) and optimized by the JIT's pipeline (`jit.shared_object_code`: the same IR, passes
@@ -25,6 +34,7 @@ operator's to name; what is in it is trusted only through the tags.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -32,6 +42,8 @@ import shutil
 import struct
 import subprocess
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -45,6 +57,7 @@ from cvmc.runtime import store
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
+    from cvmc.passes.loops.target import Target
     from cvmc.runtime.graph import Graph
     from cvmc.runtime.host import HostProgram
 
@@ -52,8 +65,8 @@ STORE_ENV = "CVMC_AOT_STORE"
 ENTRY_SUFFIX = ".cvmc"
 CAPI = Path(__file__).parent / "capi"
 LIBRARY_SOURCES = ("capi.c", "store.c", "sha256.c", "cpu.c")
-MODEL_SYMBOL = "cvmc_model_v1"
-MODEL_ABI = 1
+OBJECT_SYMBOL = "cvmc_object_v2"
+MODEL_ABI = 2
 _ROOTS = {"arena": 0, "input": 1}  # any other root is a global, in the params (2)
 _PARAMS_ROOT = 2
 _POST = {None: 0, "argmax": 1, "detection": 2}
@@ -103,26 +116,28 @@ def store_secret(folder: Path) -> bytes:
     return secret
 
 
-def entry_path(folder: str | os.PathLike[str], key: str) -> Path:
-    return Path(folder) / f"{key}{ENTRY_SUFFIX}"
+def entry_path(folder: str | os.PathLike[str], key: str, target: str | None = "host") -> Path:
+    """The entry of model `key` built for `target` (`<key>.<target>.cvmc`: each target has its own, so that a
+    store holds a model for several at once), or, with `target` None, of a graph alone (`<key>.cvmc`)."""
+    return Path(folder) / (f"{key}{ENTRY_SUFFIX}" if target is None else f"{key}.{target}{ENTRY_SUFFIX}")
 
 
-def write_entry(folder: Path, key: str, payload: bytes, secret: bytes) -> Path:
+def write_entry(folder: Path, key: str, payload: bytes, secret: bytes, target: str | None = "host") -> Path:
     """Write an entry (`store.seal`, `store.write_file`: atomically, through nothing another user planted),
     readable by all (the node may run as another user: the tag, not the file's mode, is what makes it trusted)."""
-    name = entry_path(folder, key).name
+    name = entry_path(folder, key, target).name
     try:
         return store.Store(folder, secret, ENTRY_MAX, 0o644).put(name, payload)
     except OSError as e:
         raise CVMRuntimeError(f"cannot write the store entry {str(folder / name)!r}: {e.strerror or e}") from None
 
 
-def read_entry(folder: str | os.PathLike[str], key: str) -> bytes | None:
-    """The payload of entry `key` when its head and tag check with this user's secret, else None (what the
-    library does, in Python: for tests and tools)."""
+def read_entry(folder: str | os.PathLike[str], key: str, target: str | None = "host") -> bytes | None:
+    """The payload of entry `key` (for `target`, see `entry_path`) when its head and tag check with this user's
+    secret, else None (what the library does, in Python: for tests and tools)."""
     folder = Path(os.path.abspath(folder))
     try:
-        payload = store.Store(folder, store_secret(folder), ENTRY_MAX).get(entry_path(folder, key).name)
+        payload = store.Store(folder, store_secret(folder), ENTRY_MAX).get(entry_path(folder, key, target).name)
     except OSError:
         return None
     return None if isinstance(payload, store.Unsealed) else payload
@@ -219,9 +234,26 @@ class _CheckedKernel:
         return check_arguments(self.spec, arrays)
 
 
+class _Params:
+    """The params of every host program of an object, in one blob: arrays with the same bytes are stored once
+    (the tiers of `--target all` pack some weights alike, and share every bias)."""
+
+    def __init__(self) -> None:
+        self.blob = bytearray()
+        self.at: dict[bytes, int] = {}
+
+    def place(self, array: np.ndarray) -> int:
+        data = np.ascontiguousarray(array).tobytes()
+        digest = hashlib.sha256(data).digest()
+        if digest not in self.at:
+            self.blob.extend(b"\0" * (-len(self.blob) % _PARAMS_ALIGN))
+            self.at[digest] = len(self.blob)
+            self.blob.extend(data)
+        return self.at[digest]
+
+
 @dataclass
 class _Tables:
-    params: bytes
     kernels: list[tuple[str, str]]  # (C name, symbol)
     calls: list[tuple[int, str, int, bool, int, int]]  # kernel index, name, trip, split, first arg, nargs
     args: list[tuple[int, int]]  # (root, byte shift)
@@ -229,19 +261,15 @@ class _Tables:
     input_size: int
 
 
-def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
-    """The C tables of a host program: the JIT's runner resolves every call's arguments and checks them against
-    its kernel (layout, bounds, no overlap of a written argument), and each base pointer is written as a root and
-    a byte shift, the same pointer the JIT passes."""
+def host_tables(program: HostProgram, specs: list[KernelSpec], params: _Params, prefix: str = "") -> _Tables:
+    """The C tables of a host program whose kernels' symbols take `prefix` in the object: the JIT's runner
+    resolves every call's arguments and checks them against its kernel (layout, bounds, no overlap of a written
+    argument), and each base pointer is written as a root and a byte shift, the same pointer the JIT passes. The
+    program's globals go into `params`."""
     from cvmc.runtime.cpu import CpuRunner, shared_calls
 
     runner = CpuRunner(program, _ArgumentChecker(specs), threads=1)
-    offsets: dict[str, int] = {}
-    blob = bytearray()
-    for name, array in program.globals.items():
-        blob.extend(b"\0" * (-len(blob) % _PARAMS_ALIGN))
-        offsets[name] = len(blob)
-        blob.extend(np.ascontiguousarray(array).tobytes())
+    offsets = {name: params.place(array) for name, array in program.globals.items()}
     roots = runner._roots  # pyright: ignore[reportPrivateUsage]
 
     def place(root: str, shift: int, pointer: int) -> tuple[int, int]:
@@ -258,12 +286,12 @@ def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
     flags, share = shared_calls(program, [by_spec[c.kernel].splittable and by_spec[c.kernel].trip > 1
                                           for c in program.calls])
     for call, (bases, _), split in zip(program.calls, runner.calls, (f and share for f in flags)):
-        symbol = by_spec[call.kernel].symbol
+        symbol = prefix + by_spec[call.kernel].symbol
         if not _SYMBOL.fullmatch(symbol):
             raise CVMRuntimeError(f"kernel symbol {symbol!r} cannot be named in the model's object")
         if call.kernel not in kernel_index:
             kernel_index[call.kernel] = len(kernels)
-            kernels.append((f"cvmc_kernel_{len(kernels)}", symbol))
+            kernels.append((f"{prefix}k{len(kernels)}", symbol))
         calls.append((kernel_index[call.kernel], call.kernel, by_spec[call.kernel].trip, split, len(args),
                       len(bases)))
         args.extend(place(v.root, v.shift, b) for v, b in zip(call.args, bases))
@@ -274,7 +302,7 @@ def host_tables(program: HostProgram, specs: list[KernelSpec]) -> _Tables:
         root, shift = place(v.root, v.shift, base.ctypes.data)
         heads.append((root, shift, v.offset, v.shape, v.strides))
     input_size = prod(program.input_shape) if program.input_shape is not None else 0
-    return _Tables(bytes(blob), kernels, calls, args, heads, input_size)
+    return _Tables(kernels, calls, args, heads, input_size)
 
 
 def _c_string(text: str) -> str:
@@ -286,10 +314,67 @@ def _c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def model_source(key: str, cpu: str, features: str, facts: ApiFacts, tables: _Tables, arena_bytes: int,
-                 params_file: str | None) -> str:
-    """The C source of a model's tables (`capi/cvmc_model.h`); the params are the bytes of `params_file`."""
-    lines = [f"/* Generated by cvm-aot build: the host program of model {key} (see cvmc_model.h). */",
+def _model_lines(name: str, facts: ApiFacts | None, tables: _Tables, arena_bytes: int, params: bool) -> list[str]:
+    """A `struct cvmc_model` named `name` (static) and its tables; `facts` None: a host program the API does not
+    report on (the known-answer model)."""
+    lines = [f'extern void {cname}(void **, int64_t, int64_t) __asm__("{symbol}");' for cname, symbol in tables.kernels]
+    dims: list[int] = []
+    head_rows = []
+    for root, shift, offset, shape, strides in tables.heads:
+        head_rows.append(f"  {{{root}, {shift}u, {offset}, {len(shape)}, {name}_dims + {len(dims)}, "
+                         f"{name}_dims + {len(dims) + len(shape)}, {prod(shape)}u}},")
+        dims += [*shape, *strides]
+    lines.append(f"static const int64_t {name}_dims[] = {{{', '.join(map(str, dims)) or '0'}}};")
+    if tables.args:
+        lines.append(f"static const struct cvmc_arg {name}_args[] = {{")
+        lines += [f"  {{{root}, {shift}u}}," for root, shift in tables.args]
+        lines.append("};")
+    if tables.calls:
+        lines.append(f"static const struct cvmc_call {name}_calls[] = {{")
+        lines += [f"  {{{tables.kernels[k][0]}, {_c_string(call)}, {trip}, {int(split)}, {first}, {n}}},"
+                  for k, call, trip, split, first, n in tables.calls]
+        lines.append("};")
+    lines.append(f"static const struct cvmc_head {name}_heads[] = {{")
+    lines += head_rows
+    lines.append("};")
+    fields = []
+    if facts is not None:
+        f = facts
+        fields = [
+            ("version", _c_string(f.version)), ("postprocess", _c_string(f.postprocess)), ("post", str(f.post)),
+            ("gas", f"{f.gas}u"), ("storage_size", f"{f.storage_size}u"), ("input_length", f"{f.input_length}u"),
+            ("output_length", f"{f.output_length}u"), ("input_type_size", str(f.input_type_size)),
+            ("output_type_size", str(f.output_type_size)), ("input_bound", str(f.input_bound)),
+        ]
+    fields += [
+        ("input_size", f"{tables.input_size}u"), ("arena_bytes", f"{arena_bytes}u"),
+        ("params", "cvmc_params" if params else "0"),
+        ("ncalls", str(len(tables.calls))), ("calls", f"{name}_calls" if tables.calls else "0"),
+        ("nargs", str(len(tables.args))), ("args", f"{name}_args" if tables.args else "0"),
+        ("nheads", str(len(tables.heads))), ("heads", f"{name}_heads"),
+    ]
+    lines.append(f"static const struct cvmc_model {name} = {{")
+    lines += [f"  .{field} = {value}," for field, value in fields]
+    lines.append("};")
+    return lines
+
+
+@dataclass
+class _TierTables:
+    """One tier of an object, as its C tables: the model's host program and the known-answer model's."""
+
+    tier: Tier
+    model: _Tables
+    model_arena: int
+    check: _Tables
+    check_arena: int
+
+
+def object_source(key: str, target: str, facts: ApiFacts, tiers: list[_TierTables], params_bytes: int,
+                  params_file: str | None, check_input: np.ndarray, check_output: np.ndarray) -> str:
+    """The C source of a model object's tables (`capi/cvmc_model.h`): one `struct cvmc_model` per tier and its
+    known-answer model's, the check's input and expected heads; the params are the bytes of `params_file`."""
+    lines = [f"/* Generated by cvm-aot build --target {target}: the host programs of model {key} (cvmc_model.h). */",
              "#include <stdint.h>", "", '#include "cvmc_model.h"', ""]
     if params_file is not None:
         assert '"' not in params_file and "\\" not in params_file and "\n" not in params_file
@@ -297,43 +382,23 @@ def model_source(key: str, cpu: str, features: str, facts: ApiFacts, tables: _Ta
                   '        ".balign 64\\n.globl cvmc_params\\n.hidden cvmc_params\\ncvmc_params:\\n"',
                   f'        ".incbin \\"{params_file}\\"\\n.previous\\n");',
                   'extern const unsigned char cvmc_params[] __attribute__((visibility("hidden")));', ""]
-    for cname, symbol in tables.kernels:
-        lines.append(f'extern void {cname}(void **, int64_t, int64_t) __asm__("{symbol}");')
-    dims: list[int] = []
-    head_rows = []
-    for root, shift, offset, shape, strides in tables.heads:
-        head_rows.append(f"  {{{root}, {shift}u, {offset}, {len(shape)}, dims + {len(dims)}, "
-                         f"dims + {len(dims) + len(shape)}, {prod(shape)}u}},")
-        dims += [*shape, *strides]
-    lines.append(f"static const int64_t dims[] = {{{', '.join(map(str, dims))}}};")
-    if tables.args:
-        lines.append("static const struct cvmc_arg args[] = {")
-        lines += [f"  {{{root}, {shift}u}}," for root, shift in tables.args]
-        lines.append("};")
-    if tables.calls:
-        lines.append("static const struct cvmc_call calls[] = {")
-        lines += [f"  {{{tables.kernels[k][0]}, {_c_string(name)}, {trip}, {int(split)}, {first}, {n}}},"
-                  for k, name, trip, split, first, n in tables.calls]
-        lines.append("};")
-    lines.append("static const struct cvmc_head heads[] = {")
-    lines += head_rows
+    for i, t in enumerate(tiers):
+        lines += _model_lines(f"tier{i}_model", facts, t.model, t.model_arena, params_file is not None)
+        lines += _model_lines(f"tier{i}_check", None, t.check, t.check_arena, params_file is not None)
+    lines.append("static const struct cvmc_tier tiers[] = {")
+    lines += [f"  {{{_c_string(t.tier.name)}, {_c_string(t.tier.cpu)}, {_c_string(t.tier.needs)}, &tier{i}_model, "
+              f"&tier{i}_check}}," for i, t in enumerate(tiers)]
     lines.append("};")
-    f = facts
+    for name, values in (("check_input", check_input), ("check_output", check_output)):
+        lines.append(f"static const int32_t {name}[] = {{{', '.join(map(str, values.tolist()))}}};")
     fields = [
-        ("abi", str(MODEL_ABI)), ("key", _c_string(key)), ("cpu", _c_string(cpu)),
-        ("features", _c_string(features)), ("version", _c_string(f.version)),
-        ("postprocess", _c_string(f.postprocess)), ("post", str(f.post)), ("gas", f"{f.gas}u"),
-        ("storage_size", f"{f.storage_size}u"), ("input_length", f"{f.input_length}u"),
-        ("output_length", f"{f.output_length}u"), ("input_type_size", str(f.input_type_size)),
-        ("output_type_size", str(f.output_type_size)), ("input_size", f"{f.input_size}u"),
-        ("input_bound", str(f.input_bound)), ("arena_bytes", f"{arena_bytes}u"),
-        ("params", "cvmc_params" if params_file is not None else "0"), ("params_bytes", f"{len(tables.params)}u"),
-        ("ncalls", str(len(tables.calls))), ("calls", "calls" if tables.calls else "0"),
-        ("nargs", str(len(tables.args))), ("args", "args" if tables.args else "0"),
-        ("nheads", str(len(tables.heads))), ("heads", "heads"),
+        ("abi", str(MODEL_ABI)), ("key", _c_string(key)), ("target", _c_string(target)),
+        ("ntiers", str(len(tiers))), ("tiers", "tiers"), ("params_bytes", f"{params_bytes}u"),
+        ("check_input_size", f"{check_input.size}u"), ("check_input", "check_input"),
+        ("check_output_size", f"{check_output.size}u"), ("check_output", "check_output"),
     ]
-    lines.append(f'__attribute__((visibility("default"))) const struct cvmc_model {MODEL_SYMBOL} = {{')
-    lines += [f"  .{name} = {value}," for name, value in fields]
+    lines.append(f'__attribute__((visibility("default"))) const struct cvmc_object {OBJECT_SYMBOL} = {{')
+    lines += [f"  .{field} = {value}," for field, value in fields]
     lines.append("};")
     return "\n".join(lines) + "\n"
 
@@ -399,16 +464,19 @@ def _cc(args: list[str], what: str) -> None:
 _LINK_FLAGS = ["-Wl,-z,noexecstack", "-Wl,-z,now", "-Wl,-z,relro", "-Wl,--no-undefined"]
 
 
-def link_model(kernels_object: bytes, source: str, params: bytes, work: Path) -> bytes:
-    """A model's shared object: its kernels' object and its tables (`source`), linked by `cc -shared`, exporting
-    `cvmc_model_v1` alone."""
-    (work / "kernels.o").write_bytes(kernels_object)
+def link_model(objects: list[bytes], source: str, params: bytes, work: Path) -> bytes:
+    """A model's shared object: its kernels' objects and its tables (`source`), linked by `cc -shared`,
+    exporting `cvmc_object_v2` alone."""
+    names = []
+    for i, code in enumerate(objects):
+        names.append(str(work / f"kernels{i}.o"))
+        Path(names[-1]).write_bytes(code)
     (work / "params.bin").write_bytes(params)
     (work / "model.c").write_text(source)
-    (work / "exports.map").write_text(f"{{ global: {MODEL_SYMBOL}; local: *; }};\n")
+    (work / "exports.map").write_text(f"{{ global: {OBJECT_SYMBOL}; local: *; }};\n")
     _cc(["-shared", "-fPIC", "-O1", "-std=gnu11", "-I", str(CAPI), "-o", str(work / "model.so"),
-         str(work / "model.c"), str(work / "kernels.o"), f"-Wl,--version-script={work / 'exports.map'}",
-         *_LINK_FLAGS, "-lm"], "the model's object")
+         str(work / "model.c"), *names, f"-Wl,--version-script={work / 'exports.map'}", *_LINK_FLAGS, "-lm"],
+        "the model's object")
     return (work / "model.so").read_bytes()
 
 
@@ -450,6 +518,117 @@ def write_library(path: str | os.PathLike[str]) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Targets: what an object's kernels are compiled for, and the tiers it holds
+# --------------------------------------------------------------------------------------------------------------
+
+# The features each level guarantees (LLVM's names, those the library checks): x86-64, x86-64-v3 and x86-64-v4 as
+# the x86-64 psABI defines them (what `cc -march=x86-64-vN` enables; a test compares).
+_X86_64 = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2")
+_V3 = (*_X86_64, "avx", "avx2", "bmi", "bmi2", "crc32", "cx16", "f16c", "fma", "lzcnt", "movbe", "popcnt", "sahf",
+       "sse3", "sse4.1", "sse4.2", "ssse3", "xsave")
+_V4 = (*_V3, "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One kernel set of an object: the loop level's `target`, the LLVM CPU its code is compiled for, with
+    `features` (LLVM's "+a,-b" list; None: the CPU's own), and the features it needs (`needs`, "+a,+b": all it
+    may use; the library runs the tier only on a CPU that has them)."""
+
+    name: str
+    target: Target
+    cpu: str
+    features: str | None
+    needs: str
+
+
+def _level(name: str, cpu: str, needs: tuple[str, ...]) -> Tier:
+    """A tier compiled for `cpu` with exactly the features `needs` (every other feature the library checks is
+    turned off, so LLVM may use none it does not record)."""
+    from cvmc.passes.loops.target import Target
+
+    off = sorted(checked_features() & set(_llvm_features()) - set(needs))
+    plus = ",".join(f"+{n}" for n in sorted(needs))
+    return Tier(name, Target(name), cpu, ",".join([plus, *(f"-{n}" for n in off)]), plus)
+
+
+def _llvm_features() -> list[str]:
+    """Every feature name LLVM knows for this host's target (those it has and those it lacks)."""
+    import llvmlite.binding as llvm
+
+    from cvmc.runtime.jit import host_target
+
+    host_target()  # initializes LLVM's native target
+    return list(llvm.get_host_cpu_features())
+
+
+# `cvm-aot build --target NAME`: the tiers of its object, best first (see `target_tiers`).
+TARGETS: dict[str, Callable[[], tuple[Tier, ...]]] = {
+    "x86-64-v3": lambda: (_level("avx2", "x86-64-v3", _V3),),
+    "x86-64-v4": lambda: (_level("avx2", "x86-64-v4", _V4),),
+    "amx": lambda: (_level("amx", "x86-64-v4", (*_V4, "avx512vnni", "amx-tile", "amx-int8")),),
+    "all": lambda: (*TARGETS["amx"](), _level("avx512-vnni", "x86-64-v4", (*_V4, "avx512vnni")),
+                    *TARGETS["x86-64-v3"](), _level("generic", "x86-64", _X86_64)),
+}
+TARGET_NAMES = ("host", *TARGETS)
+# The order in which the library looks a model up in the store (capi.c `targets`): an object built on (or for) this
+# machine first, then the one that has every tier, then the single tiers, best first.
+LOOKUP_ORDER = ("host", "all", "amx", "x86-64-v4", "x86-64-v3")
+
+
+def target_tiers(target: str = "host", cpu: str | None = None) -> tuple[Tier, ...]:
+    """The tiers of an object built for `target`, best first:
+    - "host": this machine's CPU and features, and the tier the JIT would take here (`runtime.target.jit_target`:
+      the host's best, after its known-answer check, with the `CVMC_ISA` ... overrides); with `cpu`, the named
+      CPU (its features as the C compiler knows them) and the generic kernels;
+    - "x86-64-v3": the avx2 tier for any x86-64-v3 CPU (AVX2, FMA, BMI2: Haswell, Zen 1 and later);
+    - "x86-64-v4": the avx2 tier compiled for x86-64-v4 (AVX-512 F/BW/CD/DQ/VL): VNNI is not in that level (no
+      Skylake-SP has it), and the object must run on every CPU the name promises; the VNNI kernels are `all`'s;
+    - "amx": the amx tier, for x86-64-v4 with AVX512-VNNI, AMX-TILE and AMX-INT8 (Sapphire Rapids and later);
+    - "all": amx, avx512-vnni (x86-64-v4 + VNNI), avx2 (x86-64-v3) and generic (x86-64): the library runs the
+      best this CPU has (and, for amx, whose tiles Linux grants) whose known-answer check passes.
+    A CVMRuntimeError names a target or CPU that cannot be built for."""
+    from cvmc.runtime.jit import host_target, shared_target
+    from cvmc.runtime.target import jit_target
+
+    if target not in TARGET_NAMES:
+        raise CVMRuntimeError(f"--target: expected one of {', '.join(TARGET_NAMES)}, got {target!r}")
+    if cpu is not None and target != "host":
+        raise CVMRuntimeError(f"--cpu {cpu} names the CPU of --target host, not of --target {target}")
+    triple, host_cpu = host_target()[:2]
+    if target != "host" and not triple.startswith("x86_64"):
+        raise CVMRuntimeError(f"--target {target}: x86-64 targets are built on x86-64 hosts only (this one is "
+                              f"{triple})")
+    if target != "host":
+        return TARGETS[target]()
+    from cvmc.passes.loops.target import Target
+
+    if cpu is not None and cpu != host_cpu:  # the named CPU gets the generic kernels
+        needs = named_cpu_features(cpu)  # before LLVM sees the name
+        return (Tier("generic", Target("generic", mmk=False), cpu, None, needs),)
+    kernels = jit_target()
+    name, features = shared_target()
+    return (Tier(str(kernels).removeprefix("x86:"), kernels, name, features, features),)
+
+
+# Tests only: rewrites the LLVM IR of a tier's kernels before they are compiled, (tier name, IR) -> IR (to plant a
+# wrong kernel and see the known-answer check refuse the tier).
+PLANT: Callable[[str, str], str] | None = None
+
+
+def _prefixed(ir_text: str, prefix: str) -> str:
+    """`ir_text` with `prefix` before the name of every function it exports (the tiers of an object each define
+    the same kernels)."""
+    import llvmlite.binding as llvm
+
+    mod = llvm.parse_assembly(ir_text, llvm.create_context())
+    for f in mod.functions:
+        if not f.is_declaration and f.linkage not in (llvm.Linkage.internal, llvm.Linkage.private):
+            f.name = prefix + f.name
+    return str(mod)
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Building a model
 # --------------------------------------------------------------------------------------------------------------
 
@@ -477,18 +656,18 @@ def _store_folder(store: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str], cpu: str | None = None) -> list[
-        Written]:
-    """`cvm-aot build`: verify a model as `CVMAPILoadModel` does and write its entry into the store: its shared
-    object compiled for this machine's CPU (or `cpu`), or the decision of a model the runtime rejects (the
-    loader's, or a plan over the runtime's memory limit, as `load_model` decides); and the entry of its graph for
-    `CVMAPIGetGasFromGraphFile`. A failure of the compiler itself raises and stores nothing. Returns what was
-    written."""
+def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str], cpu: str | None = None,
+                target: str = "host") -> list[Written]:
+    """`cvm-aot build`: verify a model as `CVMAPILoadModel` does and write its entry for `target` into the store
+    (`target_tiers`): its shared object, or the decision of a model the runtime rejects (the loader's, or a plan
+    over the runtime's memory limit, as `load_model` decides; for several tiers, the largest plan decides, so that
+    every node decides alike); and the entry of its graph for `CVMAPIGetGasFromGraphFile`. A failure of the
+    compiler itself raises and stores nothing. Returns what was written."""
     from cvmc.runtime.compile import lower_to_llvm
     from cvmc.runtime.graph import load_graph
     from cvmc.runtime.model import program_bytes
 
-    features = None if cpu is None else named_cpu_features(cpu)  # before LLVM sees the name
+    tiers = target_tiers(target, cpu)
     folder = _store_folder(store)
     secret = store_secret(folder)
     key = model_key(graph_json, params)
@@ -498,53 +677,100 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
     except CVMError as e:
         decision = e
     else:
-        from cvmc.passes.loops.target import Target
-        from cvmc.runtime.jit import host_target
-        from cvmc.runtime.target import jit_target
-
-        # The kernels are chosen for the host's tier; a CPU named by `cpu` gets the generic ones.
-        target = jit_target() if cpu is None or cpu == host_target()[1] else Target("generic", mmk=False)
-        program, ir_text, specs, _ = lower_to_llvm(graph, target)
-        needed = program_bytes(program)
+        lowered = [lower_to_llvm(graph, t.target)[:3] for t in tiers]
+        needed = max(program_bytes(program) for program, _, _ in lowered)
         if needed > MAX_MEMORY:  # Model._check_memory, with the default limit
             decision = CVMLogicError(f"the model needs {needed} bytes of working memory (the arena planned for "
                                      f"cpu, its input and its heads), more than the limit of {MAX_MEMORY} bytes")
         else:
-            payload, summary = _shared_object(key, graph_json, graph, program, ir_text, specs, cpu, features)
+            payload, summary = _shared_object(key, target, graph_json, graph, tiers, lowered)
     if decision is not None:
         payload, summary = decision_payload(decision), str(decision)
     status = decision.status if decision is not None else 0
-    written = [Written(write_entry(folder, key, payload, secret), key, "model", status, summary, len(payload))]
+    path = write_entry(folder, key, payload, secret, target)
+    written = [Written(path, key, "model", status, summary, len(payload))]
     gkey = graph_key(graph_json)
     gas = graph_gas_decision(graph_json)
     if isinstance(gas, CVMError):
         payload, status, summary = decision_payload(gas), gas.status, str(gas)
     else:
         payload, status, summary = b"G" + struct.pack("<Q", gas), 0, f"gas {gas}"
-    written.append(Written(write_entry(folder, gkey, payload, secret), gkey, "graph", status, summary, len(payload)))
+    path = write_entry(folder, gkey, payload, secret, None)
+    written.append(Written(path, gkey, "graph", status, summary, len(payload)))
     return written
 
 
-def _shared_object(key: str, graph_json: bytes, graph: Graph, program: HostProgram, ir_text: str,
-                   specs: list[KernelSpec], cpu: str | None, cpu_features: str | None) -> tuple[bytes, str]:
-    """The payload of a model's entry ('S' and its shared object) and a summary of it; the object records the
-    features it needs (`cpu_features` for a named CPU), which the library checks before any call."""
-    from cvmc.runtime.jit import shared_object_code, shared_target
+@functools.cache
+def _known_answer() -> tuple[Graph, np.ndarray, np.ndarray]:
+    """The model of the known-answer check (`runtime.target.known_answer_graph`), its input, and its heads by the
+    reference interpreter (the executable spec), one after another."""
+    from cvmc.runtime.reference import run_graph
+    from cvmc.runtime.target import known_answer_graph, known_answer_input
+
+    graph, x = known_answer_graph(), known_answer_input()
+    heads = run_graph(graph, x)
+    return graph, x.astype(np.int32).reshape(-1), np.concatenate([h.astype(np.int32).reshape(-1) for h in heads])
+
+
+@functools.cache
+def _known_answer_lowered(target: Target) -> tuple[HostProgram, str, list[KernelSpec]]:
+    """The known-answer model lowered for `target` (once a process: every object holds it)."""
+    from cvmc.runtime.compile import lower_to_llvm
+
+    return lower_to_llvm(_known_answer()[0], target)[:3]
+
+
+@functools.lru_cache(maxsize=16)
+def _known_answer_object(ir_text: str, cpu: str, features: str | None) -> bytes:
+    """The known-answer model's object file (the same for every object of a tier: compiled once a process)."""
+    from cvmc.runtime.jit import shared_object_code
+
+    return shared_object_code(ir_text, cpu, features)
+
+
+def _shared_object(key: str, target: str, graph_json: bytes, graph: Graph, tiers: tuple[Tier, ...],
+                   lowered: list[tuple[HostProgram, str, list[KernelSpec]]]) -> tuple[bytes, str]:
+    """The payload of a model's entry ('S' and its shared object) and a summary of it: per tier, the model's
+    kernels and those of the known-answer model, compiled for the tier's CPU, and their host programs as tables;
+    the object records the features each tier needs, which the library checks before any call."""
+    from cvmc.runtime.jit import shared_object_code
+    from cvmc.runtime.llvm_compile import compile_threads
 
     facts = api_facts(graph_json, graph)
-    tables = host_tables(program, specs)
-    if program.input_shape is not None and tables.input_size != facts.input_size:
-        raise CVMRuntimeError(f"the host program's input has {tables.input_size} values, the graph's "
-                              f"{facts.input_size}")
-    name, features = shared_target(cpu)
-    features = features or cpu_features or ""
-    code = shared_object_code(ir_text, cpu)
+    _, check_input, check_output = _known_answer()
+    params = _Params()
+    tables: list[_TierTables] = []
+    units: list[tuple[str, str, Tier]] = []  # (prefix, IR, tier): one object file each
+    for i, (tier, (program, ir_text, specs)) in enumerate(zip(tiers, lowered)):
+        model = host_tables(program, specs, params, f"cvmc_t{i}m_")
+        if program.input_shape is not None and model.input_size != facts.input_size:
+            raise CVMRuntimeError(f"the host program's input has {model.input_size} values, the graph's "
+                                  f"{facts.input_size}")
+        check_program, check_ir, check_specs = _known_answer_lowered(tier.target)
+        check = host_tables(check_program, check_specs, params, f"cvmc_t{i}c_")
+        if check.input_size != check_input.size or sum(prod(h[3]) for h in check.heads) != check_output.size:
+            raise CVMRuntimeError("the known-answer model's host program does not match its reference run")
+        tables.append(_TierTables(tier, model, program.arena_bytes, check, check_program.arena_bytes))
+        units += [(f"cvmc_t{i}m_", ir_text, tier), (f"cvmc_t{i}c_", check_ir, tier)]
+
+    def compile_unit(unit: tuple[str, str, Tier]) -> bytes:
+        prefix, ir_text, tier = unit
+        planted = _prefixed(PLANT(tier.name, ir_text) if PLANT is not None else ir_text, prefix)
+        if prefix.endswith("c_"):
+            return _known_answer_object(planted, tier.cpu, tier.features)
+        return shared_object_code(planted, tier.cpu, tier.features)
+
+    with ThreadPoolExecutor(min(len(units), compile_threads())) as pool:
+        objects = list(pool.map(compile_unit, units))
+    blob = bytes(params.blob)
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-") as tmp:
         work = Path(tmp)
-        params_file = str(work / "params.bin") if tables.params else None
-        source = model_source(key, name, features, facts, tables, program.arena_bytes, params_file)
-        obj = link_model(code, source, tables.params, work)
-    summary = (f"a shared object of {len(obj)} bytes for cpu {name}: {len(tables.kernels)} kernels, "
-               f"{len(tables.calls)} calls, arena {program.arena_bytes} bytes, params {len(tables.params)} bytes, "
-               f"gas {facts.gas}")
+        params_file = str(work / "params.bin") if blob else None
+        source = object_source(key, target, facts, tables, len(blob), params_file, check_input, check_output)
+        obj = link_model(objects, source, blob, work)
+    where = (f"cpu {tiers[0].cpu}" if target == "host" else f"target {target}") + \
+        f" (tier{'s' if len(tiers) > 1 else ''} {', '.join(t.name for t in tiers)})"
+    summary = (f"a shared object of {len(obj)} bytes for {where}: "
+               f"{', '.join(str(len(t.model.kernels)) for t in tables)} kernels, {len(lowered[0][0].calls)} calls, "
+               f"arena {max(p.arena_bytes for p, _, _ in lowered)} bytes, params {len(blob)} bytes, gas {facts.gas}")
     return b"S" + obj, summary

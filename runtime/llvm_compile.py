@@ -60,12 +60,14 @@ def shared_target(cpu: str | None = None) -> tuple[str, str]:
     return (host_cpu, host_features) if cpu is None or cpu == host_cpu else (cpu, "")
 
 
-def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None) -> bytes:
+def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None, features: str | None = None) -> bytes:
     """The object file of `llvm_ir` for a shared library (`cvm-aot`): the engine's O3 pipeline and options, for
-    this machine's CPU or the named one, as position-independent code with the small code model (the JIT's objects
-    use the large code model and static relocations, which MCJIT places anywhere in memory)."""
+    this machine's CPU or the named one (with exactly `features`, LLVM's "+name,-name" list, when given), as
+    position-independent code with the small code model (the JIT's objects use the large code model and static
+    relocations, which MCJIT places anywhere in memory)."""
     triple = host_target()[0]
-    name, features = shared_target(cpu)
+    name, default = shared_target(cpu)
+    features = default if features is None else features
     tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=features, opt=3, reloc="pic",
                                                                 codemodel="default")
     return _object_file(str(llvm_ir), tm)

@@ -1,13 +1,17 @@
 """`cvm-aot`: compile CVM models ahead of time for cvm-runtime's C API, and write the library that serves them.
 
-    cvm-aot build model.json params.bin --store DIR [--cpu NAME]    # verify, compile, write the model's entry
+    cvm-aot build model.json params.bin --store DIR [--target T]    # verify, compile, write the model's entry
     cvm-aot lib -o libcvm.so [--header c_api.h]                      # the C-API library (and its header)
 
-`build` loads the model as `CVMAPILoadModel` does; a model the runtime accepts is compiled for this machine's
-CPU (or `--cpu`, an LLVM CPU name such as `skylake-avx512`) into a shared object; a model it rejects is stored as
-its decision, so that loading it through the library gives the runtime's status. Either way the entry is named by
-the hash of the two files' bytes, and a second entry, named by the graph's hash, answers
-`CVMAPIGetGasFromGraphFile`. Each written entry is printed. `lib` compiles the library with the system's cc; a
+`build` loads the model as `CVMAPILoadModel` does; a model the runtime accepts is compiled into a shared object
+for `--target`: host (the default: this machine's CPU and kernel tier), x86-64-v3 (the avx2 kernels),
+x86-64-v4 (the avx2 kernels compiled for AVX-512: VNNI is not in x86-64-v4), amx (the AMX-INT8 kernels) or all
+(one object with the amx, avx512-vnni, avx2 and generic kernels: the library runs the best this CPU has, so one
+store serves every x86-64 node); `--cpu NAME` (an LLVM CPU name such as `skylake-avx512`) is `--target host` for
+that CPU instead of this one (the generic kernels). A model the runtime rejects is stored as its decision, so that
+loading it through the library gives the runtime's status. Either way the entry is named by the hash of the two
+files' bytes and the target (a store holds one entry per target), and a second entry, named by the graph's hash,
+answers `CVMAPIGetGasFromGraphFile`. Each written entry is printed. `lib` compiles the library with the system's cc; a
 program linked with it, run with `CVMC_AOT_STORE=DIR`, runs the stored models without Python
 (`cvmc.runtime.aot` has the details).
 """
@@ -27,7 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("graph", help="the graph JSON")
     b.add_argument("params", help="the params binary")
     b.add_argument("--store", required=True, metavar="DIR", help="the store folder (created if missing)")
-    b.add_argument("--cpu", metavar="NAME", help="the LLVM CPU to compile for (default: this machine's)")
+    b.add_argument("--target", default="host", metavar="T",
+                   help="host (default), x86-64-v3, x86-64-v4, amx or all (a kernel set per tier, chosen at load)")
+    b.add_argument("--cpu", metavar="NAME", help="with --target host: the LLVM CPU to compile for (default: this "
+                   "machine's)")
     lib = sub.add_parser("lib", help="write the C-API library")
     lib.add_argument("-o", "--output", required=True, metavar="PATH", help="the shared object to write")
     lib.add_argument("--header", metavar="PATH", help="also write the API's header (c_api.h) here")
@@ -35,12 +42,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(a: argparse.Namespace) -> int:
-    from cvmc.runtime.aot import build_model
+    from cvmc.runtime.aot import TARGET_NAMES, build_model
     from cvmc.runtime.graph import read_source
 
     if a.cpu is not None and not a.cpu.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise cli.UsageError(f"--cpu: expected an LLVM CPU name (letters, digits, '-', '_', '.'), got {a.cpu!r}")
-    written = build_model(read_source(a.graph), read_source(a.params), a.store, a.cpu)
+    if a.target not in TARGET_NAMES:
+        raise cli.UsageError(f"--target: expected one of {', '.join(TARGET_NAMES)}, got {a.target!r}")
+    if a.cpu is not None and a.target != "host":
+        raise cli.UsageError(f"--cpu names the CPU of --target host; --target {a.target} compiles for its own CPUs")
+    written = build_model(read_source(a.graph), read_source(a.params), a.store, a.cpu, a.target)
     for w in written:
         what = "model" if w.what == "model" else "graph (CVMAPIGetGasFromGraphFile)"
         result = w.message if w.status == 0 else f"rejected with status {w.status}: {w.message}"

@@ -12,8 +12,16 @@
  * `net` to load into, a NULL pointer with a length), this library returns 2 instead.
  *
  * Handles: a `net` is a registry handle (a slot and its generation), not a pointer: a freed, stale or forged one is
- * status 2 and nothing is read through it. An object needing CPU features this machine lacks is refused at load
- * (cpu.h), before any call.
+ * status 2 and nothing is read through it.
+ *
+ * Tiers: a store may hold a model for several targets (`<key>.<target>.cvmc`), looked up in the order of `targets`
+ * below; an object holds one tier or, built with `--target all`, four (cvmc_model.h). The library runs the first
+ * tier whose CPU features this machine has (cpu.h: checked before any call, so no SIGILL) and whose known-answer
+ * check passes: before a tier is first trusted in a process, its kernels run the object's known-answer model and
+ * must give the heads the reference interpreter gave at build time; a tier that fails is disabled for the
+ * process, with one warning naming it, and the next tier runs. An object with no tier left for this CPU is
+ * passed over for the next target's entry; when none is left, the load is refused (status 2) with each reason.
+ * $CVMC_AOT_VERBOSE=1 prints the target and tier each load runs.
  *
  * Threads: nets share nothing (the last error is per thread), so distinct nets may run at once; a net runs one
  * inference at a time under its mutex (its arena is reused between inferences); a net freed while a call runs on
@@ -215,7 +223,7 @@ static int threads_wanted(int *threads) {
 struct net {
   void *object;    /* the model's shared object (dlopen) */
   int object_fd;   /* the memfd it was loaded from (-1: none), open while it is loaded */
-  const struct cvmc_model *m;
+  const struct cvmc_model *m;  /* the host program of the tier it runs */
   unsigned char *arena;
   int32_t *input;
   int32_t *heads;         /* every head's values, one head after another */
@@ -261,22 +269,10 @@ static const unsigned char *root_base(const struct net *n, uint32_t root) {
   }
 }
 
-/* Check the object's tables against what the library can run, then allocate the net's memory and resolve every
- * kernel argument to its pointer. */
-static int net_setup(struct net *n, const char *key) {
+/* Check a host program's tables against what the library can run, then allocate the net's memory and resolve
+ * every kernel argument to its pointer; `threads`: the most the net's calls may use. */
+static int net_setup(struct net *n, const char *key, int threads) {
   const struct cvmc_model *m = n->m;
-  if (m->abi != CVMC_MODEL_ABI)
-    return cvmc_fail(2, "model %s was built for another version of this library (model ABI %u, expected %d): "
-                     "rebuild it with cvm-aot build", key, m->abi, CVMC_MODEL_ABI);
-  if (m->key == NULL || strcmp(m->key, key) != 0)
-    return cvmc_fail(2, "the object in the store entry %s was built for another model (%.64s): refused", key,
-                     m->key ? m->key : "none");
-  char missing[512];
-  cvmc_missing_features(m->features, missing, sizeof missing);
-  if (missing[0])
-    return cvmc_fail(2, "model %s was compiled for the CPU %s, whose features %s this CPU lacks (or this library "
-                     "cannot check): refused before any call; rebuild it here with cvm-aot build (or name this "
-                     "CPU with --cpu)", key, m->cpu, missing);
   for (uint32_t i = 0; i < m->nargs; ++i)
     if (m->args[i].root >= CVMC_ROOTS)
       return cvmc_fail(2, "model %s: argument %u names root %u", key, i, m->args[i].root);
@@ -285,10 +281,6 @@ static int net_setup(struct net *n, const char *key) {
   for (uint32_t i = 0; i < m->nheads; ++i)
     if (m->heads[i].root >= CVMC_ROOTS || m->heads[i].ndim == 0 || m->heads[i].ndim > MAX_DIMS)
       return cvmc_fail(2, "model %s: head %u is malformed", key, i);
-  int threads = 1;
-  int status = threads_wanted(&threads);
-  if (status != 0)
-    return status;
   uint64_t head_values = 0;
   for (uint32_t k = 0; k < m->nheads; ++k)
     head_values += m->heads[k].size;
@@ -488,6 +480,152 @@ static void copy_head(const struct net *n, const struct cvmc_head *h, int32_t *o
 
 static void put_i32(char *mem, int32_t v) { memcpy(mem, &v, 4); }
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * Tiers and the known-answer check
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/* The targets a model's entries may be built for, in the order they are looked up (cvmc.runtime.aot.LOOKUP_ORDER):
+ * the object built on (or for) this machine, then the one with every tier, then the single tiers, best first. */
+static const char *const targets[] = {"host", "all", "amx", "x86-64-v4", "x86-64-v3"};
+#define NTARGETS (sizeof targets / sizeof targets[0])
+#define NO_TIER (-2) /* an object none of whose tiers runs here: the next target's entry may */
+#define MAX_CHECKED 32
+
+/* What this process found of each tier's known-answer check, by tier name: 1 passed, 0 failed (then disabled). */
+static struct {
+  pthread_mutex_t lock;
+  int count;
+  char name[MAX_CHECKED][48];
+  int passed[MAX_CHECKED];
+} checked = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}}, {0}};
+
+/* $CVMC_AOT_VERBOSE=1: each load names the target and tier it runs, each known-answer check its result and time. */
+static int verbose(void) {
+  const char *v = getenv("CVMC_AOT_VERBOSE");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* Run the known-answer model of tier `t` once: 1 when its heads are the recorded ones, 0 when not, or a status
+ * (2, after cvmc_fail) when it cannot be set up. */
+static int run_check(const struct cvmc_object *o, const struct cvmc_tier *t, const char *key) {
+  struct net *n = calloc(1, sizeof *n);
+  if (n == NULL)
+    return cvmc_fail(2, "out of memory checking model %s", key);
+  n->object_fd = -1;
+  n->m = t->check;
+  int status = net_setup(n, key, 1);
+  int same = 0;
+  if (status == 0) {
+    const struct cvmc_model *m = n->m;
+    uint64_t values = 0;
+    for (uint32_t k = 0; k < m->nheads; ++k)
+      values += m->heads[k].size;
+    if (m->input_size == o->check_input_size && values == o->check_output_size) {
+      memcpy(n->input, o->check_input, 4 * m->input_size);
+      run_calls(n);
+      for (uint32_t k = 0; k < m->nheads; ++k)
+        copy_head(n, &m->heads[k], n->heads + n->head_start[k]);
+      same = memcmp(n->heads, o->check_output, 4 * values) == 0;
+    }
+  }
+  net_free(n);
+  return status != 0 ? -status : same;
+}
+
+/* Whether tier `t` passes the known-answer check in this process (run the first time a tier of that name is
+ * met; a failure warns once and disables the tier): 1 or 0, or a negative status. */
+static int tier_trusted(const struct cvmc_object *o, const struct cvmc_tier *t, const char *key) {
+  pthread_mutex_lock(&checked.lock);
+  int i = 0;
+  while (i < checked.count && strcmp(checked.name[i], t->name) != 0)
+    ++i;
+  int result;
+  if (i < checked.count) {
+    result = checked.passed[i];
+  } else {
+    uint64_t start = now_ns();
+    result = run_check(o, t, key);
+    if (verbose())
+      fprintf(stderr, "cvmc: the known-answer check of tier %s (cpu %s): %s in %.3f ms\n", t->name, t->cpu,
+              result == 1 ? "passed" : "failed", (double)(now_ns() - start) / 1e6);
+    if (result >= 0 && checked.count < MAX_CHECKED) {
+      snprintf(checked.name[checked.count], sizeof checked.name[0], "%s", t->name);
+      checked.passed[checked.count++] = result;
+    }
+    if (result == 0)
+      fprintf(stderr, "WARNING: cvmc: the %s kernels (model %s, cpu %s) gave other bytes than the reference on "
+              "the known-answer model on this CPU: %s is disabled for this process, models run on the next tier\n",
+              t->name, key, t->cpu, t->name);
+  }
+  pthread_mutex_unlock(&checked.lock);
+  return result;
+}
+
+static void append(char *out, size_t n, const char *format, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *out, size_t n, const char *format, ...) {
+  size_t at = strlen(out);
+  if (at + 1 >= n)
+    return;
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(out + at, n - at, format, ap);
+  va_end(ap);
+}
+
+/* The tier of object `o` this process runs: 0 and *out; NO_TIER with the reasons in `why`; or a status. */
+static int pick_tier(const struct cvmc_object *o, const char *key, const struct cvmc_tier **out, char *why,
+                     size_t n) {
+  for (uint32_t i = 0; i < o->ntiers; ++i) {
+    const struct cvmc_tier *t = &o->tiers[i];
+    char missing[512];
+    cvmc_missing_features(t->features, missing, sizeof missing);
+    if (missing[0]) {
+      append(why, n, "%s tier %s (compiled for the CPU %s) needs features this CPU lacks (or this library cannot "
+             "check): %s; ", o->target, t->name, t->cpu, missing);
+      continue;
+    }
+    int trusted = tier_trusted(o, t, key);
+    if (trusted < 0)
+      return -trusted;
+    if (!trusted) {
+      append(why, n, "%s tier %s failed the known-answer check on this CPU; ", o->target, t->name);
+      continue;
+    }
+    *out = t;
+    return 0;
+  }
+  return NO_TIER;
+}
+
+/* Load the object of a model's entry into `n`: 0; NO_TIER (reasons appended to `why`); or a status. */
+static int load_object(struct net *n, const struct cvmc_entry *entry, const char *key, char *why, size_t nwhy) {
+  int status = cvmc_open_object(entry->payload, entry->payload_size, key, &n->object, &n->object_fd);
+  if (status != 0)
+    return status;
+  const struct cvmc_object *o = dlsym(n->object, CVMC_OBJECT_SYMBOL);
+  if (o == NULL)
+    return cvmc_fail(2, "the object of model %s has no %s (built by another version of cvm-aot): rebuild it with "
+                     "cvm-aot build", key, CVMC_OBJECT_SYMBOL);
+  if (o->abi != CVMC_MODEL_ABI)
+    return cvmc_fail(2, "model %s was built for another version of this library (model ABI %u, expected %d): "
+                     "rebuild it with cvm-aot build", key, o->abi, CVMC_MODEL_ABI);
+  if (o->key == NULL || strcmp(o->key, key) != 0)
+    return cvmc_fail(2, "the object in the store entry %s was built for another model (%.64s): refused", key,
+                     o->key ? o->key : "none");
+  if (o->ntiers == 0 || o->tiers == NULL)
+    return cvmc_fail(2, "the object of model %s has no tiers", key);
+  const struct cvmc_tier *tier = NULL;
+  status = pick_tier(o, key, &tier, why, nwhy);
+  if (status != 0)
+    return status;
+  if (verbose())
+    fprintf(stderr, "cvmc: model %s: target %s, tier %s (cpu %s)\n", key, o->target, tier->name, tier->cpu);
+  n->m = tier->model;
+  int threads = 1;
+  status = threads_wanted(&threads);
+  return status != 0 ? status : net_setup(n, key, threads);
+}
+
 /* CVMModel::SaveTensor (model.cc:150), on the heads as int32 values. */
 static int save_tensor(const struct net *n, char *mem) {
   const struct cvmc_model *m = n->m;
@@ -590,39 +728,50 @@ int CVMAPILoadModel(const char *graph_json, int graph_strlen, const char *param_
   char key[CVMC_KEY_CHARS + 1];
   cvmc_model_key(graph_json ? graph_json : "", (size_t)graph_strlen, param_bytes ? param_bytes : "",
                  (size_t)param_strlen, key);
-  struct cvmc_entry entry;
-  int status = cvmc_store_read(key, "SD", BUILD_HINT, &entry);
-  if (status != 0)
-    return status;
-  if (entry.kind == 'D') {  /* the runtime rejects this model: its status and message */
-    int decided = entry.payload_size >= 1 && entry.payload[0] == '1' ? 1 : 2;
-    status = cvmc_fail(decided, "%.*s", (int)(entry.payload_size > 1 ? entry.payload_size - 1 : 0),
-                       (const char *)entry.payload + 1);
+  char why[1536] = "";
+  for (size_t k = 0; k < NTARGETS; ++k) {
+    struct cvmc_entry entry;
+    int status = cvmc_store_read(key, targets[k], "SD", BUILD_HINT, &entry);
+    if (status == CVMC_ENTRY_MISSING)
+      continue;
+    if (status != 0)
+      return status;
+    if (entry.kind == 'D') {  /* the runtime rejects this model: its status and message */
+      int decided = entry.payload_size >= 1 && entry.payload[0] == '1' ? 1 : 2;
+      status = cvmc_fail(decided, "%.*s", (int)(entry.payload_size > 1 ? entry.payload_size - 1 : 0),
+                         (const char *)entry.payload + 1);
+      cvmc_entry_free(&entry);
+      return status;
+    }
+    char mask[64];
+    if (cvmc_cpu_mask_check(mask, sizeof mask) != 0) {
+      cvmc_entry_free(&entry);
+      return cvmc_fail(2, "expected $CVMC_CPU_MASK to name CPU features this library checks (LLVM's names, "
+                       "comma-separated), got '%s' in '%s'", mask, getenv("CVMC_CPU_MASK"));
+    }
+    struct net *n = calloc(1, sizeof *n);
+    if (n == NULL) {
+      cvmc_entry_free(&entry);
+      return cvmc_fail(2, "out of memory loading model %s", key);
+    }
+    n->threads = 1;
+    n->object_fd = -1;
+    status = load_object(n, &entry, key, why, sizeof why);
     cvmc_entry_free(&entry);
-    return status;
+    if (status == 0)
+      status = net_register(n, net);
+    if (status != 0)
+      net_free(n);
+    if (status != NO_TIER)
+      return status;
   }
-  struct net *n = calloc(1, sizeof *n);
-  if (n == NULL) {
-    cvmc_entry_free(&entry);
-    return cvmc_fail(2, "out of memory loading model %s", key);
-  }
-  n->threads = 1;
-  n->object_fd = -1;
-  status = cvmc_open_object(entry.payload, entry.payload_size, key, &n->object, &n->object_fd);
-  cvmc_entry_free(&entry);
-  if (status == 0) {
-    n->m = dlsym(n->object, CVMC_MODEL_SYMBOL);
-    status = n->m == NULL ? cvmc_fail(2, "the object of model %s has no %s", key, CVMC_MODEL_SYMBOL)
-                          : net_setup(n, key);
-  }
-  if (status != 0) {
-    net_free(n);
-    return status;
-  }
-  status = net_register(n, net);
-  if (status != 0)
-    net_free(n);
-  return status;
+  if (why[0] == 0)
+    return cvmc_store_missing("model", key, BUILD_HINT);
+  size_t end = strlen(why);
+  if (end >= 2 && strcmp(why + end - 2, "; ") == 0)
+    why[end - 2] = 0;
+  return cvmc_fail(2, "model %s: no object of it in the store runs on this CPU: %s: refused before any call; "
+                   "rebuild it here with cvm-aot build (or build it with --target all)", key, why);
 }
 
 int CVMAPIFreeModel(void *net) {
@@ -700,7 +849,9 @@ int CVMAPIGetGasFromGraphFile(const char *graph_json, unsigned long long *gas) {
   char key[CVMC_KEY_CHARS + 1];
   cvmc_graph_key(graph_json, strlen(graph_json), key);
   struct cvmc_entry entry;
-  int status = cvmc_store_read(key, "GD", BUILD_HINT, &entry);
+  int status = cvmc_store_read(key, NULL, "GD", BUILD_HINT, &entry);
+  if (status == CVMC_ENTRY_MISSING)
+    return cvmc_store_missing("graph", key, BUILD_HINT);
   if (status != 0)
     return status;
   if (entry.kind == 'D') {

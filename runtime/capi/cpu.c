@@ -2,6 +2,8 @@
 #include "cpu.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -92,14 +94,57 @@ static int amx_permitted(void) {
 #endif
 }
 
-int cvmc_cpu_has(const char *name) {
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
-    const struct feature *f = &table[i];
-    if (strcmp(name, f->name) == 0)
-      return has_bit(f->leaf, f->subleaf, f->reg, f->bit) && (os_state() & f->os) == f->os &&
-             (f->os != OS_AMX || amx_permitted());
+static const struct feature *find(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)
+    if (strlen(table[i].name) == len && strncmp(name, table[i].name, len) == 0)
+      return &table[i];
+  return NULL;
+}
+
+/* Call `fn` on each name of $CVMC_CPU_MASK (not NUL-terminated: a pointer and a length) until it returns
+ * non-zero; returns that value, or 0. */
+static int each_masked(int (*fn)(const char *name, size_t len, void *arg), void *arg) {
+  const char *mask = getenv("CVMC_CPU_MASK");
+  if (mask == NULL || mask[0] == 0)
+    return 0;
+  for (const char *p = mask; p != NULL;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    int r = fn(p, len, arg);
+    if (r != 0)
+      return r;
+    p = end ? end + 1 : NULL;
   }
+  return 0;
+}
+
+static int is_name(const char *name, size_t len, void *arg) {
+  return strlen((const char *)arg) == len && strncmp(name, (const char *)arg, len) == 0;
+}
+
+struct unknown { char *out; size_t n; };
+
+static int is_unknown(const char *name, size_t len, void *arg) {
+  if (find(name, len) != NULL)
+    return 0;
+  struct unknown *u = arg;
+  snprintf(u->out, u->n, "%.*s", (int)len, name);
   return -1;
+}
+
+int cvmc_cpu_mask_check(char *bad, size_t n) {
+  struct unknown u = {bad, n};
+  return each_masked(is_unknown, &u);
+}
+
+int cvmc_cpu_has(const char *name) {
+  const struct feature *f = find(name, strlen(name));
+  if (f == NULL)
+    return -1;
+  if (each_masked(is_name, (void *)name))
+    return 0;
+  return has_bit(f->leaf, f->subleaf, f->reg, f->bit) && (os_state() & f->os) == f->os &&
+         (f->os != OS_AMX || amx_permitted());
 }
 
 static int is_family(const char *name, size_t len) {
@@ -141,6 +186,12 @@ void cvmc_missing_features(const char *features, char *out, size_t n) {
   (void)features;
   (void)n;
   out[0] = 0;
+}
+
+int cvmc_cpu_mask_check(char *bad, size_t n) {
+  (void)bad;
+  (void)n;
+  return 0;
 }
 
 #endif

@@ -202,20 +202,34 @@ static const char *read_sealed(int fd, const char *name, const unsigned char *se
   return NULL;
 }
 
-int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, struct cvmc_entry *entry) {
-  memset(entry, 0, sizeof *entry);
+static const char *store_folder(void) {
   const char *store = getenv("CVMC_AOT_STORE");
-  if (store == NULL || store[0] == 0)
+  return store != NULL && store[0] != 0 ? store : NULL;
+}
+
+int cvmc_store_missing(const char *what, const char *key, const char *build_hint) {
+  const char *store = store_folder();
+  return cvmc_fail(2, "the %s of key %s is not in the store %s: compile it with `%s --store %s`", what, key,
+                   store ? store : "", build_hint, store ? store : "DIR");
+}
+
+int cvmc_store_read(const char *key, const char *target, const char *kinds, const char *build_hint,
+                    struct cvmc_entry *entry) {
+  memset(entry, 0, sizeof *entry);
+  const char *store = store_folder();
+  if (store == NULL)
     return cvmc_fail(2, "$CVMC_AOT_STORE is not set: it names the folder of compiled models that "
                         "`cvm-aot build model.json params.bin --store DIR` writes");
-  char path[4200], name[CVMC_KEY_CHARS + 8];
-  snprintf(name, sizeof name, "%s.cvmc", key);
+  char path[4200], name[CVMC_KEY_CHARS + 64];
+  if (target != NULL)
+    snprintf(name, sizeof name, "%s.%.40s.cvmc", key, target);
+  else
+    snprintf(name, sizeof name, "%s.cvmc", key);
   if (snprintf(path, sizeof path, "%s/%s", store, name) >= (int)sizeof path)
     return cvmc_fail(2, "$CVMC_AOT_STORE is too long a path (%zu bytes)", strlen(store));
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT)
-    return cvmc_fail(2, "%s %s is not in the store %s: compile it with `%s --store %s`", kinds[0] == 'G' ?
-                     "the graph of key" : "the model of key", key, store, build_hint, store);
+    return CVMC_ENTRY_MISSING;
   if (fd < 0)
     return cvmc_fail(2, "cannot open the store entry %s: %s", path, errno == ELOOP ? "it is a link" : strerror(errno));
   unsigned char secret[SECRET_BYTES];

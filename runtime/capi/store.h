@@ -1,6 +1,8 @@
 /* The store `cvm-aot build` writes and `CVMAPILoadModel` reads (the writer is cvmc.runtime.aot).
  *
- * A store is a folder (named by $CVMC_AOT_STORE) of entries `<key>.cvmc`, one per model and one per graph:
+ * A store is a folder (named by $CVMC_AOT_STORE) of entries: `<key>.<target>.cvmc` per model and target it was
+ * built for (`cvm-aot build --target`: host, all, amx, x86-64-v4, x86-64-v3; the library looks them up in that
+ * order and runs the first that runs on this CPU), and `<key>.cvmc` per graph:
  *
  *     key   = hex(SHA-256(domain || u64le(len(json)) || json || u64le(len(params)) || params))
  *             domain "cvmc-aot-model-1\0" for a model; for a graph alone (CVMAPIGetGasFromGraphFile) the domain
@@ -8,7 +10,7 @@
  *     entry = "cvmc-store-1\n" || u64le(n) || head || tag || payload      (n = len(payload) > 0)
  *     head  = HMAC-SHA256(secret, "cvmc-store-1\n" || "head\0" || name || "\0" || u64le(n))
  *     tag   = HMAC-SHA256(secret, "cvmc-store-1\n" || "body\0" || name || "\0" || u64le(n) || payload)
- *     name  = the entry's file name, "<key>.cvmc"
+ *     name  = the entry's file name, "<key>.<target>.cvmc" or "<key>.cvmc"
  *     payload: 'S' and the model's shared object | 'D', '1' or '2' and the runtime's message (a rejected model or
  *              graph) | 'G' and the graph's gas as u64le
  *
@@ -39,9 +41,15 @@ struct cvmc_entry {
   size_t payload_size;
 };
 
-/* Read and authenticate the entry `key` of the store, accepting the payload kinds in `kinds`: 0, or the status of
- * the failure (2, with the message set by cvmc_fail). `build_hint` completes the message of a missing entry. */
-int cvmc_store_read(const char *key, const char *kinds, const char *build_hint, struct cvmc_entry *entry);
+#define CVMC_ENTRY_MISSING (-1)
+
+/* Read and authenticate the entry of `key` for `target` (NULL: a graph's entry) in the store, accepting the payload
+ * kinds in `kinds`: 0; CVMC_ENTRY_MISSING when there is no such entry (no message set: see cvmc_store_missing); or
+ * the status of the failure (2, with the message set by cvmc_fail). `build_hint` completes the messages. */
+int cvmc_store_read(const char *key, const char *target, const char *kinds, const char *build_hint,
+                    struct cvmc_entry *entry);
+/* The failure of an entry that is not in the store (what: "model" or "graph"): 2, with the message set. */
+int cvmc_store_missing(const char *what, const char *key, const char *build_hint);
 void cvmc_entry_free(struct cvmc_entry *entry);
 
 /* dlopen a shared object held in memory (a sealed memfd): 0, the handle and the memfd, to close after dlclose (its

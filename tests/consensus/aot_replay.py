@@ -8,7 +8,10 @@ tests/runtime/test_aot.py (c_api.h only) through the library of `cvm-aot lib`. T
 status) and the output bytes must be the runtime's; a case marked `deviation` must be refused with a logic error.
 About a minute on 2 cores (too long for `make test`, which runs the plain corpus this way).
 
-    python tests/consensus/aot_replay.py [--keep DIR]
+    python tests/consensus/aot_replay.py [--keep DIR] [--target all]      # make aot-consensus [AOT_TARGET=all]
+
+`--target` builds the store for that `cvm-aot build --target`; with `all`, `CVMC_CPU_MASK` in the environment picks
+the tier the library runs (e.g. CVMC_CPU_MASK=avx512f: the avx2 kernels on an AVX-512 CPU; =avx2: the generic ones).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary folder)")
     ap.add_argument("--no-grid", action="store_true", help="leave out the grid corpus's sample")
+    ap.add_argument("--target", default="host", choices=aot.TARGET_NAMES, help="cvm-aot build --target")
     a = ap.parse_args()
     work = pathlib.Path(a.keep or tempfile.mkdtemp(prefix="cvmc-aot-consensus-"))
     env = {**os.environ, "XDG_STATE_HOME": str(work / "state"), "CVMC_AOT_STORE": str(work / "store")}
@@ -59,7 +63,7 @@ def main() -> int:
         (d / "model.json").write_bytes(js)
         (d / "params.bin").write_bytes(pb)
         (d / "input.bin").write_bytes(inp)
-        aot.build_model(js, pb, work / "store")
+        aot.build_model(js, pb, work / "store", target=a.target)
         folders.append(d)
     aot.write_library(work / "libcvm.so")
     client = work / "cvm_client"

@@ -1,6 +1,7 @@
 """`make sanitize`: the C-API library and the C client, built with AddressSanitizer and UndefinedBehaviorSanitizer,
 then with ThreadSanitizer, run over a small store: cases, bad arguments, stale and forged handles, a net freed
-while threads run it, tampered and planted entries, concurrent inferences. Any sanitizer report fails the run.
+while threads run it, tampered and planted entries, concurrent inferences, each tier of a `--target all` object
+(CVMC_CPU_MASK) and an amx object refused. Any sanitizer report fails the run.
 
     python tests/runtime/capi/sanitize.py [--keep DIR]
 
@@ -62,7 +63,13 @@ def runs(root: Path) -> list[tuple[str, list[str], dict[str, str], str]]:
         f.write(store.MAGIC + (3 << 30).to_bytes(8, "little") + bytes(64))
         f.truncate(store.HEADER_BYTES + (3 << 30))
     load = ["--load", str(case / "model.json"), str(case / "params.bin")]
+    tiers = ["--cases", str(root / "out"), c[4]]  # the bench model, built with --target all and amx
+    every = {"CVMC_AOT_STORE": str(root / "store-all"), "CVMC_AOT_VERBOSE": "1"}
     return [
+        *((f"--target all, CVMC_CPU_MASK={mask or '(none)'}", tiers, {**every, "CVMC_CPU_MASK": mask}, "infer=0")
+          for mask in ("", "avx512vnni", "avx2")),
+        ("--target amx without AMX (masked)", tiers,
+         {**every, "CVMC_AOT_STORE": str(root / "store-amx"), "CVMC_CPU_MASK": "amx-int8"}, "load=2"),
         ("cases", ["--cases", str(root / "out"), *c], {}, "case=model_bench_resnet_000 graph_status=0"),
         ("cases, 3 threads", ["--cases", str(root / "out"), c[4]], {"CVMC_THREADS": "3"}, "infer=0"),
         ("bad arguments", ["--edges", c[0]], {}, "free=0"),
@@ -91,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in CASES:
         d = CVM_CORPUS / name
         aot.build_model((d / "model.json").read_bytes(), case_params(d), root / "store")
+    d = CVM_CORPUS / CASES[4]
+    for target in ("all", "amx"):  # every tier's known-answer check and model, and the refusal, instrumented around
+        aot.build_model((d / "model.json").read_bytes(), case_params(d), root / f"store-{target}", target=target)
     print(f"sanitize: a store of {len(CASES)} models in {time.perf_counter() - t0:.1f} s")
     failed = 0
     plan = runs(root)
