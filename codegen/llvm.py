@@ -79,11 +79,10 @@ from cvmc.codegen.llvm_module import (
     int_attr,
     is_const,
     memory_type,
-    op_name,
     suffix,
     value_type,
 )
-from cvmc.codegen.loop_ir import constant_int, static_layout
+from cvmc.codegen.loop_ir import VIEW_OPS, constant_int, op_name, static_layout
 from cvmc.errors import CVMRuntimeError
 
 # Bytes of alignment for `memref.alloc` buffers and `memref.alloca` slots (one AVX-512 register, one cache line).
@@ -131,7 +130,7 @@ def _written_args(op: func.FuncOp) -> set[SSAValue]:
             target = inner.operands[int_attr(inner, "split")]
         else:
             continue
-        while isinstance(target.owner, Operation) and op_name(target.owner) in _VIEW_OPS:
+        while isinstance(target.owner, Operation) and op_name(target.owner) in VIEW_OPS:
             target = target.owner.operands[0]
         written.add(target)
     return written
@@ -162,7 +161,6 @@ def _split_loop(op: func.FuncOp) -> tuple[scf.ParallelOp, int] | None:
 # --------------------------------------------------------------------------------------------------------------
 
 
-_VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.cast")
 
 # --------------------------------------------------------------------------------------------------------------
 # Op tables
@@ -553,7 +551,7 @@ class KernelEmitter:
         free = self.mod.function("free", VOID, [PTR], ("nounwind",))
         self.b.call(free, [self.values[op.operands[0]]])
 
-    @_handles(*_VIEW_OPS)
+    @_handles(*VIEW_OPS)
     def _view(self, op: Operation) -> None:
         """A view keeps the base pointer; only a result type whose offset disagrees with the view's own moves it."""
         source = op.operands[0]

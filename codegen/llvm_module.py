@@ -15,7 +15,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    UnregisteredOp,
 )
 from xdsl.ir import Attribute, Operation
 
@@ -97,13 +96,6 @@ def const(ty: ir.Type, value: int | float | bool) -> ir.Constant:
 
 def is_const(value: LLValue, number: int) -> bool:
     return isinstance(value, ir.Constant) and value.constant == number
-
-
-def op_name(op: Operation) -> str:
-    """The op's name, also for ops parsed as unregistered (e.g. `math.isnan`, `arith.remf` in xDSL 0.74)."""
-    if isinstance(op, UnregisteredOp):
-        return op.op_name.data
-    return op.name
 
 
 def emit_loop(b: Any, fn: ir.Function, lb: LLValue, ub: LLValue, step: LLValue, inits: Sequence[LLValue],

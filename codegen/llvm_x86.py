@@ -25,9 +25,8 @@ from cvmc.codegen.llvm_module import (
     const,
     emit_loop,
     int_attr,
-    op_name,
 )
-from cvmc.codegen.loop_ir import static_layout
+from cvmc.codegen.loop_ir import op_name, static_layout
 from cvmc.errors import CVMRuntimeError
 
 
