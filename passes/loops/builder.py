@@ -314,5 +314,22 @@ def narrowed(k: KernelBuilder, v: Value, element: Attribute) -> Value:
     return k.trunci(v, element) if isinstance(element, IntegerType) and element != i32 else v
 
 
+def unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
+    """The index of element `flat` (0 <= flat < prod(shape)) in the row-major order of `shape`: a remainder and a
+    quotient per dimension but the first, which takes what is left; a dimension of 1 is index 0."""
+    ivs: list[Value] = []
+    rest = flat
+    for d in range(len(shape) - 1, -1, -1):
+        n = shape[d]
+        if n == 1:
+            ivs.append(k.idx(0))
+        elif d == 0:
+            ivs.append(rest)
+        else:
+            ivs.append(k.remsi(rest, n))
+            rest = k.divsi(rest, n)
+    return ivs[::-1]
+
+
 __all__ = ["INDEX", "Arg", "Attrs", "Epilogue", "KernelBuilder", "Value", "clamp_index", "i1", "i32", "in_range",
-           "narrowed", "widened"]
+           "narrowed", "unravel", "widened"]

@@ -58,7 +58,17 @@ from xdsl.dialects import func, gpu, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, UnregisteredOp, i8, i32, i64
 
 from cvmc.passes.loops import ops as ops
-from cvmc.passes.loops.builder import Arg, Attrs, Epilogue, KernelBuilder, Value, clamp_index, in_range, narrowed
+from cvmc.passes.loops.builder import (
+    Arg,
+    Attrs,
+    Epilogue,
+    KernelBuilder,
+    Value,
+    clamp_index,
+    in_range,
+    narrowed,
+    unravel,
+)
 from cvmc.passes.loops.plan import Group
 from cvmc.passes.loops.views import Layout
 
@@ -111,21 +121,6 @@ def split(outputs: int, steps: int, macs_per_step: int) -> int:
     while s < BLOCK and outputs * s < THREADS_WANTED and -(-steps // s) * macs_per_step > MACS_PER_THREAD:
         s *= 2
     return s
-
-
-def _unravel(k: KernelBuilder, flat: Value, shape: tuple[int, ...]) -> list[Value]:
-    ivs: list[Value] = []
-    rest = flat
-    for d in range(len(shape) - 1, -1, -1):
-        n = shape[d]
-        if n == 1:
-            ivs.append(k.idx(0))
-        elif d == 0:
-            ivs.append(rest)
-        else:
-            ivs.append(k.remsi(rest, n))
-            rest = k.divsi(rest, n)
-    return ivs[::-1]
 
 
 def _gpu_index(k: KernelBuilder, cls: type[gpu.ThreadIdOp | gpu.BlockIdOp | gpu.BlockDimOp | gpu.GridDimOp]) -> Value:
@@ -230,7 +225,7 @@ def reduce_outputs(k: KernelBuilder, plan: Schedule, reduction: Reduction,
 
         def partial(v: Value) -> None:
             unit = k.minsi(k.addi(first, k.divsi(v, s)), count - 1)  # spare threads repeat the last unit
-            for r, x in enumerate(reduction(_unravel(k, unit, units), k.remsi(v, s), s)):
+            for r, x in enumerate(reduction(unravel(k, unit, units), k.remsi(v, s), s)):
                 k.store(x, shared, [k.addi(v, r * lanes)])
 
         k.for_(lanes, partial, lb=thread, step=threads)
@@ -245,7 +240,7 @@ def reduce_outputs(k: KernelBuilder, plan: Schedule, reduction: Reduction,
                     base = k.addi(k.muli(v, s), r * lanes)
                     sums += k.for_(s, lambda q, acc: [k.addi(acc, k.load(shared, [k.addi(base, q)]))],
                                    inits=[k.const(0)])
-                finish_unit(_unravel(k, unit, units), sums)
+                finish_unit(unravel(k, unit, units), sums)
 
             if blocks * per == count:
                 write()
