@@ -860,9 +860,12 @@ def parse_loop_level(text: str) -> ModuleOp:
     from xdsl.dialects import builtin, gpu, math
     from xdsl.parser import Parser
 
+    from cvmc.dialects import register_all_dialects
+
     ctx = Context(allow_unregistered=True)
     for dialect in (builtin.Builtin, func.Func, scf.Scf, arith.Arith, memref.MemRef, math.Math, gpu.GPU):
         ctx.load_dialect(dialect)
+    register_all_dialects(ctx)
     module = Parser(ctx, text).parse_module()
     module.verify()
     return module

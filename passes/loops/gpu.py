@@ -55,8 +55,9 @@ from math import prod
 from typing import Protocol
 
 from xdsl.dialects import func, gpu, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, UnregisteredOp, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i8, i32, i64
 
+from cvmc.dialects.cvmc import Dp4aOp, LoadWordOp
 from cvmc.passes.loops import ops as ops
 from cvmc.passes.loops.builder import (
     Arg,
@@ -95,10 +96,6 @@ BLOCK = 256  # threads of a block (the CUDA printer's BLOCK_SIZE)
 MACS_PER_THREAD = 64  # a thread's share of a reduction: at most this many multiply-adds ...
 THREADS_WANTED = 1 << 16  # ... unless the launch already has this many threads
 SHARED = IntegerAttr(3, i64)  # the memory space of a block's shared memory (NVVM's 3)
-DP4A = "cvmc.dp4a"  # (a: i32, b: i32, acc: i32) -> i32: acc + the sum of the products of their four signed bytes
-LOAD_WORD = "cvmc.load_word"  # (memref<...xi8>, indices...) -> i32: the four bytes from there (4-byte aligned)
-_Dp4a = UnregisteredOp.with_name(DP4A)
-_LoadWord = UnregisteredOp.with_name(LOAD_WORD)
 
 Step = Callable[[Value, list[Value]], list[Value]]  # (reduction step, a thread's accumulators) -> accumulators
 Reduction = Callable[[list[Value], Value, int], list[Value]]  # (unit ivs, lane, S) -> the lane's partial sums
@@ -106,11 +103,11 @@ TILE = 4  # outputs a thread computes at most along the channel axis (they share
 
 
 def dp4a(k: KernelBuilder, a: Value, b: Value, acc: Value) -> Value:
-    return k.insert(_Dp4a.create(operands=[a, b, acc], result_types=[i32])).results[0]
+    return k.insert(Dp4aOp.create(operands=[a, b, acc], result_types=[i32])).results[0]
 
 
 def load_word(k: KernelBuilder, mem: Value, ivs: Sequence[Value | int]) -> Value:
-    return k.insert(_LoadWord.create(operands=[mem, *(k.idx(i) for i in ivs)], result_types=[i32])).results[0]
+    return k.insert(LoadWordOp.create(operands=[mem, *(k.idx(i) for i in ivs)], result_types=[i32])).results[0]
 
 
 def split(outputs: int, steps: int, macs_per_step: int) -> int:
@@ -529,4 +526,4 @@ def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
     return k.finish()
 
 
-__all__ = ["BLOCK", "DP4A", "LOAD_WORD", "SHARED", "build_gpu_kernel", "dp4a", "load_word", "split"]
+__all__ = ["BLOCK", "SHARED", "build_gpu_kernel", "dp4a", "load_word", "split"]

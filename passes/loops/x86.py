@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr, UnregisteredOp, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr, i8, i32, i64
 from xdsl.ir import Attribute
 
+from cvmc.dialects.cvmc import DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp
 from cvmc.passes.loops.builder import Arg, Attrs, Epilogue, KernelBuilder, Value, narrowed
 from cvmc.passes.loops.target import Target
 
@@ -27,11 +28,10 @@ from cvmc.passes.loops.target import Target
 
 ZERO_POINT = 128  # what the "u8" packing adds to an int8 value
 DOT_ROWS = 8  # im2col rows (output pixels) one u8 x s8 dot product op computes, sharing each weight load
-DOT_U8S8 = "cvmc.dot_u8s8"
-_DotU8S8 = UnregisteredOp.with_name(DOT_U8S8)
-MMK_I16 = "cvmc.mmk_i16"
-MMK_U8S8 = "cvmc.mmk_u8s8"
-_MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MMK_U8S8)}
+DOT_U8S8 = DotU8S8Op.name
+MMK_I16 = MmkI16Op.name
+MMK_U8S8 = MmkU8S8Op.name
+_MMK_OPS = {2: MmkI16Op, 4: MmkU8S8Op}
 MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
 MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
 VNNI_LANES = 64  # at most this many with AVX512-VNNI's u8 x s8 kernel: four vectors of 16 int32 lanes
@@ -55,8 +55,7 @@ def mmk_isa(target: Target) -> str | None:
 
 
 PACK_TILE = 8  # `cvmc.pack_tile`: 8 channels x 8 columns of int32 -> their bytes, transposed
-PACK_TILE_OP = "cvmc.pack_tile"
-_PackTile = UnregisteredOp.with_name(PACK_TILE_OP)
+PACK_TILE_OP = PackTileOp.name
 
 
 def pack_tile(k: KernelBuilder, src: Value, src_idx: Sequence[Value], out: Value, out_idx: Sequence[Value],
@@ -66,7 +65,7 @@ def pack_tile(k: KernelBuilder, src: Value, src_idx: Sequence[Value], out: Value
     `cvmc.pack_tile` (operands: src, its indices, out, its indices, inside; `split`: where out starts)."""
     operands = [src, *(k.idx(i) for i in src_idx), out, *(k.idx(i) for i in out_idx), inside]
     attributes = {"split": IntegerAttr(1 + len(src_idx), i64), "zero_point": IntegerAttr(zero_point, i64)}
-    k.insert(_PackTile.create(operands=operands, result_types=[], attributes=attributes))
+    k.insert(PackTileOp.create(operands=operands, result_types=[], attributes=attributes))
 
 
 def dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int,
@@ -81,7 +80,7 @@ def dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: li
         attributes["rows"] = IntegerAttr(rows, i64)
     if k.target.emulated:  # the portable lowering of `vpdpbusd` (`loops.target.Target.emulated`)
         attributes["emulated"] = IntegerAttr(1, i64)
-    op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
+    op = DotU8S8Op.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
     return list(k.insert(op).results)
 
 
