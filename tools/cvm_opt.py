@@ -62,7 +62,13 @@ def _require_built_for(module: ModuleOp, target: str, gpu: bool, lower: str) -> 
     from cvmc.passes.loops.target import ATTRIBUTE, Target
 
     built = module.attributes.get(ATTRIBUTE)
-    if isinstance(built, StringAttr) and (Target.parse(built.data).gpu is not None) != gpu:
+    if not isinstance(built, StringAttr):
+        return
+    try:
+        built_gpu = Target.parse(built.data).gpu is not None
+    except ValueError as e:
+        raise CVMLogicError(f"the module's {ATTRIBUTE}: {e}") from None
+    if built_gpu != gpu:
         device = "a CUDA GPU" if gpu else "an x86 CPU"
         raise CVMLogicError(f"-t {target} prints kernels built for {device}, but the module's were built for "
                             f"{built.data}: lower with {lower} (hint: cvm-opt IN -p {lower} -t {target})")
