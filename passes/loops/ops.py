@@ -36,6 +36,7 @@ from cvmc.passes.loops.builder import (
     clamp_index,
     in_range,
     narrowed,
+    unravel,
     widened,
 )
 from cvmc.passes.loops.target import DEFAULT, Target
@@ -268,15 +269,7 @@ def _strided_slice(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[
 def _load_flat(k: KernelBuilder, arg: Arg, flat: Value) -> Value:
     """Element `flat` of the row-major order of `arg` (one load when the layout is 1-D)."""
     shape = arg.layout.shape
-    if len(shape) == 1:
-        return arg.load(k, [flat])
-    ivs: list[Value] = []
-    rest = flat
-    for n in reversed(shape[1:]):
-        ivs.append(k.remsi(rest, n))
-        rest = k.divsi(rest, n)
-    ivs.append(rest)
-    return arg.load(k, list(reversed(ivs)))
+    return arg.load(k, [flat] if len(shape) == 1 else unravel(k, flat, shape))
 
 
 def flat_layout(layout: Layout) -> Layout:
