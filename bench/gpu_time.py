@@ -52,7 +52,8 @@ def _elapsed_ms(driver: Any, start: Any, end: Any) -> float:
 
 def time_model(model_dir: pathlib.Path, runs: int, warmup: int) -> dict[str, Any]:
     import cvmc
-    from cvmc.codegen.cuda import emit_cuda, kernel_specs
+    from cvmc.codegen.cuda import emit_cuda
+    from cvmc.codegen.cuda_launch import kernel_specs
     from cvmc.runtime.cuda import compile_graph, launch_descriptions, lower_graph
     from cvmc.runtime.graph import load_graph
 

@@ -1,15 +1,26 @@
-"""What both printers read off loop-level IR the same way: a constant integer behind an SSA value, and the static
-layout of a memref type. One home, so that the LLVM and the CUDA printers cannot disagree on a layout.
+"""What both printers read off loop-level IR the same way: an op's name, the view ops, a constant integer behind
+an SSA value, and the static layout of a memref type. One home, so that the LLVM and the CUDA printers cannot
+disagree on a layout.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType, NoneAttr, StridedLayoutAttr
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType, NoneAttr, StridedLayoutAttr, UnregisteredOp
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from cvmc.codegen.abi import row_major_strides
 from cvmc.errors import CVMRuntimeError
+
+# Views of a memref: the result keeps the base pointer, its type gives the static strides and offset.
+VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.cast")
+
+
+def op_name(op: Operation) -> str:
+    """The op's name, also for ops parsed as unregistered (e.g. `math.isnan`, `arith.remf` in xDSL 0.74)."""
+    if isinstance(op, UnregisteredOp):
+        return op.op_name.data
+    return op.name
 
 
 def constant_int(value: SSAValue) -> int | None:

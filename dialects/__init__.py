@@ -1,4 +1,5 @@
-"""The project's dialects: `cvm` (CVM operators), `cinn` (CinnBuilder primitives), `taskgraph` (Task IR)."""
+"""The project's dialects: `cvm` (CVM operators), `cinn` (CinnBuilder primitives), `taskgraph` (Task IR), `cvmc`
+(the loop level's micro-kernel ops, and `cvmc_upstream`: upstream-named ops xDSL lacks)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from xdsl.context import Context
     from xdsl.ir import Dialect
 
 
@@ -27,6 +29,26 @@ def _taskgraph() -> Dialect:
     return TaskGraph
 
 
+def _cvmc() -> Dialect:
+    from cvmc.dialects.cvmc import Cvmc
+
+    return Cvmc
+
+
+def _cvmc_upstream() -> Dialect:
+    from cvmc.dialects.cvmc import CvmcUpstream
+
+    return CvmcUpstream
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Lazy factories of the project's own dialects, by namespace."""
-    return {"cvm": _cvm, "cinn": _cinn, "taskgraph": _taskgraph}
+    return {"cvm": _cvm, "cinn": _cinn, "taskgraph": _taskgraph, "cvmc": _cvmc, "cvmc_upstream": _cvmc_upstream}
+
+
+def register_all_dialects(ctx: Context) -> None:
+    """Make every dialect of the project known to `ctx`: registered lazily by namespace, but `cvmc_upstream` loaded
+    at once (its ops, such as `math.isnan`, live in other dialects' namespaces, so no lookup would load it)."""
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    ctx.load_registered_dialect("cvmc_upstream")

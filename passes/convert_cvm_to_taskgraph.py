@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from xdsl.context import Context
@@ -64,8 +64,6 @@ from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision,
 from cvmc.dialects.taskgraph import (
     KIND_SPECS,
     PRECISION_RANGE,
-    BiasType,
-    BlockOp,
     CaddOp,
     CavgOp,
     CaxOp,
@@ -73,25 +71,19 @@ from cvmc.dialects.taskgraph import (
     CcmpbOp,
     CcmpsOp,
     CcOp,
-    ClusterAttr,
     ClutOp,
     ComputeBlockOp,
     CvmOp,
     CvsOp,
     CvvhOp,
-    EdgeOp,
     GraphOp,
-    GroupOp,
     InputOp,
-    InterfaceAttr,
     OutputOp,
-    ParamAttr,
     ParamKind,
     Precision,
     RearrangeAttr,
     RearrangeKind,
     SbOp,
-    ShapeAttr,
     Sic2dOp,
     SicOp,
     SifcOp,
@@ -100,265 +92,37 @@ from cvmc.dialects.taskgraph import (
     Sw2dOp,
     SwfcOp,
     SwOp,
-    TensorAttr,
 )
 from cvmc.errors import CVMLogicError
+from cvmc.passes.taskgraph_build import (
+    INF,
+    INT32_MIN,
+    Block,
+    Box,
+    Const,
+    Fused,
+    Graph,
+    Requant,
+    Tensor,
+    Unmappable,
+    Window,
+    box_dims,
+    box_order,
+    clamp_precision,
+    compare_block,
+    compare_params,
+    negated,
+    per_f,
+    spatial,
+    task_precision,
+    task_shape,
+    to_task_layout,
+    wrap32,
+)
 
 P = ParamKind
 Shape = tuple[int, ...]
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-_INF = 2**64  # the open end of a clamp
-
-# Precisions whose largest value can be a CCMPB's upper clamp, in order of preference.
-_CLAMP_PRECISIONS = (
-    Precision.TERNARY, Precision.UINT_4, Precision.INT_8, Precision.UINT_8, Precision.INT_9,
-    Precision.INT_16, Precision.UINT_16, Precision.INT_28, Precision.INT_32,
-)  # fmt: skip
 _ACCUMULATOR = Precision.INT_32  # the precision of linear compute blocks and biases, as in LeNet
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Layout: a cvm tensor as a Task IR box
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _spatial(shape: Shape) -> bool:
-    """Whether a tensor is an NCHW image of batch 1, held as a (y, x, f) box."""
-    return len(shape) == 4 and shape[0] == 1
-
-
-def task_shape(shape: Sequence[int]) -> Shape:
-    """The Task IR box of a cvm tensor: (H, W, C) for an NCHW tensor of batch 1, else (size,)."""
-    shape = tuple(shape)
-    return (shape[2], shape[3], shape[1]) if _spatial(shape) else (math.prod(shape),)
-
-
-def to_task_layout(array: np.ndarray) -> np.ndarray:
-    """A cvm tensor's values in the order of its Task IR box, flat (the values of an INPUT block)."""
-    array = np.asarray(array)
-    return (array[0].transpose(1, 2, 0) if _spatial(array.shape) else array).reshape(-1)
-
-
-def from_task_layout(values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """The cvm tensor of `shape` whose Task IR box holds `values` (the values of an OUTPUT block)."""
-    shape = tuple(shape)
-    box = np.asarray(values).reshape(task_shape(shape))
-    return box.transpose(2, 0, 1).reshape(shape) if _spatial(shape) else box.reshape(shape)
-
-
-def _box_dims(box: Shape, names: tuple[str, str, str] = ("y", "x", "f")) -> dict[str, int]:
-    """A box as block dims: (y, x, f) or (f); `names` renames them (SIC holds (y, x, r))."""
-    return dict(zip(names, box)) if len(box) == 3 else {names[2]: box[0]}
-
-
-def _wrap32(v):
-    """Two's-complement int32 of an integer (or an int64 array)."""
-    return (v + 2**31) % 2**32 - 2**31
-
-
-def _label(precision: int) -> Precision:
-    """The Task IR precision of values of a cvm precision (|x| <= 2^(p-1) - 1)."""
-    return Precision.INT_8 if precision <= 8 else Precision.INT_16 if precision <= 16 else Precision.INT_32
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The graph under construction
-# ---------------------------------------------------------------------------------------------------------
-
-_Box = tuple[dict[str, int], dict[str, int]]  # (position, size) of a box in a cluster, by dim
-
-
-@dataclass(eq=False)
-class _Block:
-    """A block under construction: its edges are final; its bias may still take an offset."""
-
-    id: int
-    op: type[BlockOp]
-    precision: Precision
-    shape: dict[str, int]
-    params: dict[ParamKind, int] = field(default_factory=dict)
-    data: np.ndarray | None = None
-    bias: _Block | int | None = None  # a compute block's SB (VECTOR) or CONSTANT_B
-    parts: list[_Block] = field(default_factory=list)  # an SI's writers, biased blocks that only it reads
-    inputs: list[list[InterfaceAttr]] = field(default_factory=list)
-    outputs: list[InterfaceAttr] = field(default_factory=list)
-
-    @property
-    def is_compute(self) -> bool:
-        return issubclass(self.op, ComputeBlockOp)
-
-    @property
-    def out_box(self) -> Shape:
-        """The shape of the block's output cluster."""
-        if self.is_compute:
-            return tuple(self.shape[d] for d in ("y", "x", "f") if d in self.shape)
-        return tuple(self.shape.values())
-
-    def build(self) -> BlockOp:
-        params = [ParamAttr.get(kind, value) for kind, value in self.params.items()]
-        bias_type = None
-        if isinstance(self.bias, _Block):
-            bias_type = BiasType.VECTOR
-        elif self.bias is not None:
-            bias_type = BiasType.CONSTANT
-            params.append(ParamAttr.get(P.CONSTANT_B, self.bias))
-        data = None if self.data is None else TensorAttr.from_numpy(self.data, self.precision)
-        outputs = [] if self.op is OutputOp else [ClusterAttr.get(self.outputs)]
-        inputs = [ClusterAttr.get(c) for c in self.inputs]
-        shape = ShapeAttr.get((), **self.shape)
-        return self.op(self.id, self.precision, shape, inputs, outputs, params, data, bias_type)
-
-
-class _Graph:
-    """Blocks, edges and groups, numbered in the order they are made."""
-
-    def __init__(self):
-        self.blocks: list[_Block] = []
-        self.edges: list[EdgeOp] = []
-        self.groups: list[list[int]] = []
-
-    def block(self, op: type[BlockOp], precision: Precision, shape: dict[str, int], **fields) -> _Block:
-        b = _Block(len(self.blocks), op, precision, shape, **fields)
-        self.blocks.append(b)
-        return b
-
-    def connect(
-        self,
-        src: _Block,
-        dst: _Block,
-        rearranges: Sequence[RearrangeAttr] = (),
-        src_box: _Box | None = None,
-        dst_box: _Box | None = None,
-        cluster: int | None = None,
-    ) -> None:
-        """An edge from `src`'s output (or a box of it) into a new input cluster of `dst` (or into a box of
-        `cluster`)."""
-        edge = len(self.edges)
-        src.outputs.append(_interface(edge, src_box))
-        if cluster is None:
-            dst.inputs.append([_interface(edge, dst_box)])
-        else:
-            dst.inputs[cluster].append(_interface(edge, dst_box))
-        shape = src.out_box if src_box is None else _box_shape(src_box)
-        self.edges.append(EdgeOp(edge, src.id, dst.id, _simplified(rearranges, shape)))
-
-    def build(self) -> GraphOp:
-        groups = [GroupOp(k, ids) for k, ids in enumerate(self.groups)]
-        return GraphOp([*(b.build() for b in self.blocks), *self.edges, *groups])
-
-
-def _interface(edge: int, box: _Box | None) -> InterfaceAttr:
-    if box is None:
-        return InterfaceAttr.get(edge)
-    return InterfaceAttr.get(edge, ShapeAttr.get((), **box[0]), ShapeAttr.get((), **box[1]))
-
-
-def _box_shape(box: _Box) -> Shape:
-    """The extents of a box, in layout order."""
-    return tuple(box[1].values())
-
-
-def _simplified(rearranges: Sequence[RearrangeAttr], shape: Shape) -> tuple[RearrangeAttr, ...]:
-    """The rearranges, or none when together they leave a box of `shape` in row-major order."""
-    if not rearranges:
-        return ()
-    index = np.arange(math.prod(shape)).reshape(shape)
-    for r in rearranges:
-        gather = r.gather_map(index.shape)
-        index = np.where(gather >= 0, index.reshape(-1)[np.maximum(gather, 0)], -1)
-    return () if np.array_equal(index.reshape(-1), np.arange(index.size)) else tuple(rearranges)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Values of the model
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class _Tensor:
-    """A value a block's output holds: the block's output cluster (or `box` of it), rearranged by
-    `rearranges`, read row-major, is the value's Task IR box. `sole`: this value, used once, is the only
-    reader of the block's output."""
-
-    block: _Block
-    shape: Shape
-    precision: int
-    rearranges: tuple[RearrangeAttr, ...] = ()
-    sole: bool = False
-    box: _Box | None = None
-
-    def array_shape(self) -> Shape:
-        """The shape of what the block gives after the rearranges."""
-        shape = self.block.out_box if self.box is None else _box_shape(self.box)
-        for r in self.rearranges:
-            shape = r.result_shape(shape)
-        return shape
-
-
-@dataclass(eq=False)
-class _Const:
-    """A param's values (cvm shape)."""
-
-    array: np.ndarray
-    precision: int
-
-
-@dataclass(frozen=True)
-class _Window:
-    """A max_pool2d window: kernel, strides, padding (top, bottom, left, right) and output extents."""
-
-    ky: int
-    kx: int
-    sy: int
-    sx: int
-    pad: tuple[int, int, int, int]
-    oy: int
-    ox: int
-
-
-@dataclass(frozen=True)
-class _Requant:
-    """clamp((max over `window` of v + offset) >> shift, lo, hi) of a value v; +-_INF: an open end."""
-
-    offset: int = 0
-    shift: int = 0
-    lo: int = -_INF
-    hi: int = _INF
-    window: _Window | None = None
-
-    def clamp(self, lo: int, hi: int) -> _Requant:
-        return replace(self, lo=min(max(self.lo, lo), hi), hi=max(min(self.hi, hi), lo))
-
-    def round_shift(self, s: int) -> _Requant:
-        """Then (y + 2^(s-1)) >> s, which is monotone: it moves the bounds and joins the shift."""
-        k = 1 << (s - 1)
-
-        def moved(bound: int) -> int:
-            return bound if abs(bound) == _INF else (bound + k) >> s
-
-        return replace(self, offset=self.offset + (k << self.shift), shift=self.shift + s,
-                       lo=moved(self.lo), hi=moved(self.hi))  # fmt: skip
-
-    def pool(self, window: _Window) -> _Requant | None:
-        return None if self.window is not None else replace(self, window=window)
-
-    def fits(self, precision: int) -> bool:
-        """Whether v + offset stays in int32 for every v of the precision."""
-        return (1 << (precision - 1)) - 1 + self.offset <= INT32_MAX
-
-
-@dataclass(eq=False)
-class _Fused:
-    """A requantization chain over `base`, not yet given its CCMPB."""
-
-    base: _Tensor
-    requant: _Requant
-    shape: Shape
-    precision: int
-
-
-class _Unmappable(Exception):
-    """Raised by an op's conversion with the reason; the converter names the node."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -392,79 +156,32 @@ def _precision(value: SSAValue) -> int:
 
 def _batch1(shape: Shape) -> None:
     if shape[0] != 1:
-        raise _Unmappable(f"batch {shape[0]}: a block holds one (y, x, f) image (expected batch 1)")
-
-
-def _box_order(shape: Shape) -> np.ndarray:
-    """For each position of a tensor's Task IR box (row-major), the index of its element in cvm order."""
-    return to_task_layout(np.arange(math.prod(shape)).reshape(shape))
-
-
-def _negated(value: int | np.ndarray) -> int | np.ndarray:
-    return int(_wrap32(-value)) if isinstance(value, int) else _wrap32(-value)
-
-
-def _per_f(values: np.ndarray) -> int | np.ndarray | None:
-    """A param broadcast to a result as a block constant: one int, a vector over f, or None when it varies
-    over (y, x)."""
-    if np.all(values == values.flat[0]):
-        return int(values.flat[0])
-    if not _spatial(values.shape):
-        return values.reshape(-1)
-    per_channel = values[0, :, :1, :1]
-    return per_channel.reshape(-1) if np.all(values[0] == per_channel) else None
-
-
-def _clamp_precision(lo: int, hi: int) -> Precision | None:
-    """The precision whose largest value is hi (INT_32 without an upper bound) and that holds lo."""
-    hi = min(hi, INT32_MAX)
-    for p in _CLAMP_PRECISIONS:
-        p_lo, p_hi = PRECISION_RANGE[p]
-        if p_hi == hi and p_lo <= lo:
-            return p
-    return None
-
-
-def _compare_block(box: Shape, w: _Window | None) -> tuple[dict[str, int], _Window]:
-    """The shape of a CCMPB or CCMPS over a box: (y, x, f) with a window (1x1 without one), or 1-D."""
-    if len(box) == 1:
-        return {"f": box[0], "ky": 1, "kx": 1}, _Window(1, 1, 1, 1, (0, 0, 0, 0), 0, 0)
-    w = w or _Window(1, 1, 1, 1, (0, 0, 0, 0), box[0], box[1])
-    return {"y": w.oy, "x": w.ox, "f": box[2], "ky": w.ky, "kx": w.kx, "iy": box[0], "ix": box[1]}, w
-
-
-def _compare_params(cmp: int, w: _Window, shift: int, planar: bool) -> dict[ParamKind, int]:
-    """A CCMPB's or CCMPS's attributes, in LeNet's order."""
-    params = {P.CMP: cmp, P.KERNEL_X: w.kx, P.KERNEL_Y: w.ky}
-    if planar:
-        params.update({P.PAD_UP: w.pad[0], P.PAD_DOWN: w.pad[1], P.PAD_LEFT: w.pad[2], P.PAD_RIGHT: w.pad[3]})
-    params.update({P.STRIDE_X: w.sx, P.STRIDE_Y: w.sy, P.BIT_SHIGT_NUM: shift})
-    return params
+        raise Unmappable(f"batch {shape[0]}: a block holds one (y, x, f) image (expected batch 1)")
 
 
 class _Converter:
-    """Walks `@main` once, keeping for each SSA value its `_Tensor`, `_Const` or `_Fused`."""
+    """Walks `@main` once, keeping for each SSA value its `Tensor`, `Const` or `Fused`."""
 
     def __init__(self):
-        self.graph = _Graph()
-        self.values: dict[SSAValue, _Tensor | _Const | _Fused] = {}
+        self.graph = Graph()
+        self.values: dict[SSAValue, Tensor | Const | Fused] = {}
 
     def convert(self, main: func.FuncOp) -> GraphOp:
         block = main.body.block
         for arg in block.args:
             shape, precision = _shape(arg), _precision(arg)
-            port = self.graph.block(InputOp, _label(precision), _box_dims(task_shape(shape)))
-            self.values[arg] = _Tensor(port, shape, precision, sole=arg.has_one_use())
+            port = self.graph.block(InputOp, task_precision(precision), box_dims(task_shape(shape)))
+            self.values[arg] = Tensor(port, shape, precision, sole=arg.has_one_use())
         index = len(block.args)  # the node index, for an op without a name
         for op in block.ops:
             if isinstance(op, ParamOp):
-                self.values[op.result] = _Const(op.array(), _precision(op.result))
+                self.values[op.result] = Const(op.array(), _precision(op.result))
             elif isinstance(op, CvmOperator):
                 try:
                     if op.op_name not in _HANDLERS:
-                        raise _Unmappable("no task block computes it")
+                        raise Unmappable("no task block computes it")
                     _HANDLERS[op.op_name](self, op, cvm_attrs(op))
-                except _Unmappable as e:
+                except Unmappable as e:
                     name = op.node_name.data if op.node_name is not None else f"{op.op_name}_{index}"
                     raise CVMLogicError(f"cannot convert node {name!r} ({op.op_name}) to Task IR: {e}") from None
             elif isinstance(op, func.ReturnOp):
@@ -477,131 +194,131 @@ class _Converter:
 
     # --- values as blocks -------------------------------------------------------------------------------
 
-    def tensor(self, value: SSAValue) -> _Tensor:
+    def tensor(self, value: SSAValue) -> Tensor:
         """The value held in a block's output (a chain gets its CCMPB, a param an SI holding it)."""
         v = self.values[value]
-        if isinstance(v, _Const):  # (a param stays one: a weight may be another op's input too)
-            return _Tensor(self._const_block(SiOp, v.array, v.precision), v.array.shape, v.precision)
-        if isinstance(v, _Fused):
+        if isinstance(v, Const):  # (a param stays one: a weight may be another op's input too)
+            return Tensor(self._const_block(SiOp, v.array, v.precision), v.array.shape, v.precision)
+        if isinstance(v, Fused):
             v = self.values[value] = self._materialize(v, value.has_one_use())
         return v
 
     def _const_block(self, kind: type[StorageBlockOp], array: np.ndarray, precision: int,
-                     box: Shape | None = None) -> _Block:  # fmt: skip
+                     box: Shape | None = None) -> Block:  # fmt: skip
         box = box or task_shape(array.shape)
         data = to_task_layout(array).reshape(box).astype(np.int64)
-        return self.graph.block(kind, _label(precision), self._storage_dims(kind, box), data=data)
+        return self.graph.block(kind, task_precision(precision), self._storage_dims(kind, box), data=data)
 
     def const(self, value: SSAValue, role: str) -> np.ndarray:
         v = self.values[value]
-        if not isinstance(v, _Const):
-            raise _Unmappable(f"its {role} is computed; a block reads its {role} from a storage block's data")
+        if not isinstance(v, Const):
+            raise Unmappable(f"its {role} is computed; a block reads its {role} from a storage block's data")
         return v.array
 
-    def storage(self, value: SSAValue | _Tensor, kind: type[StorageBlockOp] = SiOp, box: Shape | None = None) -> _Block:
+    def storage(self, value: SSAValue | Tensor, kind: type[StorageBlockOp] = SiOp, box: Shape | None = None) -> Block:
         """A new storage block of `kind` holding the value (in `box`, row-major, when given), for one compute
         block to read."""
-        if isinstance(value, SSAValue) and isinstance(c := self.values[value], _Const):
+        if isinstance(value, SSAValue) and isinstance(c := self.values[value], Const):
             return self._const_block(kind, c.array, c.precision, box)
-        t = value if isinstance(value, _Tensor) else self.tensor(value)
+        t = value if isinstance(value, Tensor) else self.tensor(value)
         s = self.graph.block(kind, t.block.precision, self._storage_dims(kind, box or task_shape(t.shape)))
         self.feed(t, s)
         return s
 
-    def feed(self, t: _Tensor, dst: _Block, dst_box: _Box | None = None, cluster: int | None = None) -> None:
+    def feed(self, t: Tensor, dst: Block, dst_box: Box | None = None, cluster: int | None = None) -> None:
         """An edge carrying t into `dst` (into a box of input cluster `cluster`, when given)."""
         self.graph.connect(t.block, dst, t.rearranges, t.box, dst_box, cluster)
 
-    def plain(self, t: _Tensor) -> _Tensor:
+    def plain(self, t: Tensor) -> Tensor:
         """t as the whole output cluster of a block, in its (y, x, f) box (copied into an SI if need be), so
         that boxes of it can be read."""
         if not t.rearranges and t.box is None and t.array_shape() == task_shape(t.shape):
             return t
-        return _Tensor(self.storage(t), t.shape, t.precision, sole=t.sole)
+        return Tensor(self.storage(t), t.shape, t.precision, sole=t.sole)
 
     @staticmethod
     def _storage_dims(kind: type[StorageBlockOp], box: Shape) -> dict[str, int]:
         if kind is SifcOp:
             return {"r": box[0]}
-        return _box_dims(box, ("y", "x", "r") if kind in (SicOp, Sic2dOp) else ("y", "x", "f"))
+        return box_dims(box, ("y", "x", "r") if kind in (SicOp, Sic2dOp) else ("y", "x", "f"))
 
     def compute(
         self,
         kind: type[ComputeBlockOp],
         precision: Precision,
         shape: dict[str, int],
-        inputs: Sequence[_Block],
+        inputs: Sequence[Block],
         params: dict[ParamKind, int] | None = None,
         bias: int | np.ndarray | None = None,
-    ) -> _Block:
+    ) -> Block:
         """A compute block reading `inputs` (then an SB for a vector bias); it and its inputs form a group."""
         members = [*inputs]
         if isinstance(bias, np.ndarray):
-            members.append(self.graph.block(SbOp, _ACCUMULATOR, {"f": bias.size}, data=_wrap32(bias.astype(np.int64))))
+            members.append(self.graph.block(SbOp, _ACCUMULATOR, {"f": bias.size}, data=wrap32(bias.astype(np.int64))))
         block = self.graph.block(kind, precision, shape, params=params or {})
         for s in members:
             self.graph.connect(s, block)
         if isinstance(bias, np.ndarray):
             block.bias = members[-1]
         elif bias:
-            block.bias = int(_wrap32(bias))
+            block.bias = int(wrap32(bias))
         self.graph.groups.append([b.id for b in (*members, block)])
         return block
 
-    def result(self, op: CvmOperator, block: _Block) -> None:
+    def result(self, op: CvmOperator, block: Block) -> None:
         """The op's result is the output of a compute block."""
         r = op.results[0]
-        self.values[r] = _Tensor(block, _shape(r), _precision(r), sole=r.has_one_use())
+        self.values[r] = Tensor(block, _shape(r), _precision(r), sole=r.has_one_use())
 
     def output(self, head: SSAValue) -> None:
         """An OUTPUT block for a head, read from an SI as LeNet's."""
         t = self.tensor(head)
         if t.block.is_compute:
-            t = _Tensor(self.storage(t), t.shape, t.precision)
-        self.feed(t, self.graph.block(OutputOp, t.block.precision, _box_dims(task_shape(t.shape))))
+            t = Tensor(self.storage(t), t.shape, t.precision)
+        self.feed(t, self.graph.block(OutputOp, t.block.precision, box_dims(task_shape(t.shape))))
 
     # --- requantization chains ------------------------------------------------------------------------
 
-    def chain(self, op: CvmOperator, step: Callable[[_Requant], _Requant | None], x: SSAValue | None = None) -> None:
+    def chain(self, op: CvmOperator, step: Callable[[Requant], Requant | None], x: SSAValue | None = None) -> None:
         """The op's result is `step` of its operand's (or x's) chain: that chain extended when the operand is
         one used only here (and the step composes), else a new chain over the operand."""
         x, r = x or op.operands[0], op.results[0]
         v = self.values[x]
         if (requant := self._extended(x, step)) is not None:
-            assert isinstance(v, _Fused)
-            self.values[r] = _Fused(v.base, requant, _shape(r), _precision(r))
+            assert isinstance(v, Fused)
+            self.values[r] = Fused(v.base, requant, _shape(r), _precision(r))
             return
         base = self.tensor(x)
-        requant = step(_Requant())
+        requant = step(Requant())
         assert requant is not None
         if not requant.fits(base.precision):
-            raise _Unmappable(f"the rounding offset {requant.offset} added to a value of precision "
+            raise Unmappable(f"the rounding offset {requant.offset} added to a value of precision "
                               f"{base.precision} may leave int32")  # fmt: skip
-        self.values[r] = _Fused(base, requant, _shape(r), _precision(r))
+        self.values[r] = Fused(base, requant, _shape(r), _precision(r))
 
-    def _extended(self, x: SSAValue, step: Callable[[_Requant], _Requant | None]) -> _Requant | None:
+    def _extended(self, x: SSAValue, step: Callable[[Requant], Requant | None]) -> Requant | None:
         """The chain of x (a chain used only by the op at hand) with `step`, if the step composes."""
         v = self.values[x]
-        if isinstance(v, _Fused) and x.has_one_use():
+        if isinstance(v, Fused) and x.has_one_use():
             requant = step(v.requant)
             if requant is not None and requant.fits(v.base.precision):
                 return requant
         return None
 
-    def _add_offset(self, t: _Tensor, offset: int) -> _Tensor:
+    def _add_offset(self, t: Tensor, offset: int) -> Tensor:
         """t + offset: in the bias of the block computing t when t is its only reader, else through a CADD."""
         writers = t.block.parts or [t.block]
         if t.sole and all(b.is_compute and KIND_SPECS[b.op.kind_name()].biased for b in writers):
             for b in writers:
-                if isinstance(b.bias, _Block):
+                if isinstance(b.bias, Block):
                     assert b.bias.data is not None
-                    b.bias.data = _wrap32(b.bias.data + offset)
+                    b.bias.data = wrap32(b.bias.data + offset)
                 else:
-                    b.bias = int(_wrap32((b.bias or 0) + offset))
+                    b.bias = int(wrap32((b.bias or 0) + offset))
             return t
-        return _Tensor(self._linear(t, None, offset), t.shape, t.precision, sole=True)
+        return Tensor(self._linear(t, None, offset), t.shape, t.precision, sole=True)
 
-    def _materialize(self, f: _Fused, sole: bool) -> _Tensor:
+    def _materialize(self, f: Fused, sole: bool) -> Tensor:
         """The CCMPB of a chain (and the CCMPS of an upper bound that no precision tops out at)."""
         r = f.requant
         t = self._add_offset(f.base, r.offset) if r.offset else f.base
@@ -611,28 +328,28 @@ class _Converter:
             # Padding must lose every max: an SI whose border holds INT32_MIN, the value written inside.
             (h, wd, c), (pu, pd, pl, pr) = box, w.pad
             box, w = (h + pu + pd, wd + pl + pr, c), replace(w, pad=(0, 0, 0, 0))
-            si = self.graph.block(SiOp, Precision.INT_32, _box_dims(box), data=np.full(box, INT32_MIN, np.int64))
+            si = self.graph.block(SiOp, Precision.INT_32, box_dims(box), data=np.full(box, INT32_MIN, np.int64))
             self.feed(t, si, ({"y": pu, "x": pl}, {"y": h, "x": wd, "f": c}))
         elif t.sole and t.block.op is SiOp and not t.block.data and not t.rearranges and t.box is None:
             si = t.block  # an SI made for this chain (the two rows of a max)
         else:
             si = self.storage(t)
-        precision = _clamp_precision(lo, r.hi)
-        shape, w = _compare_block(box, w)
-        params = _compare_params(lo, w, min(r.shift, 31), len(box) == 3)
-        out = _Tensor(self.compute(CcmpbOp, precision or Precision.INT_32, shape, [si], params), f.shape,
+        precision = clamp_precision(lo, r.hi)
+        shape, w = compare_block(box, w)
+        params = compare_params(lo, w, min(r.shift, 31), len(box) == 3)
+        out = Tensor(self.compute(CcmpbOp, precision or Precision.INT_32, shape, [si], params), f.shape,
                       f.precision, sole=sole)  # fmt: skip
         if precision is None:  # the minimum with hi: a CCMPS labelled with a precision that holds [lo, hi]
             label = next(p for p in (Precision.INT_8, Precision.INT_16, Precision.INT_32)
                          if PRECISION_RANGE[p][0] <= lo and r.hi <= PRECISION_RANGE[p][1])  # fmt: skip
-            shape, w = _compare_block(out_box, None)
-            params = _compare_params(r.hi, w, 0, len(out_box) == 3)
+            shape, w = compare_block(out_box, None)
+            params = compare_params(r.hi, w, 0, len(out_box) == 3)
             ccmps = self.compute(CcmpsOp, label, shape, [self.storage(out)], params)
-            out = _Tensor(ccmps, f.shape, f.precision, sole=sole)
+            out = Tensor(ccmps, f.shape, f.precision, sole=sole)
         return out
 
     def _relu(self, op: CvmOperator, a: rules.Attrs) -> None:
-        self.chain(op, lambda r: r.clamp(0, _INF))
+        self.chain(op, lambda r: r.clamp(0, INF))
 
     def _clip(self, op: CvmOperator, a: rules.Attrs) -> None:
         self.chain(op, lambda r: r.clamp(a["a_min"], a["a_max"]))
@@ -645,16 +362,16 @@ class _Converter:
         bound, b = rules.precision_bound(a["precision"]), a["shift_bit"]
         x, r = op.operands[0], op.results[0]
 
-        def step(requant: _Requant) -> _Requant:
+        def step(requant: Requant) -> Requant:
             return requant.round_shift(b).clamp(-bound, bound)
 
-        if b > 1 and self._extended(x, step) is None and not _Requant().round_shift(b).fits(_precision(x)):
+        if b > 1 and self._extended(x, step) is None and not Requant().round_shift(b).fits(_precision(x)):
             # x + 2^(b-1) may leave int32: ((x >> (b-1)) + 1) >> 1 as the reference computes it, the first
             # shift in a CCMPB of its own.
             t = self.tensor(x)
-            shifted = self._materialize(_Fused(t, _Requant(shift=b - 1), t.shape, t.precision), sole=True)
+            shifted = self._materialize(Fused(t, Requant(shift=b - 1), t.shape, t.precision), sole=True)
             shifted.precision = max(2, t.precision - b + 2)  # |x >> (b-1)| <= 2^(p-b)
-            self.values[r] = _Fused(shifted, _Requant().round_shift(1).clamp(-bound, bound), _shape(r), _precision(r))
+            self.values[r] = Fused(shifted, Requant().round_shift(1).clamp(-bound, bound), _shape(r), _precision(r))
             return
         self.chain(op, step)
 
@@ -665,12 +382,12 @@ class _Converter:
         ph, pw = a["padding"] * 2 if len(a["padding"]) == 1 else a["padding"]
         # Bottom and right padding as far as the last window reaches (ceil mode), at least the top's.
         pad = (ph, max(ph, (oh - 1) * sy + ky - h - ph), pw, max(pw, (ow - 1) * sx + kx - w - pw))
-        window = _Window(ky, kx, sy, sx, pad, oh, ow)
+        window = Window(ky, kx, sy, sx, pad, oh, ow)
         self.chain(op, lambda r: r.pool(window))
 
     def _max(self, op: CvmOperator, a: rules.Attrs) -> None:
         h, w = self._plane(op, a, "max")
-        window = _Window(h, w, 1, 1, (0, 0, 0, 0), 1, 1)
+        window = Window(h, w, 1, 1, (0, 0, 0, 0), 1, 1)
         self.chain(op, lambda r: r.pool(window))
 
     @staticmethod
@@ -679,7 +396,7 @@ class _Converter:
         shape = _shape(op.operands[0])
         axes = rules.reduce_axes(shape, a["axis"], a["exclude"])
         if len(shape) != 4 or axes != (2, 3):
-            raise _Unmappable(f"a window {what} reduces the H and W axes of an NCHW tensor, not axes {list(axes)} "
+            raise Unmappable(f"a window {what} reduces the H and W axes of an NCHW tensor, not axes {list(axes)} "
                               f"of shape {list(shape)}")  # fmt: skip
         _batch1(shape)
         return shape[2], shape[3]
@@ -712,12 +429,12 @@ class _Converter:
         joined = self.graph.block(SiOp, _ACCUMULATOR, {"y": oh, "x": ow, "f": oc}, inputs=[[]], parts=parts)
         for k, part in enumerate(parts):
             self.graph.connect(part, joined, dst_box=({"f": k * ocg}, {"y": oh, "x": ow, "f": ocg}), cluster=0)
-        self.values[r] = _Tensor(joined, (1, oc, oh, ow), _precision(r), sole=r.has_one_use())
+        self.values[r] = Tensor(joined, (1, oc, oh, ow), _precision(r), sole=r.has_one_use())
 
-    def _conv(self, x: SSAValue | _Tensor, weight: np.ndarray, bias: np.ndarray | None, out: tuple[int, int],
-              params: dict[ParamKind, int]) -> _Block:  # fmt: skip
+    def _conv(self, x: SSAValue | Tensor, weight: np.ndarray, bias: np.ndarray | None, out: tuple[int, int],
+              params: dict[ParamKind, int]) -> Block:  # fmt: skip
         """A CC or CC2D of x with weight [f, r, ky, kx]."""
-        (f, c, kh, kw), (h, w, _) = weight.shape, task_shape(x.shape if isinstance(x, _Tensor) else _shape(x))
+        (f, c, kh, kw), (h, w, _) = weight.shape, task_shape(x.shape if isinstance(x, Tensor) else _shape(x))
         first = c < 8
         sic = self.storage(x, Sic2dOp if first else SicOp)
         sw = self.graph.block(Sw2dOp if first else SwOp, Precision.INT_8, {"f": f, "r": c, "ky": kh, "kx": kw},
@@ -744,15 +461,15 @@ class _Converter:
         params = {P.KERNEL_X: 1, P.KERNEL_Y: 1, P.STRIDE_X: 1, P.STRIDE_Y: 1}
         self.result(op, self.compute(Cc2dOp if first else CcOp, _ACCUMULATOR, shape, [rows, sw], params, bias))
 
-    def _linear(self, x: SSAValue | _Tensor, scale: int | np.ndarray | None, bias: int | np.ndarray | None) -> _Block:
+    def _linear(self, x: SSAValue | Tensor, scale: int | np.ndarray | None, bias: int | np.ndarray | None) -> Block:
         """x * scale + bias, scale and bias per f or constant: a CADD (no scale), CVS or CAX."""
-        dims = _box_dims(task_shape(x.shape if isinstance(x, _Tensor) else _shape(x)))
+        dims = box_dims(task_shape(x.shape if isinstance(x, Tensor) else _shape(x)))
         si = self.storage(x)
         if scale is None:
             return self.compute(CaddOp, _ACCUMULATOR, {**dims, "ky": 1, "kx": 1}, [si], bias=bias)
         if isinstance(scale, int):
-            return self.compute(CvsOp, _ACCUMULATOR, dims, [si], {P.CONSTANT_A: int(_wrap32(scale))}, bias)
-        alpha = self.graph.block(SbOp, _ACCUMULATOR, {"f": scale.size}, data=_wrap32(scale.astype(np.int64)))
+            return self.compute(CvsOp, _ACCUMULATOR, dims, [si], {P.CONSTANT_A: int(wrap32(scale))}, bias)
+        alpha = self.graph.block(SbOp, _ACCUMULATOR, {"f": scale.size}, data=wrap32(scale.astype(np.int64)))
         return self.compute(CaxOp, _ACCUMULATOR, dims, [si, alpha], bias=bias)
 
     def _combine(self, op: CvmOperator, kind: str) -> None:
@@ -760,39 +477,39 @@ class _Converter:
         bias or scale of one block, else of two inputs of the result's shape (CADD, CVVH)."""
         x, y = op.operands
         out = _shape(op.results[0])
-        is_const = [isinstance(self.values[v], _Const) for v in (x, y)]
+        is_const = [isinstance(self.values[v], Const) for v in (x, y)]
         if is_const[0] != is_const[1]:
             t, c = (y, x) if is_const[0] else (x, y)
             param = self.values[c]
-            assert isinstance(param, _Const)
-            value = _per_f(np.broadcast_to(param.array, out).astype(np.int64))
+            assert isinstance(param, Const)
+            value = per_f(np.broadcast_to(param.array, out).astype(np.int64))
             if _shape(t) == out and value is not None:
                 if kind == "mul":
                     block = self._linear(t, value, None)
                 elif kind == "add":
                     block = self._linear(t, None, value)
                 else:
-                    block = self._linear(t, None, _negated(value)) if c is y else self._linear(t, -1, value)
+                    block = self._linear(t, None, negated(value)) if c is y else self._linear(t, -1, value)
                 self.result(op, block)
                 return
         inputs = [self._operand(x, out), self._operand(y, out, negate=kind == "sub")]
         box = task_shape(out)
         if kind == "mul":
-            self.result(op, self.compute(CvvhOp, _ACCUMULATOR, _box_dims(box), inputs))
+            self.result(op, self.compute(CvvhOp, _ACCUMULATOR, box_dims(box), inputs))
         else:
-            self.result(op, self.compute(CaddOp, _ACCUMULATOR, {**_box_dims(box), "ky": 1, "kx": 1}, inputs))
+            self.result(op, self.compute(CaddOp, _ACCUMULATOR, {**box_dims(box), "ky": 1, "kx": 1}, inputs))
 
-    def _operand(self, value: SSAValue, out: Shape, negate: bool = False) -> _Block:
+    def _operand(self, value: SSAValue, out: Shape, negate: bool = False) -> Block:
         """An SI holding an operand of an elementwise op (negated when asked), a param broadcast to `out`."""
         v = self.values[value]
-        if isinstance(v, _Const):
+        if isinstance(v, Const):
             array = np.broadcast_to(v.array, out).astype(np.int64)
-            return self._const_block(SiOp, _wrap32(-array) if negate else array, v.precision)
+            return self._const_block(SiOp, wrap32(-array) if negate else array, v.precision)
         if _shape(value) != out:
-            raise _Unmappable(f"a computed operand of shape {list(_shape(value))} is broadcast to {list(out)}; "
+            raise Unmappable(f"a computed operand of shape {list(_shape(value))} is broadcast to {list(out)}; "
                               "a block reads its inputs as they are")  # fmt: skip
         if negate:
-            return self.storage(_Tensor(self._linear(value, -1, None), out, _precision(value)))
+            return self.storage(Tensor(self._linear(value, -1, None), out, _precision(value)))
         return self.storage(value)
 
     def _elemwise_add(self, op: CvmOperator, a: rules.Attrs) -> None:
@@ -813,9 +530,9 @@ class _Converter:
     def _cvm_left_shift(self, op: CvmOperator, a: rules.Attrs) -> None:
         """x * 2^b (exact: the precision rules keep it in int32), then the clip as a chain."""
         x, r, b = op.operands[0], op.results[0], a["shift_bit"]
-        scaled = _Tensor(self._linear(x, 1 << b, None), _shape(x), _precision(x) + b, sole=True)
+        scaled = Tensor(self._linear(x, 1 << b, None), _shape(x), _precision(x) + b, sole=True)
         bound = rules.precision_bound(a["precision"])
-        self.values[r] = _Fused(scaled, _Requant().clamp(-bound, bound), _shape(r), _precision(r))
+        self.values[r] = Fused(scaled, Requant().clamp(-bound, bound), _shape(r), _precision(r))
 
     def _sum(self, op: CvmOperator, a: rules.Attrs) -> None:
         h, w = self._plane(op, a, "sum")
@@ -836,24 +553,24 @@ class _Converter:
         if precision > 16:
             dw = (n - 1).bit_length() + 1
             if dw > 16:
-                raise _Unmappable(f"an index of precision {precision} into a table of {n} entries needs {dw} "
+                raise Unmappable(f"an index of precision {precision} into a table of {n} entries needs {dw} "
                                   "bits; a CLUT's LUT_DW is at most 16")  # fmt: skip
-            t = self._materialize(_Fused(t, _Requant().clamp(0, n - 1), t.shape, precision), sole=True)
+            t = self._materialize(Fused(t, Requant().clamp(0, n - 1), t.shape, precision), sole=True)
         index = np.arange(2**dw)
         lut = table[np.clip(np.where(index < 2 ** (dw - 1), index, index - 2**dw), 0, n - 1)].astype(np.int64)
-        label = _label(_precision(op.results[0]))
+        label = task_precision(_precision(op.results[0]))
         sb = self.graph.block(SbOp, label, {"f": lut.size}, data=lut)
-        self.result(op, self.compute(ClutOp, label, _box_dims(task_shape(t.shape)), [self.storage(t), sb],
+        self.result(op, self.compute(ClutOp, label, box_dims(task_shape(t.shape)), [self.storage(t), sb],
                                      {P.LUT_DW: dw}))  # fmt: skip
 
     # --- data movement -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _relaid(t: _Tensor, shape: Shape, source_of: np.ndarray) -> tuple[RearrangeAttr, ...]:
+    def _relaid(t: Tensor, shape: Shape, source_of: np.ndarray) -> tuple[RearrangeAttr, ...]:
         """The rearranges that make t's box the box of a tensor of `shape` whose element i (cvm order) is
         t's element source_of[i]: RESHAPE for the c-major flatten of a (y, x, f) box, else a SHUFFLE."""
         # For each position of the new box, the position of t's box it reads.
-        perm = np.argsort(_box_order(t.shape))[source_of[_box_order(shape)]]
+        perm = np.argsort(box_order(t.shape))[source_of[box_order(shape)]]
         if np.array_equal(perm, np.arange(perm.size)):
             return t.rearranges
         current = t.array_shape()
@@ -865,7 +582,7 @@ class _Converter:
     def _view(self, op: CvmOperator, source_of: np.ndarray) -> None:
         t, r = self.tensor(op.operands[0]), op.results[0]
         rearranges = self._relaid(t, _shape(r), source_of)
-        self.values[r] = _Tensor(t.block, _shape(r), _precision(r), rearranges, t.sole and r.has_one_use())
+        self.values[r] = Tensor(t.block, _shape(r), _precision(r), rearranges, t.sole and r.has_one_use())
 
     def _reshape(self, op: CvmOperator, a: rules.Attrs) -> None:
         self._view(op, np.arange(math.prod(_shape(op.results[0]))))
@@ -882,9 +599,9 @@ class _Converter:
         _batch1(_shape(x))
         t = self.tensor(x)
         if t.array_shape() != task_shape(t.shape):  # SCALE needs the (y, x, f) box: copy it into one
-            t = _Tensor(self.storage(t), t.shape, t.precision)
+            t = Tensor(self.storage(t), t.shape, t.precision)
         scale = RearrangeAttr.get(RearrangeKind.SCALE, [a["scale"], a["scale"]])
-        self.values[r] = _Tensor(t.block, _shape(r), _precision(r), (*t.rearranges, scale),
+        self.values[r] = Tensor(t.block, _shape(r), _precision(r), (*t.rearranges, scale),
                                  t.sole and r.has_one_use())  # fmt: skip
 
     def _strided_slice(self, op: CvmOperator, a: rules.Attrs) -> None:
@@ -901,10 +618,10 @@ class _Converter:
         shape, out = _shape(x), _shape(r)
         t = self.plain(self.tensor(x))
         sole = t.sole and r.has_one_use()
-        if _spatial(shape):
+        if spatial(shape):
             _, (c0, sc, nc), (h0, sh, nh), (w0, sw, nw) = bounds
             if sc != 1 and nc > 1 or min(sh, sw) < 1:
-                raise _Unmappable(f"strides {[sc, sh, sw]} over C, H, W: a block reads a box of channels and "
+                raise Unmappable(f"strides {[sc, sh, sw]} over C, H, W: a block reads a box of channels and "
                                   "strides forward over H and W")  # fmt: skip
             eh, ew = (nh - 1) * sh + 1, (nw - 1) * sw + 1
             box = ({"y": h0, "x": w0, "f": c0}, {"y": eh, "x": ew, "f": nc})
@@ -920,7 +637,7 @@ class _Converter:
         picks = tuple(np.arange(b, b + st * n, st) for b, st, n in bounds)
         index = np.arange(math.prod(shape)).reshape(shape)[np.ix_(*picks)].reshape(-1)
         if not np.array_equal(index, index[0] + np.arange(index.size)):
-            raise _Unmappable(f"the slice of shape {list(out)} is not one run of the operand's (f) box")
+            raise Unmappable(f"the slice of shape {list(out)} is not one run of the operand's (f) box")
         box = ({"f": int(index[0])}, {"f": index.size})
         self.values[r] = replace(t, shape=out, precision=_precision(r), box=box, sole=sole)
 
@@ -930,30 +647,30 @@ class _Converter:
         out = _shape(op.results[0])
         for t, c in ((x, y), (y, x)):
             param = self.values[c]
-            if isinstance(param, _Const) and _shape(t) == out and np.all(param.array == param.array.flat[0]):
+            if isinstance(param, Const) and _shape(t) == out and np.all(param.array == param.array.flat[0]):
                 low = int(param.array.flat[0])
-                self.chain(op, lambda r: r.clamp(low, _INF), t)
+                self.chain(op, lambda r: r.clamp(low, INF), t)
                 return
         self._max_of_two(op, *(self._full(v, out) for v in (x, y)))
 
     def _abs(self, op: CvmOperator, a: rules.Attrs) -> None:
         """max(x, -x), as INT32_MIN stays INT32_MIN."""
         x = op.operands[0]
-        negated = _Tensor(self._linear(x, -1, None), _shape(x), _precision(x))
+        negated = Tensor(self._linear(x, -1, None), _shape(x), _precision(x))
         self._max_of_two(op, self.tensor(x), negated)
 
-    def _full(self, value: SSAValue, out: Shape) -> _Tensor:
+    def _full(self, value: SSAValue, out: Shape) -> Tensor:
         """An operand of an elementwise op as a tensor of the result's shape (a param broadcast to it)."""
         v = self.values[value]
-        if isinstance(v, _Const):
+        if isinstance(v, Const):
             array = np.broadcast_to(v.array, out)
-            return _Tensor(self._const_block(SiOp, array, v.precision), out, v.precision)
+            return Tensor(self._const_block(SiOp, array, v.precision), out, v.precision)
         if _shape(value) != out:
-            raise _Unmappable(f"a computed operand of shape {list(_shape(value))} is broadcast to {list(out)}; "
+            raise Unmappable(f"a computed operand of shape {list(_shape(value))} is broadcast to {list(out)}; "
                               "a block reads its inputs as they are")  # fmt: skip
         return self.tensor(value)
 
-    def _max_of_two(self, op: CvmOperator, a: _Tensor, b: _Tensor) -> None:
+    def _max_of_two(self, op: CvmOperator, a: Tensor, b: Tensor) -> None:
         """The result is the chain of a 2x1 window max over an SI whose two rows (y = 0, 1) hold a and b."""
         r = op.results[0]
         box = task_shape(_shape(r))
@@ -962,35 +679,35 @@ class _Converter:
         rows = self.graph.block(SiOp, label, {"y": 2, "x": m, "f": f}, inputs=[[]])
         for row, t in enumerate((a, b)):
             self.feed(t, rows, ({"y": row}, {"y": 1, "x": m, "f": f}), cluster=0)
-        base = _Tensor(rows, (1, f, 2, m), max(a.precision, b.precision), sole=True)
-        window = _Window(2, 1, 1, 1, (0, 0, 0, 0), 1, m)
-        self.values[r] = _Fused(base, _Requant(window=window), _shape(r), _precision(r))
+        base = Tensor(rows, (1, f, 2, m), max(a.precision, b.precision), sole=True)
+        window = Window(2, 1, 1, 1, (0, 0, 0, 0), 1, m)
+        self.values[r] = Fused(base, Requant(window=window), _shape(r), _precision(r))
 
     def _concatenate(self, op: CvmOperator, a: rules.Attrs) -> None:
         """One SI; each input's edge writes its box at its offset along the joined dim."""
         r = op.results[0]
         out = _shape(r)
         axis = a["axis"] % len(out)
-        if _spatial(out):
+        if spatial(out):
             dim = {1: "f", 2: "y", 3: "x"}[axis]
         elif math.prod(out[:axis]) == 1:  # the inputs are consecutive runs of the result
             dim = "f"
         else:
-            raise _Unmappable(f"joining axis {axis} of shape {list(out)} interleaves the inputs' values")
+            raise Unmappable(f"joining axis {axis} of shape {list(out)} interleaves the inputs' values")
         inputs = [self.tensor(v) for v in op.operands]
         label = max((t.block.precision for t in inputs), key=lambda p: PRECISION_RANGE[p][1])
-        si = self.graph.block(SiOp, label, _box_dims(task_shape(out)), inputs=[[]])
+        si = self.graph.block(SiOp, label, box_dims(task_shape(out)), inputs=[[]])
         offset = 0
         for t in inputs:
             rearranges = t.rearranges
-            part = _box_dims(task_shape(t.shape))
-            if dim == "f" and not _spatial(out):  # a run of the flat result (a (y, x, f) box flattened c-major)
+            part = box_dims(task_shape(t.shape))
+            if dim == "f" and not spatial(out):  # a run of the flat result (a (y, x, f) box flattened c-major)
                 size = math.prod(t.shape)
                 rearranges = self._relaid(t, (size,), np.arange(size))
                 part = {"f": size}
             self.feed(replace(t, rearranges=rearranges), si, ({dim: offset}, part), cluster=0)
             offset += part[dim]
-        self.values[r] = _Tensor(si, out, _precision(r))
+        self.values[r] = Tensor(si, out, _precision(r))
 
 
 _Handler = Callable[[_Converter, CvmOperator, rules.Attrs], None]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.func import FuncOp
 
     from cvmc.codegen.abi import KernelSpec
-    from cvmc.codegen.cuda import CudaKernelSpec
+    from cvmc.codegen.cuda_launch import CudaKernelSpec
     from cvmc.passes.loops.target import Target
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,8 @@ def llvm_kernels(lowered: Lowered, dump: StageDump | None = None) -> tuple[str, 
 
 def cuda_kernels(lowered: Lowered, dump: StageDump | None = None) -> tuple[str, dict[str, CudaKernelSpec]]:
     """The kernels as CUDA C (what NVRTC compiles) and their launch specs; `dump` sees the source."""
-    from cvmc.codegen.cuda import emit_cuda, kernel_specs
+    from cvmc.codegen.cuda import emit_cuda
+    from cvmc.codegen.cuda_launch import kernel_specs
 
     source = emit_cuda(lowered.kernels)
     if dump is not None:

@@ -43,7 +43,8 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from cvmc.codegen.cuda import BLOCK_SIZE, CudaKernelSpec, emit_cuda, kernel_specs
+from cvmc.codegen.cuda import emit_cuda
+from cvmc.codegen.cuda_launch import BLOCK_SIZE, CudaKernelSpec, kernel_specs
 from cvmc.errors import CVMRuntimeError
 from cvmc.runtime.cache import open_cache
 from cvmc.runtime.compile import StageDump, cuda_kernels, lower

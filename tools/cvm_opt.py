@@ -2,7 +2,8 @@
 
     cvm-opt model.mlir -p cvm-infer-shapes,cvm-gas
     cvm-opt invalid.mlir --split-input-file --verify-diagnostics
-    cvm-opt model.mlir -p cvm-to-loops -t cuda        # the loop level printed as CUDA C (or -t llvm-ir)
+    cvm-opt model.mlir -p cvm-to-loops -t llvm-ir     # the loop level printed as LLVM IR
+    cvm-opt model.mlir -p cvm-to-gpu-loops -t cuda    # ... built for a CUDA GPU, printed as CUDA C
     cvm-opt model.mlir -p 'cvm-to-loops{target="x86:avx512-vnni"}'  # built for a target (default x86:avx2,
                                                       # whatever the machine; see loops.target.Target)
     cvm-opt --list-passes                             # cvmc's passes, one line each
@@ -22,10 +23,10 @@ import sys
 from typing import IO
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from cvmc.dialects import get_all_dialects
+from cvmc.dialects import register_all_dialects
 from cvmc.errors import CVMLogicError
 from cvmc.passes import get_all_passes
 from cvmc.runtime import files
@@ -49,16 +50,35 @@ def _require_lowered(module: ModuleOp, target: str) -> None:
     """A code generator prints loop-level IR: name the first op of a higher level, and the pass that lowers it."""
     for op in module.walk():
         if op.name.startswith(_HIGH_LEVEL):
-            lower = {"cvm.": "cvm-to-loops", "cinn.": "convert-cinn-to-loops",
+            lower = {"cvm.": "cvm-to-gpu-loops" if target == "cuda" else "cvm-to-loops",
+                     "cinn.": "convert-cinn-to-loops",
                      "taskgraph.": "convert-taskgraph-to-loops"}[op.name[:op.name.index(".") + 1]]
             raise CVMLogicError(f"-t {target} prints loop-level IR, but the module holds '{op.name}': "
                                 f"lower it first (hint: cvm-opt IN -p {lower} -t {target})")
+
+
+def _require_built_for(module: ModuleOp, target: str, gpu: bool, lower: str) -> None:
+    """The kernels were built for the printer's device (the module's `cvmc.target`, where it has one)."""
+    from cvmc.passes.loops.target import ATTRIBUTE, Target
+
+    built = module.attributes.get(ATTRIBUTE)
+    if not isinstance(built, StringAttr):
+        return
+    try:
+        built_gpu = Target.parse(built.data).gpu is not None
+    except ValueError as e:
+        raise CVMLogicError(f"the module's {ATTRIBUTE}: {e}") from None
+    if built_gpu != gpu:
+        device = "a CUDA GPU" if gpu else "an x86 CPU"
+        raise CVMLogicError(f"-t {target} prints kernels built for {device}, but the module's were built for "
+                            f"{built.data}: lower with {lower} (hint: cvm-opt IN -p {lower} -t {target})")
 
 
 def _print_llvm_ir(module: ModuleOp, out: IO[str]) -> None:
     from cvmc.codegen.llvm import emit_llvm
 
     _require_lowered(module, "llvm-ir")
+    _require_built_for(module, "llvm-ir", False, "cvm-to-loops")
     out.write(str(emit_llvm(_kernels(module))))
 
 
@@ -66,6 +86,7 @@ def _print_cuda(module: ModuleOp, out: IO[str]) -> None:
     from cvmc.codegen.cuda import emit_cuda
 
     _require_lowered(module, "cuda")
+    _require_built_for(module, "cuda", True, "cvm-to-gpu-loops")
     out.write(emit_cuda(_kernels(module)))
 
 
@@ -193,8 +214,7 @@ class CvmOptMain(xDSLOptMain):
 
     def register_all_dialects(self):
         super().register_all_dialects()
-        for name, factory in get_all_dialects().items():
-            self.ctx.register_dialect(name, factory)
+        register_all_dialects(self.ctx)
 
     def register_all_targets(self):
         super().register_all_targets()

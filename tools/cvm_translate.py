@@ -30,13 +30,12 @@ def _context() -> Context:
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
 
-    from cvmc.dialects import get_all_dialects
+    from cvmc.dialects import register_all_dialects
 
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    register_all_dialects(ctx)
     return ctx
 
 

@@ -14,6 +14,8 @@ Integer helpers wrap the `arith` op of the same name; index values are `index`, 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, math, memref, scf
@@ -22,9 +24,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cvmc.passes.loops.target import DEFAULT, Target
+from cvmc.passes.loops.views import Layout
 
 INDEX = IndexType()
 Value = SSAValue
+Attrs = dict[str, Any]  # an operator's attributes (`Node.attrs`)
+Epilogue = Callable[[Value, list[Value]], Value]  # a fused epilogue: (value, output index) -> value
 
 # Index arithmetic on two constants is folded as it is built (None: leave it to LLVM).
 _FOLD: dict[type[Operation], Callable[[int, int], int | None]] = {
@@ -279,4 +284,52 @@ class KernelBuilder:
         return self.insert(memref.AllocaOp.get(type.element_type, shape=type.get_shape())).results[0]
 
 
-__all__ = ["INDEX", "KernelBuilder", "Value", "i1", "i32"]
+@dataclass
+class Arg:
+    """A memref argument of a kernel and the layout it was given."""
+
+    mem: Value
+    layout: Layout
+
+    def load(self, k: KernelBuilder, ivs: Sequence[Value | int]) -> Value:
+        return k.load(self.mem, ivs)
+
+
+def in_range(k: KernelBuilder, i: Value, n: int) -> Value:
+    """0 <= i < n for an index i (one unsigned compare)."""
+    return k.cmpi("ult", i, n)
+
+
+def clamp_index(k: KernelBuilder, i: Value, n: int) -> Value:
+    return k.minsi(k.maxsi(i, 0), n - 1)
+
+
+def widened(k: KernelBuilder, v: Value) -> Value:
+    """v sign-extended to i32 (v itself when it is one)."""
+    return k.extsi(v, i32) if v.type != i32 else v
+
+
+def narrowed(k: KernelBuilder, v: Value, element: Attribute) -> Value:
+    """v truncated to the integer type `element` (v itself for i32 or a non-integer element)."""
+    return k.trunci(v, element) if isinstance(element, IntegerType) and element != i32 else v
+
+
+def unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
+    """The index of element `flat` (0 <= flat < prod(shape)) in the row-major order of `shape`: a remainder and a
+    quotient per dimension but the first, which takes what is left; a dimension of 1 is index 0."""
+    ivs: list[Value] = []
+    rest = flat
+    for d in range(len(shape) - 1, -1, -1):
+        n = shape[d]
+        if n == 1:
+            ivs.append(k.idx(0))
+        elif d == 0:
+            ivs.append(rest)
+        else:
+            ivs.append(k.remsi(rest, n))
+            rest = k.divsi(rest, n)
+    return ivs[::-1]
+
+
+__all__ = ["INDEX", "Arg", "Attrs", "Epilogue", "KernelBuilder", "Value", "clamp_index", "i1", "i32", "in_range",
+           "narrowed", "unravel", "widened"]

@@ -55,10 +55,21 @@ from math import prod
 from typing import Protocol
 
 from xdsl.dialects import func, gpu, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, UnregisteredOp, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i8, i32, i64
 
+from cvmc.dialects.cvmc import Dp4aOp, LoadWordOp
 from cvmc.passes.loops import ops as ops
-from cvmc.passes.loops.builder import KernelBuilder, Value
+from cvmc.passes.loops.builder import (
+    Arg,
+    Attrs,
+    Epilogue,
+    KernelBuilder,
+    Value,
+    clamp_index,
+    in_range,
+    narrowed,
+    unravel,
+)
 from cvmc.passes.loops.plan import Group
 from cvmc.passes.loops.views import Layout
 
@@ -85,23 +96,18 @@ BLOCK = 256  # threads of a block (the CUDA printer's BLOCK_SIZE)
 MACS_PER_THREAD = 64  # a thread's share of a reduction: at most this many multiply-adds ...
 THREADS_WANTED = 1 << 16  # ... unless the launch already has this many threads
 SHARED = IntegerAttr(3, i64)  # the memory space of a block's shared memory (NVVM's 3)
-DP4A = "cvmc.dp4a"  # (a: i32, b: i32, acc: i32) -> i32: acc + the sum of the products of their four signed bytes
-LOAD_WORD = "cvmc.load_word"  # (memref<...xi8>, indices...) -> i32: the four bytes from there (4-byte aligned)
-_Dp4a = UnregisteredOp.with_name(DP4A)
-_LoadWord = UnregisteredOp.with_name(LOAD_WORD)
 
-Epilogue = Callable[[Value, list[Value]], Value]
 Step = Callable[[Value, list[Value]], list[Value]]  # (reduction step, a thread's accumulators) -> accumulators
 Reduction = Callable[[list[Value], Value, int], list[Value]]  # (unit ivs, lane, S) -> the lane's partial sums
 TILE = 4  # outputs a thread computes at most along the channel axis (they share each input word)
 
 
 def dp4a(k: KernelBuilder, a: Value, b: Value, acc: Value) -> Value:
-    return k.insert(_Dp4a.create(operands=[a, b, acc], result_types=[i32])).results[0]
+    return k.insert(Dp4aOp.create(operands=[a, b, acc], result_types=[i32])).results[0]
 
 
 def load_word(k: KernelBuilder, mem: Value, ivs: Sequence[Value | int]) -> Value:
-    return k.insert(_LoadWord.create(operands=[mem, *(k.idx(i) for i in ivs)], result_types=[i32])).results[0]
+    return k.insert(LoadWordOp.create(operands=[mem, *(k.idx(i) for i in ivs)], result_types=[i32])).results[0]
 
 
 def split(outputs: int, steps: int, macs_per_step: int) -> int:
@@ -112,21 +118,6 @@ def split(outputs: int, steps: int, macs_per_step: int) -> int:
     while s < BLOCK and outputs * s < THREADS_WANTED and -(-steps // s) * macs_per_step > MACS_PER_THREAD:
         s *= 2
     return s
-
-
-def _unravel(k: KernelBuilder, flat: Value, shape: tuple[int, ...]) -> list[Value]:
-    ivs: list[Value] = []
-    rest = flat
-    for d in range(len(shape) - 1, -1, -1):
-        n = shape[d]
-        if n == 1:
-            ivs.append(k.idx(0))
-        elif d == 0:
-            ivs.append(rest)
-        else:
-            ivs.append(k.remsi(rest, n))
-            rest = k.divsi(rest, n)
-    return ivs[::-1]
 
 
 def _gpu_index(k: KernelBuilder, cls: type[gpu.ThreadIdOp | gpu.BlockIdOp | gpu.BlockDimOp | gpu.GridDimOp]) -> Value:
@@ -231,7 +222,7 @@ def reduce_outputs(k: KernelBuilder, plan: Schedule, reduction: Reduction,
 
         def partial(v: Value) -> None:
             unit = k.minsi(k.addi(first, k.divsi(v, s)), count - 1)  # spare threads repeat the last unit
-            for r, x in enumerate(reduction(_unravel(k, unit, units), k.remsi(v, s), s)):
+            for r, x in enumerate(reduction(unravel(k, unit, units), k.remsi(v, s), s)):
                 k.store(x, shared, [k.addi(v, r * lanes)])
 
         k.for_(lanes, partial, lb=thread, step=threads)
@@ -246,7 +237,7 @@ def reduce_outputs(k: KernelBuilder, plan: Schedule, reduction: Reduction,
                     base = k.addi(k.muli(v, s), r * lanes)
                     sums += k.for_(s, lambda q, acc: [k.addi(acc, k.load(shared, [k.addi(base, q)]))],
                                    inits=[k.const(0)])
-                finish_unit(_unravel(k, unit, units), sums)
+                finish_unit(unravel(k, unit, units), sums)
 
             if blocks * per == count:
                 write()
@@ -272,7 +263,7 @@ def _byte_word(k: KernelBuilder, byte_of: Callable[[int], Value]) -> Value:
     return word
 
 
-def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
+def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """Y[n, oc, oh, ow] = sum over (i, j, c) of X[n, oh*sh + i*dh, ow*sw + j*dw, g*cg + c] * W[oc, (i*kw + j)*cg + c]
     (+ B[oc]) on the padded NHWC input and the weight rows of the plan."""
     x, w = ins[0], ins[1]
@@ -385,7 +376,7 @@ def conv2d(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epi
 STAGE_BYTES = 16 * 1024  # the most shared memory a block stages weight rows in
 
 
-def _weight_staging(k: KernelBuilder, plan: Schedule, w: ops.Arg, shape: tuple[int, ...]) -> Staging | None:
+def _weight_staging(k: KernelBuilder, plan: Schedule, w: Arg, shape: tuple[int, ...]) -> Staging | None:
     """The weight rows of a conv2d block kernel's block, staged as words in shared memory: the units of a block
     lie in at most two consecutive (n, channel unit) rows of units when a row holds at least a block's units, so
     2 * tiles weight rows hold every weight the block reads (tiles rows when the blocks divide a row). None where
@@ -411,7 +402,7 @@ def _weight_staging(k: KernelBuilder, plan: Schedule, w: ops.Arg, shape: tuple[i
     return Staging(rows * words, fill)
 
 
-def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
+def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """Y[m, u] = sum over i of X[m, i] * W[u, i] (+ B[u]) on the packed rows of the plan."""
     x, w = ins[0], ins[1]
     width = x.layout.shape[1]
@@ -441,14 +432,14 @@ def dense(k: KernelBuilder, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue
                    finish)
 
 
-def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
+def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
     """`out` = `src` packed as `ops.pack` packs it, one thread per element of `out`."""
     element = out.mem.type.element_type  # type: ignore[attr-defined]
     zero_point = a.get("zero_point", 0)
     zero = k.const(zero_point, element)
 
     def narrow(v: Value) -> Value:
-        return ops._narrow(k, k.addi(v, zero_point) if zero_point else v, element)
+        return narrowed(k, k.addi(v, zero_point) if zero_point else v, element)
 
     def put(ok: Value, v: Value, ivs: list[Value]) -> None:
         k.store(k.select(ok, narrow(v), zero), out.mem, ivs)
@@ -460,8 +451,8 @@ def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
         def element_nhwc(ivs: list[Value]) -> None:
             n, hp, wp, c = ivs
             ih, iw = k.subi(hp, ph), k.subi(wp, pw)
-            ok = k.andi(ops._in_range(k, ih, h), ops._in_range(k, iw, wd))
-            put(ok, src.load(k, [n, c, ops._clamp_index(k, ih, h), ops._clamp_index(k, iw, wd)]), ivs)
+            ok = k.andi(in_range(k, ih, h), in_range(k, iw, wd))
+            put(ok, src.load(k, [n, c, clamp_index(k, ih, h), clamp_index(k, iw, wd)]), ivs)
 
         k.loops(out.layout.shape, element_nhwc, parallel=True)
         return
@@ -486,7 +477,7 @@ def pack(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, src: ops.Arg) -> None:
     k.loops(out.layout.shape, element_row, parallel=True)
 
 
-def concatenate(k: KernelBuilder, a: ops.Attrs, out: ops.Arg, ins: list[ops.Arg], epilogue: Epilogue) -> None:
+def concatenate(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """One thread per output element, reading the input whose slice of the axis holds it (the CPU's kernel copies
     the inputs one after another: loops a grid cannot share)."""
     ax = a["axis"] % len(out.layout.shape)
@@ -517,7 +508,7 @@ def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
     if group.kind not in ("conv2d", "dense", "pack", "concatenate"):
         return None
     k = KernelBuilder(name, call.types)
-    args = [ops.Arg(m, arg.layout) for m, arg in zip(k.args, call.args)]
+    args = [Arg(m, arg.layout) for m, arg in zip(k.args, call.args)]
     out, rest = args[0], args[1:]
     n_in = len(group.inputs)
     ins, extras = rest[:n_in], rest[n_in:n_in + len(group.extras)]
@@ -535,4 +526,4 @@ def build_gpu_kernel(name: str, call: _Call) -> func.FuncOp | None:
     return k.finish()
 
 
-__all__ = ["BLOCK", "DP4A", "LOAD_WORD", "SHARED", "build_gpu_kernel", "dp4a", "load_word", "split"]
+__all__ = ["BLOCK", "SHARED", "build_gpu_kernel", "dp4a", "load_word", "split"]

@@ -14,7 +14,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 
 from cvmc.passes.loops import ops as ops
-from cvmc.passes.loops.builder import KernelBuilder, Value
+from cvmc.passes.loops import x86
+from cvmc.passes.loops.builder import Arg, KernelBuilder, Value
 from cvmc.passes.loops.plan import Group, Plan, group_inputs, operand_layouts
 from cvmc.passes.loops.target import Target
 from cvmc.passes.loops.views import Layout, collapse
@@ -102,7 +103,7 @@ def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
             return built
     group = call.group
     k = KernelBuilder(name, call.types, target)
-    args = [ops.Arg(m, a.layout) for m, a in zip(k.args, call.args)]
+    args = [Arg(m, a.layout) for m, a in zip(k.args, call.args)]
     n_out = 1 if group.kind == "copy" else len(written(group))
     outs, rest = args[:n_out], args[n_out:]
     n_in = len(group.inputs)
@@ -123,7 +124,7 @@ def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
         if group.packed:
             stored = outs[0] if group.stores_output else None
             packs = [(arg, how) for arg, (_, how) in zip(outs[int(group.stores_output):], group.packed)]
-            ops.conv2d_packing(k, attrs, call.out_shape, stored, packs, ins, epilogue)
+            x86.conv2d_packing(k, attrs, call.out_shape, stored, packs, ins, epilogue)
         else:
             ops.conv2d(k, attrs, outs[0], ins, epilogue)
     elif group.kind == "dense":

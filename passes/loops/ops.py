@@ -17,20 +17,31 @@ clips (take, cvm_lut), windows read INT32_MIN (max_pool2d) or 0 (conv2d) outside
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, StringAttr, UnregisteredOp, i1, i8, i32, i64
+from xdsl.dialects.builtin import MemRefType, i1, i8, i32, i64
 from xdsl.ir import Attribute
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.passes.loops.builder import INDEX, KernelBuilder, Value
+from cvmc.passes.loops import x86
+from cvmc.passes.loops.builder import (
+    INDEX,
+    Arg,
+    Attrs,
+    Epilogue,
+    KernelBuilder,
+    Value,
+    clamp_index,
+    in_range,
+    narrowed,
+    unravel,
+    widened,
+)
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import Layout
 
-Attrs = dict[str, Any]
 INT32_MIN = -(1 << 31)
 INT64_MAX = (1 << 63) - 1
 
@@ -114,17 +125,6 @@ def operand_layout(op: str, index: int, layout: Layout, out_shape: tuple[int, ..
 # ---------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Arg:
-    """A memref argument of a kernel and the layout it was given."""
-
-    mem: Value
-    layout: Layout
-
-    def load(self, k: KernelBuilder, ivs: Sequence[Value | int]) -> Value:
-        return k.load(self.mem, ivs)
-
-
 def fused_epilogue(k: KernelBuilder, steps: Sequence[Any],
                    extras: Sequence[Arg]) -> Callable[[Value, list[Value]], Value]:
     """A group's fused epilogue as a function of the anchor's value at an output index: each step (`Group.epilogue`)
@@ -157,15 +157,6 @@ def _computes(*names: str) -> Callable[[ComputeFactory], ComputeFactory]:
     return register
 
 
-def _in_range(k: KernelBuilder, i: Value, n: int) -> Value:
-    """0 <= i < n for an index i (one unsigned compare)."""
-    return k.cmpi("ult", i, n)
-
-
-def _clamp_index(k: KernelBuilder, i: Value, n: int) -> Value:
-    return k.minsi(k.maxsi(i, 0), n - 1)
-
-
 @_computes("conv2d")  # the direct loop nest, for convolutions whose im2col rows are too large (`conv2d_fits`)
 def _conv2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
     x, w = ins[0], ins[1]
@@ -185,13 +176,13 @@ def _conv2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ..
 
             def over_i(i: Value, acc: Value) -> list[Value]:
                 ih = k.addi(ih0, k.muli(i, dh))
-                row_ok = _in_range(k, ih, h)
-                ih_c = _clamp_index(k, ih, h)
+                row_ok = in_range(k, ih, h)
+                ih_c = clamp_index(k, ih, h)
 
                 def over_j(j: Value, acc: Value) -> list[Value]:
                     iw = k.addi(iw0, k.muli(j, dw))
-                    ok = k.andi(row_ok, _in_range(k, iw, wd))
-                    v = k.select(ok, x.load(k, [n, c, ih_c, _clamp_index(k, iw, wd)]), k.const(0))
+                    ok = k.andi(row_ok, in_range(k, iw, wd))
+                    v = k.select(ok, x.load(k, [n, c, ih_c, clamp_index(k, iw, wd)]), k.const(0))
                     return [k.addi(acc, k.muli(v, w.load(k, [oc, ic, i, j])))]
 
                 return k.for_(kw, over_j, inits=[acc])
@@ -222,13 +213,13 @@ def _max_pool2d(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int
 
         def over_i(i: Value, acc: Value) -> list[Value]:
             ih = k.addi(ih0, i)
-            row_ok = _in_range(k, ih, h)
-            ih_c = _clamp_index(k, ih, h)
+            row_ok = in_range(k, ih, h)
+            ih_c = clamp_index(k, ih, h)
 
             def over_j(j: Value, acc: Value) -> list[Value]:
                 iw = k.addi(iw0, j)
-                ok = k.andi(row_ok, _in_range(k, iw, wd))
-                v = x.load(k, [n, c, ih_c, _clamp_index(k, iw, wd)])
+                ok = k.andi(row_ok, in_range(k, iw, wd))
+                v = x.load(k, [n, c, ih_c, clamp_index(k, iw, wd)])
                 return [k.select(ok, k.maxsi(acc, v), acc)]  # padding cells are INT32_MIN: no change
 
             return k.for_(psw, over_j, inits=[acc])
@@ -278,15 +269,7 @@ def _strided_slice(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[
 def _load_flat(k: KernelBuilder, arg: Arg, flat: Value) -> Value:
     """Element `flat` of the row-major order of `arg` (one load when the layout is 1-D)."""
     shape = arg.layout.shape
-    if len(shape) == 1:
-        return arg.load(k, [flat])
-    ivs: list[Value] = []
-    rest = flat
-    for n in reversed(shape[1:]):
-        ivs.append(k.remsi(rest, n))
-        rest = k.divsi(rest, n)
-    ivs.append(rest)
-    return arg.load(k, list(reversed(ivs)))
+    return arg.load(k, [flat] if len(shape) == 1 else unravel(k, flat, shape))
 
 
 def flat_layout(layout: Layout) -> Layout:
@@ -367,9 +350,6 @@ def flat_inputs(op: str, a: Attrs) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------------------------------------
 # Operators that write their outputs themselves
 # ---------------------------------------------------------------------------------------------------------
-
-Epilogue = Callable[[Value, list[Value]], Value]
-
 
 def concatenate(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """Each input copied into its slice of the output along axis."""
@@ -511,44 +491,6 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 #   `cvmc.mmk_i16` (below); otherwise `vpmaddwd` / `vpdpwssd` from LLVM's vectorizer;
 # - "i32" otherwise.
 #
-# The i16 micro-kernel (`Target.blocked`): the weight is packed once, at compile time, in blocks of MMK_LANES
-# output channels, (OC / lanes, width / 2, lanes, 2): for each pair of reduction elements, the lanes' two weights
-# side by side. `cvmc.mmk_i16` keeps MMK_ROWS output pixels x MMK_LANES output channels of int32 accumulators
-# in registers (output channels across the lanes of a vector); each step broadcasts a pixel's pair of int16
-# inputs (one 32-bit load) against a vector of the block's weights: `vpmaddwd` (two products summed in each
-# int32 lane, wrapping only when all four values are -32768: the same sum modulo 2^32) and an add, or
-# `vpdpwssd` where the CPU has it; LLVM selects either from plain IR. The accumulators go to a small buffer,
-# from which the bias and the epilogue run per (channel, pixel).
-
-ZERO_POINT = 128  # what the "u8" packing adds to an int8 value
-DOT_ROWS = 8  # im2col rows (output pixels) one u8 x s8 dot product op computes, sharing each weight load
-DOT_U8S8 = "cvmc.dot_u8s8"
-_DotU8S8 = UnregisteredOp.with_name(DOT_U8S8)
-MMK_I16 = "cvmc.mmk_i16"
-MMK_U8S8 = "cvmc.mmk_u8s8"
-_MMK_OPS = {2: UnregisteredOp.with_name(MMK_I16), 4: UnregisteredOp.with_name(MMK_U8S8)}
-MMK_ROWS = 4  # output pixels per micro-kernel call (a vector of accumulators each per MMK_LANES / 8)
-MMK_LANES = 16  # output channels per micro-kernel call: two vectors of 8 int32 lanes
-VNNI_LANES = 64  # at most this many with AVX512-VNNI's u8 x s8 kernel: four vectors of 16 int32 lanes
-AMX_ROWS, AMX_LANES = 16, 16  # AMX-INT8: one tile of 16 pixels x 16 channels (64 bytes of int32 a row)
-
-
-def mmk_lanes(element: str, channels: int, target: Target) -> int:
-    """The output channels of one block of the micro-kernel: MMK_LANES, or for u8 x s8 on AVX512-VNNI the
-    channels rounded up to 16 (one 512-bit vector), at most VNNI_LANES; with AMX one tile's AMX_LANES."""
-    if element == "u8" and target.has("amx"):
-        return AMX_LANES
-    if element == "u8" and target.has("avx512-vnni"):
-        return min(VNNI_LANES, -(-channels // 16) * 16)
-    return MMK_LANES
-
-
-def mmk_isa(target: Target) -> str | None:
-    """The tier of the u8 x s8 micro-kernel's lowering (`isa` of `cvmc.mmk_u8s8`): "amx", "avx512-vnni", or None
-    for AVX2's."""
-    return "amx" if target.has("amx") else "avx512-vnni" if target.has("avx512-vnni") else None
-
-
 def is_byte(element: str) -> bool:
     return element in ("u8", "i8")
 
@@ -582,19 +524,6 @@ def pack_values(pack: Attrs, array: np.ndarray, element: str) -> np.ndarray:
     return out
 
 
-def _widen(k: KernelBuilder, v: Value) -> Value:
-    return k.extsi(v, i32) if v.type != i32 else v
-
-
-def _narrow(k: KernelBuilder, v: Value, element: Attribute) -> Value:
-    return k.trunci(v, element) if isinstance(element, IntegerType) and element != i32 else v
-
-
-PACK_TILE = 8  # `cvmc.pack_tile`: 8 channels x 8 columns of int32 -> their bytes, transposed
-PACK_TILE_OP = "cvmc.pack_tile"
-_PackTile = UnregisteredOp.with_name(PACK_TILE_OP)
-
-
 def is_byte_type(element: Attribute) -> bool:
     return element == i8
 
@@ -608,7 +537,7 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
     zero = k.const(zero_point, element)  # wrapped: 128 is the byte 0x80
 
     def narrow(v: Value) -> Value:
-        return _narrow(k, k.addi(v, zero_point) if zero_point else v, element)
+        return narrowed(k, k.addi(v, zero_point) if zero_point else v, element)
 
     if a["to"] == "nhwc":
         _, c, h, w = src.layout.shape
@@ -616,36 +545,34 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
 
         # the bytes of the u8 x s8 micro-kernel: tiles of 8 channels x 8 columns transposed in registers
         # (`cvmc.pack_tile`, VNNI's x + 128 included), else the loop below
-        tiled = (is_byte_type(element) and c % PACK_TILE == 0 and w % PACK_TILE == 0
+        tiled = (is_byte_type(element) and c % x86.PACK_TILE == 0 and w % x86.PACK_TILE == 0
                  and src.layout.strides[3] == 1 and k.target.blocked)
 
         def row(ivs: list[Value]) -> None:
             n, hp = ivs
             ih = k.subi(hp, ph)
-            inside = _in_range(k, ih, h)
-            ih_c = _clamp_index(k, ih, h)
+            inside = in_range(k, ih, h)
+            ih_c = clamp_index(k, ih, h)
 
             if tiled:
                 def border(wp: Value) -> None:
                     k.for_(c, lambda ci: k.store(zero, out.mem, [n, hp, wp, ci]))
 
                 def tile(ivs: list[Value]) -> None:
-                    c0, w0 = (k.muli(v, PACK_TILE) for v in ivs)
-                    operands = [src.mem, *(k.idx(i) for i in (n, c0, ih_c, w0)), out.mem,
-                                *(k.idx(i) for i in (n, hp, k.addi(w0, pw), c0)), inside]
-                    attributes = {"split": IntegerAttr(5, i64), "zero_point": IntegerAttr(zero_point, i64)}
-                    k.insert(_PackTile.create(operands=operands, result_types=[], attributes=attributes))
+                    c0, w0 = (k.muli(v, x86.PACK_TILE) for v in ivs)
+                    x86.pack_tile(k, src.mem, [n, c0, ih_c, w0], out.mem, [n, hp, k.addi(w0, pw), c0], inside,
+                                  zero_point)
 
                 k.for_(pw, border)
-                k.loops([c // PACK_TILE, w // PACK_TILE], tile)
+                k.loops([c // x86.PACK_TILE, w // x86.PACK_TILE], tile)
                 k.for_(w + 2 * pw, border, lb=w + pw)
                 return
 
             def channel(ci: Value) -> None:
                 def col(wp: Value) -> None:
                     iw = k.subi(wp, pw)
-                    ok = k.andi(inside, _in_range(k, iw, w))
-                    v = src.load(k, [n, ci, ih_c, _clamp_index(k, iw, w)])
+                    ok = k.andi(inside, in_range(k, iw, w))
+                    v = src.load(k, [n, ci, ih_c, clamp_index(k, iw, w)])
                     k.store(k.select(ok, narrow(v), zero), out.mem, [n, hp, wp, ci])
 
                 k.for_(w + 2 * pw, col)
@@ -679,82 +606,25 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
 def _dot(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int) -> Value:
     """sum over i < depth of a[a_idx..., i] * b[b_idx..., i], widened to int32 (wrapping)."""
     def step(i: Value, acc: Value) -> list[Value]:
-        x = _widen(k, k.load(a, [*a_idx, i]))
-        y = _widen(k, k.load(b, [*b_idx, i]))
+        x = widened(k, k.load(a, [*a_idx, i]))
+        y = widened(k, k.load(b, [*b_idx, i]))
         return [k.addi(acc, k.muli(x, y))]
 
     return k.for_(depth, step, inits=[k.const(0)])[0]
-
-
-def _dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int,
-              rows: int = 1) -> list[Value]:
-    """For r < rows: sum over i < depth (a multiple of 64) of u8 a[a_idx..., i] * s8 b[b_idx..., i] in int32
-    (wrapping), where row r of `a` is a_idx with its last index + r: the loop-level op `cvmc.dot_u8s8`
-    (operands: a, its indices, b, its indices; `split`: where b starts; `rows`: how many rows share each load
-    of b, one result each)."""
-    operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx)]
-    attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
-    if rows > 1:
-        attributes["rows"] = IntegerAttr(rows, i64)
-    if k.target.emulated:  # the portable lowering of `vpdpbusd` (`loops.target.Target.emulated`)
-        attributes["emulated"] = IntegerAttr(1, i64)
-    op = _DotU8S8.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
-    return list(k.insert(op).results)
-
-
-def _mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], acc: Value,
-         acc_idx: list[Value], depth: int, rows: int, row_stride: int,
-         taps: tuple[int, int, int, int] = (1, 0, 1, 0), pixel_major: bool = False) -> None:
-    """acc[acc_idx + (l, r)] = the int32 (wrapping) sum, over taps (th, tw) < taps (kh, stride_h, kw, stride_w)
-    and i < depth (a multiple of g), of a[a_idx + r * row_stride + th * stride_h + tw * stride_w + i] (flat, in
-    elements) * b[block at b_idx][(th * kw + tw) * depth / g + i / g, l, i % g], for r < rows and l < lanes (b's
-    last dimension / g): the loop-level op `cvmc.mmk_i16` (int16 operands, g = 2) or `cvmc.mmk_u8s8` (u8 x s8,
-    g = 4) (operands: a, its indices, b, its indices, acc, its indices; `split`, `acc_split`: where b and acc
-    start). An im2col row is one tap; a padded NHWC input is read in place, kh x kw taps of `depth` channels.
-    `pixel_major`: the sums go to acc[acc_idx + (r, l)] instead (attribute `pixel_major` = 1: each pixel's lanes
-    stored as they are in the vector registers, no transposition)."""
-    group = 4 if _is_byte_memref(a) else 2
-    lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
-    operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
-    kh, stride_h, kw, stride_w = taps
-    attributes: dict[str, Attribute] = {name: IntegerAttr(value, i64) for name, value in (
-        ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
-        ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
-        ("stride_w", stride_w))}
-    if pixel_major:
-        attributes["pixel_major"] = IntegerAttr(1, i64)
-    isa = mmk_isa(k.target) if group == 4 else None
-    if isa is not None:  # the tier's kernel (`vpdpbusd`, AMX tiles), or its portable lowering
-        attributes["isa"] = StringAttr(isa)
-        if k.target.emulated:
-            attributes["emulated"] = IntegerAttr(1, i64)
-    k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
-
-
-def _compensation(k: KernelBuilder, w: Value, w_idx: list[Value], width: int) -> Value:
-    """ZERO_POINT * sum of the s8 weight row w[w_idx...] (padding is 0): what the u8 input's zero point adds."""
-    def step(i: Value, acc: Value) -> list[Value]:
-        return [k.addi(acc, k.extsi(k.load(w, [*w_idx, i]), i32))]
-
-    return k.muli(k.for_(width, step, inits=[k.const(0)])[0], ZERO_POINT)
-
-
-def _is_byte_memref(v: Value) -> bool:
-    return v.type.element_type == i8  # type: ignore[attr-defined]
 
 
 def dense(k: KernelBuilder, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """Y[m, u] = dot(X[m], W[u]) (+ B[u]) over packed rows."""
     x, w = ins[0], ins[1]
     depth = x.layout.shape[1]
-    if _is_byte_memref(x.mem):
+    if x86.is_byte_memref(x.mem):
         def unit(ivs: list[Value]) -> None:
             (u,) = ivs
-            comp = _compensation(k, w.mem, [u], depth)
+            comp = x86.compensation(k, w.mem, [u], depth)
             bias = ins[2].load(k, [u]) if len(ins) > 2 else None
 
             def row(m: Value) -> None:
-                v = k.subi(_dot_u8s8(k, x.mem, [m], w.mem, [u], depth)[0], comp)
+                v = k.subi(x86.dot_u8s8(k, x.mem, [m], w.mem, [u], depth)[0], comp)
                 if bias is not None:
                     v = k.addi(v, bias)
                 k.store(epilogue(v, [m, u]), out.mem, [m, u])
@@ -795,7 +665,7 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
     dot product per pixel of the tile."""
     x, w = ins[0], ins[1]
     if len(w.layout.shape) == 3:
-        _conv2d_blocked(k, a, out, ins, epilogue)
+        x86.conv2d_blocked(k, a, out, ins, epilogue)
         return
     n_, oc_total, oh_, ow_ = out.layout.shape
     _, _, _, c = x.layout.shape
@@ -841,7 +711,7 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
             def channel(oc: Value) -> None:
                 g = k.divsi(oc, ocg) if groups > 1 else k.idx(0)
                 bias = ins[2].load(k, [oc]) if len(ins) > 2 else None
-                comp = _compensation(k, w.mem, [oc], width) if byte else None
+                comp = x86.compensation(k, w.mem, [oc], width) if byte else None
 
                 def finish(j: Value, v: Value) -> None:
                     if comp is not None:
@@ -855,176 +725,15 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
                     k.for_(count, lambda j: finish(j, _dot(k, cols, [g, j], w.mem, [oc], width)))
                     return
 
-                def block(j: Value) -> None:  # DOT_ROWS pixels share each load of the weight row
-                    for r, v in enumerate(_dot_u8s8(k, cols, [g, j], w.mem, [oc], width, DOT_ROWS)):
+                def block(j: Value) -> None:  # x86.DOT_ROWS pixels share each load of the weight row
+                    for r, v in enumerate(x86.dot_u8s8(k, cols, [g, j], w.mem, [oc], width, x86.DOT_ROWS)):
                         finish(k.addi(j, r) if r else j, v)
 
-                blocked = k.subi(count, k.remsi(count, DOT_ROWS))
-                k.for_(blocked, block, step=DOT_ROWS)
-                k.for_(count, lambda j: finish(j, _dot_u8s8(k, cols, [g, j], w.mem, [oc], width)[0]), lb=blocked)
+                blocked = k.subi(count, k.remsi(count, x86.DOT_ROWS))
+                k.for_(blocked, block, step=x86.DOT_ROWS)
+                k.for_(count, lambda j: finish(j, x86.dot_u8s8(k, cols, [g, j], w.mem, [oc], width)[0]), lb=blocked)
 
             k.for_(oc_total, channel)
-
-        k.for_(tiles, over_tile)
-
-    k.loops([n_, oh_], row, parallel=True)
-
-
-def _pack_borders(k: KernelBuilder, pk: Arg, how: Attrs, n: Value, oh: Value, oh_: int, ow_: int) -> None:
-    """The padding of the packed row of output row `oh` (its left and right columns), and for the first and the
-    last output rows the padded rows above and below: the zero point, as `pack` stores it."""
-    (ph, pw), zero_point = how["padding"], how.get("zero_point", 0)
-    element = pk.mem.type.element_type  # type: ignore[attr-defined]
-    c = pk.layout.shape[3]
-    zero = k.const(zero_point, element)
-
-    def fill(hp: Value, lb: int, ub: int) -> None:
-        k.for_(ub, lambda wp: k.for_(c, lambda ci: k.store(zero, pk.mem, [n, hp, wp, ci])), lb=lb)
-
-    hp = k.addi(oh, ph)
-    fill(hp, 0, pw)
-    fill(hp, ow_ + pw, ow_ + 2 * pw)
-    if ph:
-        top = k.select(k.cmpi("eq", oh, 0), k.idx(ph), k.idx(0))
-        k.for_(top, lambda r: fill(r, 0, ow_ + 2 * pw))
-        bottom = k.select(k.cmpi("eq", oh, oh_ - 1), k.idx(oh_ + 2 * ph), k.idx(oh_ + ph))
-        k.for_(bottom, lambda r: fill(r, 0, ow_ + 2 * pw), lb=oh_ + ph)
-
-
-# The blocked conv2d's im2col tile (bytes): with one weight block (lanes x width int16) it stays in the L1 cache.
-MMK_TILE_BYTES = 12 * 1024
-MMK_TILE_PIXELS = 64  # at most this many output pixels per tile (an accumulator buffer of lanes x pixels int32)
-
-
-def conv2d_packing(k: KernelBuilder, a: Attrs, out_shape: tuple[int, ...], out: Arg | None,
-                   packs: list[tuple[Arg, Attrs]], ins: list[Arg], epilogue: Epilogue) -> None:
-    """A blocked conv2d (`_conv2d_blocked`) whose epilogue also writes its output packed for the next conv2d, as
-    the `pack` kernel would (`pack`, "nhwc": zero-padded NHWC, narrowed, plus the zero point), borders included:
-    `packs` are (buffer, how it is packed); `out` is None when nothing else reads the int32 output."""
-    _conv2d_blocked(k, a, out, ins, epilogue, out_shape, packs)
-
-
-def _conv2d_blocked(k: KernelBuilder, a: Attrs, out: Arg | None, ins: list[Arg], epilogue: Epilogue,
-                    out_shape: tuple[int, ...] | None = None, packs: Sequence[tuple[Arg, Attrs]] = ()) -> None:
-    """conv2d (one group) on a weight packed in blocks of lanes (see MMK_I16): int16, or u8 data x s8 weight
-    (with `a["zero_point"]` the data packed as x + 128, AVX512-VNNI only: 128 * the channel's weight sum, by the
-    micro-kernel on a row of ones once a block and row, is subtracted with the bias). Per output row (the
-    parallel loop) and tile of its pixels, for each block of output channels, the micro-kernel
-    (`cvmc.mmk_i16`, `cvmc.mmk_u8s8`) computes MMK_ROWS pixels at a time (then single pixels) into an
-    accumulator buffer (lanes x tile, channel-major), then the bias and the epilogue run over each channel's
-    contiguous pixels. The reduction reads the padded NHWC input in place (kh x kw taps of C channels) when C is
-    a multiple of the group, else an im2col tile gathered first.
-
-    With `packs` (`conv2d_packing`), the accumulator buffer is pixel-major (lanes x pixels transposed: the
-    micro-kernel stores its registers as they are) and the epilogue runs pixel by pixel over the block's
-    channels, storing each value to `out` (if any) and, narrowed, to each pack at [n, oh + ph, ow + pw, oc]; each
-    output row also writes its packed row's left and right borders, the first and last rows the top and bottom
-    ones (a row is one parallel iteration: every byte has one writer)."""
-    x, w = ins[0], ins[1]
-    n_, oc_total, oh_, ow_ = out_shape if out_shape is not None else out.layout.shape  # type: ignore[union-attr]
-    pixel_major = bool(packs)
-    group = 4 if _is_byte_memref(x.mem) else 2  # reduction elements per 32-bit step of a lane
-    blocks, steps, group_lanes = w.layout.shape
-    width, lanes = group * steps, group_lanes // group
-    rows = AMX_ROWS if group == 4 and mmk_isa(k.target) == "amx" else MMK_ROWS
-    _, _, _, c = x.layout.shape
-    stride_h, stride_w = x.layout.strides[1:3]
-    kh, kw = a["kernel_size"]
-    (sh, sw), (dh, dw) = a["strides"], a["dilation"]
-    depth = kh * kw * c
-    direct = c % group == 0
-    tile = min(ow_, MMK_TILE_PIXELS if direct else max(1, MMK_TILE_BYTES * group // (4 * width)))
-    tiles = -(-ow_ // tile)
-    element = x.mem.type.element_type  # type: ignore[attr-defined]
-    zero = k.const(0, element)
-    input_zero = a.get("zero_point", 0)  # the packed input's zero point (signed data on AVX512-VNNI)
-
-    def row(ivs: list[Value]) -> None:
-        n, oh = ivs
-        acc = k.alloca(MemRefType(i32, [tile, lanes] if pixel_major else [lanes, tile]))
-        comp = k.alloca(MemRefType(i32, [1, lanes])) if input_zero else None
-        ones = k.alloca(MemRefType(element, [width])) if input_zero else None
-        if ones is not None:
-            k.for_(width, lambda i: k.store(k.const(1, element), ones, [i]))
-        cols = None if direct else k.alloca(MemRefType(element, [tile, width]))
-        for pk, how in packs:
-            _pack_borders(k, pk, how, n, oh, oh_, ow_)
-
-        def over_tile(t: Value) -> None:
-            ow0 = k.muli(t, tile)
-            count = k.minsi(k.idx(tile), k.subi(k.idx(ow_), ow0))
-            blocked = k.subi(count, k.remsi(count, rows))
-
-            if cols is not None:
-                def gather(j: Value, buf: Value = cols) -> None:
-                    iw0 = k.muli(k.addi(ow0, j), sw)
-
-                    def tap(ivs: list[Value]) -> None:
-                        i, jj = ivs
-                        ih = k.addi(k.muli(oh, sh), k.muli(i, dh))
-                        iw = k.addi(iw0, k.muli(jj, dw))
-                        base = k.muli(k.addi(k.muli(i, kw), jj), c)
-                        k.for_(c, lambda ci: k.store(x.load(k, [n, ih, iw, ci]), buf, [j, k.addi(base, ci)]))
-
-                    k.loops([kh, kw], tap)
-                    k.for_(width, lambda i: k.store(zero, buf, [j, i]), lb=depth)
-
-                k.for_(count, gather)
-
-            def block(ob: Value) -> None:
-                oc0 = k.muli(ob, lanes)
-                live = lanes if oc_total % lanes == 0 else k.minsi(k.idx(lanes), k.subi(k.idx(oc_total), oc0))
-
-                def pixels(j: Value, n_rows: int) -> None:
-                    at = [j, k.idx(0)] if pixel_major else [k.idx(0), j]
-                    if cols is not None:
-                        _mmk(k, cols, [j, k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], acc, at, width,
-                             n_rows, width, pixel_major=pixel_major)
-                    else:
-                        src = [n, k.muli(oh, sh), k.muli(k.addi(ow0, j), sw), k.idx(0)]
-                        _mmk(k, x.mem, src, w.mem, [ob, k.idx(0), k.idx(0)], acc, at, c, n_rows,
-                             sw * stride_w, (kh, dh * stride_h, kw, dw * stride_w), pixel_major)
-
-                k.for_(blocked, lambda j: pixels(j, rows), step=rows)
-                k.for_(count, lambda j: pixels(j, 1), lb=blocked)
-
-                if comp is not None and ones is not None:  # the u8 input is x + 128: each channel's weight sum
-                    _mmk(k, ones, [k.idx(0)], w.mem, [ob, k.idx(0), k.idx(0)], comp, [k.idx(0), k.idx(0)], width,
-                         1, 0, pixel_major=True)
-
-                def bias(o: Value) -> Value | None:
-                    b = ins[2].load(k, [k.addi(oc0, o)]) if len(ins) > 2 else None
-                    if comp is None:
-                        return b
-                    correction = k.muli(k.load(comp, [k.idx(0), o]), input_zero)  # input_zero * sum(w)
-                    return k.subi(b if b is not None else k.const(0), correction)
-
-                def finish(o: Value, p: Value, b: Value | None) -> None:
-                    oc = k.addi(oc0, o)
-                    v = k.load(acc, [p, o] if pixel_major else [o, p])
-                    if b is not None:
-                        v = k.addi(v, b)
-                    ow = k.addi(ow0, p)
-                    v = epilogue(v, [n, oc, oh, ow])
-                    if out is not None:
-                        k.store(v, out.mem, [n, oc, oh, ow])
-                    for pk, how in packs:
-                        (ph, pw), zero_point = how["padding"], how.get("zero_point", 0)
-                        element = pk.mem.type.element_type  # type: ignore[attr-defined]
-                        packed = _narrow(k, k.addi(v, zero_point) if zero_point else v, element)
-                        k.store(packed, pk.mem, [n, k.addi(oh, ph), k.addi(ow, pw), oc])
-
-                if pixel_major:  # a pixel's channels are contiguous in the accumulators and in NHWC
-                    k.for_(count, lambda p: k.for_(live, lambda o: finish(o, p, bias(o))))
-                else:  # a channel's pixels are contiguous in the accumulators and in NCHW
-
-                    def channel(o: Value) -> None:
-                        b = bias(o)
-                        k.for_(count, lambda p: finish(o, p, b))
-
-                    k.for_(live, channel)
-
-            k.for_(blocks, block)
 
         k.for_(tiles, over_tile)
 

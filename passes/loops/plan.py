@@ -30,6 +30,7 @@ from typing import Any
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
 from cvmc.passes.loops import ops as ops
+from cvmc.passes.loops import x86
 from cvmc.passes.loops.arena import Occupancy, disjoint
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import Layout
@@ -442,11 +443,11 @@ class _Planner:
             blocked = may_block and element == "i16"
             if may_block and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]],
                                                                         self.target):
-                # x in [0, 127]: `vpmaddubsw` never saturates (`ops.MMK_U8S8`); `vpdpbusd` never does
+                # x in [0, 127]: `vpmaddubsw` never saturates (`x86.MMK_U8S8`); `vpdpbusd` never does
                 element, weight, blocked = "u8", "i8", True
                 shift = {}
             else:  # VNNI's u8: x + 128 (`vpdpbusd` never saturates), the kernel subtracts 128 * sum(w)
-                shift = {"zero_point": ops.ZERO_POINT} if element == "u8" else {}
+                shift = {"zero_point": x86.ZERO_POINT} if element == "u8" else {}
                 blocked = blocked or (may_block and element == "u8")
             if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element, self.target):
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
@@ -455,10 +456,10 @@ class _Planner:
                 nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
                 inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
                                          (i, "pack", 0))
-                if blocked:  # the register-blocked micro-kernel (ops.MMK_I16, ops.MMK_U8S8)
+                if blocked:  # the register-blocked micro-kernel (x86.MMK_I16, x86.MMK_U8S8)
                     group = 4 if element == "u8" else 2  # reduction elements per 32-bit lane step
                     width = -(-prod(w[1:]) // group) * group  # no padding beyond a multiple of the group
-                    lanes = ops.mmk_lanes(element, w[0], self.target)
+                    lanes = x86.mmk_lanes(element, w[0], self.target)
                     pack = {"to": "conv_weight_blocked", "width": width, "lanes": lanes, "group": group}
                     inputs[1] = self._packed(inputs[1], pack, (-(-w[0] // lanes), width // group, group * lanes),
                                              weight, pos, (i, "pack", 1))

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from cuda_host import compile_for_device, compile_host, device_compiler, host_compiler, run_grid
 
-from cvmc.codegen.cuda import BLOCK_SIZE, emit_cuda, kernel_specs
+from cvmc.codegen.cuda import emit_cuda
+from cvmc.codegen.cuda_launch import BLOCK_SIZE, kernel_specs
 from cvmc.codegen.llvm import parse_loop_level
 from cvmc.errors import CVMRuntimeError
 

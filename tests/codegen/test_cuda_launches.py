@@ -1,4 +1,4 @@
-"""Launch descriptions of the CUDA path: the multiply-adds a kernel performs (`cvmc.codegen.cuda.kernel_macs`),
+"""Launch descriptions of the CUDA path: the multiply-adds a kernel performs (`cvmc.codegen.cuda_launch.kernel_macs`),
 `launches.json` (`cvmc.runtime.cuda.emit_sources`) over the corpus, and the paper estimate of
 bench/gpu_estimate.py built on them."""
 
@@ -13,7 +13,8 @@ import re
 import pytest
 from conftest import case_params, corpus_cases
 
-from cvmc.codegen.cuda import body_symbol, kernel_loads, kernel_macs
+from cvmc.codegen.cuda import body_symbol
+from cvmc.codegen.cuda_launch import kernel_loads, kernel_macs
 from cvmc.codegen.llvm import parse_loop_level
 from cvmc.runtime import cuda as rc
 from cvmc.runtime.graph import load_graph

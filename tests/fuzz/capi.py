@@ -4,6 +4,7 @@ length, the getters, forged handles, graph files of random bytes), so that handl
 in every order.
 
     python tests/fuzz/capi.py --seconds 60 [--work DIR]        # `make fuzz-long`
+    python tests/fuzz/capi.py --runs 200 --seed 1 [--work DIR]  # 200 inputs, the same ones every time (no time bound)
 
 The rules: every status is 0, 1 or 2; an inference on a live handle with the right length gives that model's
 bytes; a handle that is not live is status 2; and ASan/UBSan see no error in the library (the process is run with
@@ -132,9 +133,13 @@ def fuzz(lib: Path, argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=int, default=60)
+    p.add_argument("--seconds", type=int, default=60, help="how long to fuzz (default 60), unless --runs is given")
+    p.add_argument("--runs", type=int, help="run this many inputs instead, however long they take (libFuzzer's -runs)")
+    p.add_argument("--seed", type=int, default=1, help="libFuzzer's random seed with --runs (default 1)")
     p.add_argument("--work", help="the folder of the store, the library, the corpus and any crash")
     a = p.parse_args(argv)
+    if a.runs is not None and a.runs < 1:
+        p.error(f"expected --runs >= 1, got {a.runs}")
     from libfuzzer import campaign, have_atheris
 
     if not have_atheris("capi"):
@@ -151,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
            "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1",
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1", "CVMC_AOT_STORE": str(work / "store"),
            "XDG_STATE_HOME": str(work / "state")}
-    return campaign("capi (call programs)", __file__, [str(lib)], work, a.seconds, 512, env=env)
+    if a.runs is None:
+        return campaign("capi (call programs)", __file__, [str(lib)], work, a.seconds, 512, env=env)
+    # count-bound: libFuzzer's -max_total_time=0 is no limit; the seed fixes the inputs it makes
+    return campaign("capi (call programs)", __file__, [str(lib)], work, 0, 512, [f"-runs={a.runs}", f"-seed={a.seed}"],
+                    env=env)
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--run":

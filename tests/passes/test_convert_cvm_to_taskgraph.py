@@ -27,12 +27,8 @@ from cvmc.dialects.taskgraph import (
     SiOp,
 )
 from cvmc.errors import CVMLogicError
-from cvmc.passes.convert_cvm_to_taskgraph import (
-    ConvertCvmToTaskGraphPass,
-    convert_graph,
-    from_task_layout,
-    to_task_layout,
-)
+from cvmc.passes.convert_cvm_to_taskgraph import ConvertCvmToTaskGraphPass, convert_graph
+from cvmc.passes.taskgraph_build import from_task_layout, to_task_layout
 from cvmc.passes.taskgraph_stats import graph_stats
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.graph import Graph, load_graph

@@ -1,5 +1,5 @@
 """A blocked conv2d whose output only the next conv2d reads writes that conv's padded NHWC input in its epilogue
-(`_Planner._pack_in_epilogue`, `loops.ops.conv2d_packing`): no pack kernel runs between them and the int32
+(`_Planner._pack_in_epilogue`, `loops.x86.conv2d_packing`): no pack kernel runs between them and the int32
 output is not stored. The rule's bound is the pack being the output's one reader: with a second reader (an
 elementwise op, a head) the output is stored and a pack kernel runs. Bit-exact with the reference on every edge:
 paddings (none, symmetric, one side wider), a partial block of output channels, pixels past the last block of

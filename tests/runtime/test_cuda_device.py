@@ -15,7 +15,7 @@ from cuda_host import HostDevice, compile_for_device, device_compiler, host_comp
 
 import cvmc
 import cvmc.runtime.cuda as rc
-from cvmc.codegen.cuda import BLOCK_SIZE
+from cvmc.codegen.cuda_launch import BLOCK_SIZE
 from cvmc.errors import CVMRuntimeError
 from cvmc.runtime.graph import load_graph
 
@@ -172,7 +172,7 @@ def test_runner_records_its_launches_once_and_replays_them(fail):
 
 
 def test_launch_config():
-    from cvmc.codegen.cuda import CudaKernelSpec
+    from cvmc.codegen.cuda_launch import CudaKernelSpec
 
     def spec(work, parallel=True):
         return CudaKernelSpec("k", "k_k", (), work, parallel)

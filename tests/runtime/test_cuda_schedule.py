@@ -14,7 +14,8 @@ import pytest
 from cuda_host import HostDevice, host_compiler
 
 from cvmc import CvmBuilder
-from cvmc.codegen.cuda import emit_cuda, kernel_specs
+from cvmc.codegen.cuda import emit_cuda
+from cvmc.codegen.cuda_launch import kernel_specs
 from cvmc.errors import CVMRuntimeError
 from cvmc.passes.loops.gpu import BLOCK, split, tile
 from cvmc.passes.loops.ir import net_from_function

@@ -52,8 +52,9 @@ def test_a_param_whose_byte_count_wraps_is_no_array_found_by_the_coverage_fuzzer
 
 
 def test_smoke_run_of_the_c_api_call_programs(tmp_path):
-    """A short run of tests/fuzz/capi.py: programs of C-API calls (loads, frees, inferences, getters, forged and
-    freed handles) on an ASan+UBSan libcvm: every status as the rules say, no sanitizer report."""
+    """3,000 inputs of tests/fuzz/capi.py, the same ones every run (a seed and a count, no time bound): programs
+    of C-API calls (loads, frees, inferences, getters, forged and freed handles) on an ASan+UBSan libcvm: every
+    status as the rules say, no sanitizer report."""
     import shutil
 
     import pytest
@@ -61,7 +62,13 @@ def test_smoke_run_of_the_c_api_call_programs(tmp_path):
     pytest.importorskip("atheris")
     if shutil.which("gcc") is None:
         pytest.skip("the library is built with gcc")
-    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--seconds", "3", "--work",
-                        str(tmp_path)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--runs", "3000", "--seed", "1",
+                        "--work", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:]
-    assert "; 0 crashes" in r.stdout and "fuzz capi (call programs): " in r.stdout
+    assert "; 0 crashes" in r.stdout and "fuzz capi (call programs): 3000 executions" in r.stdout
+
+
+def test_the_c_api_fuzzer_refuses_a_count_below_one():
+    r = subprocess.run([sys.executable, str(DATA.parent / "fuzz" / "capi.py"), "--runs", "0"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "expected --runs >= 1, got 0" in r.stderr

@@ -6,8 +6,10 @@ import warnings
 
 import numpy as np
 import pytest
+from llvmlite import ir
 
-from cvmc.codegen import llvm as codegen
+from cvmc.codegen import llvm_x86
+from cvmc.codegen.llvm_module import ModuleEmitter
 from cvmc.passes.loops.target import Target
 from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
@@ -26,18 +28,18 @@ def _fresh(monkeypatch):
 
 def _plant_vnni(monkeypatch):
     """`vpdpbusd` that adds one to every lane: a wrong instruction of the avx512-vnni tier alone."""
-    right = codegen._ModuleEmitter.dpbusd
+    right = llvm_x86.dpbusd
 
-    def wrong(self, b, acc, xs, ws, emulated):
-        out = right(self, b, acc, xs, ws, emulated)
-        return out if emulated else b.add(out, codegen.ir.Constant(out.type, [1] * 16))
+    def wrong(mod, b, acc, xs, ws, emulated):
+        out = right(mod, b, acc, xs, ws, emulated)
+        return out if emulated else b.add(out, ir.Constant(out.type, [1] * 16))
 
-    monkeypatch.setattr(codegen._ModuleEmitter, "dpbusd", wrong)
+    monkeypatch.setattr(llvm_x86, "dpbusd", wrong)
 
 
 def _plant_avx2(monkeypatch):
     """AVX2's `vpmaddubsw` (which only the avx2 tier's micro-kernel calls) adding one to every pair's sum."""
-    right = codegen._ModuleEmitter.function
+    right = ModuleEmitter.function
 
     def wrong(self, name, ret, args, attrs=()):
         if name != "llvm.x86.avx2.pmadd.ub.sw":
@@ -45,12 +47,12 @@ def _plant_avx2(monkeypatch):
         existing = self.module.globals.get("planted")
         if existing is not None:
             return existing
-        fn = codegen.ir.Function(self.module, codegen.ir.FunctionType(ret, args), "planted")
-        b = codegen.ir.IRBuilder(fn.append_basic_block("entry"))
-        b.ret(b.add(b.call(right(self, name, ret, args, attrs), list(fn.args)), codegen.ir.Constant(ret, [1] * 16)))
+        fn = ir.Function(self.module, ir.FunctionType(ret, args), "planted")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(b.add(b.call(right(self, name, ret, args, attrs), list(fn.args)), ir.Constant(ret, [1] * 16)))
         return fn
 
-    monkeypatch.setattr(codegen._ModuleEmitter, "function", wrong)
+    monkeypatch.setattr(ModuleEmitter, "function", wrong)
 
 
 def _model_bytes_are_the_references():

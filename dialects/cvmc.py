@@ -1,0 +1,258 @@
+"""The `cvmc` dialect: the loop level's micro-kernel ops, which no upstream dialect has.
+
+The lowering builds them (`passes.loops.x86` for the x86 CPU, `passes.loops.gpu` for CUDA) and the printers
+lower them (`codegen.llvm_x86`, `codegen.cuda`). Declared here so that every stage of a compile, dumped as text,
+parses back and lowers on (`cvm-opt loops.mlir -t llvm-ir`). They print in generic form, their attributes as
+attributes (what the printers read):
+
+    %s = "cvmc.dot_u8s8"(%a, %i, %j, %w, %o) {depth = 64 : i64, split = 3 : i64} : (memref<8x64xi8>, index, index,
+         memref<16x64xi8>, index) -> i32
+    "cvmc.mmk_u8s8"(%a, %i, %w, %b, %s, %t, %acc, %p, %q) {depth = 64 : i64, split = 2 : i64, acc_split = 6 : i64,
+         rows = 4 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64,
+         stride_w = 0 : i64, isa = "avx512-vnni"} : (...) -> ()
+    %r = "cvmc.dp4a"(%a, %b, %acc) : (i32, i32, i32) -> i32
+
+The CINN lowering also emits four float ops that xDSL 0.74's `math` and `arith` lack, under their upstream MLIR
+names: `math.isnan`, `math.isinf`, `math.isfinite` (float -> i1) and `arith.remf` (C's fmod). They are declared
+here too (`CvmcUpstream`), loaded eagerly where IR is parsed since their namespaces belong to other dialects.
+
+Verifiers check the shape of the operand lists (where each memref's indices start, their count and types, the
+element types); the printers check what they need of the attributes' values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    i1,
+    i8,
+    i16,
+    i32,
+)
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    attr_def,
+    irdl_op_definition,
+    operand_def,
+    opt_attr_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+
+def _int(op: IRDLOperation, name: str, default: int | None = None) -> int:
+    attr = op.attributes.get(name)
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if default is None:
+        raise VerifyException(f"expected an integer attribute '{name}'")
+    return default
+
+
+def _check_access(what: str, operands: Sequence[SSAValue], element: Attribute | None) -> None:
+    """`operands` = a memref and the indices of its first element read or written: one per dimension, or a prefix
+    of them (the rest 0: a row the op reads on from there); `element`: the memref's element type."""
+    mem, *indices = operands
+    if not isinstance(mem.type, MemRefType):
+        raise VerifyException(f"expected '{what}' to be a memref, got {mem.type}")
+    if element is not None and mem.type.element_type != element:
+        raise VerifyException(f"expected '{what}' of element type {element}, got {mem.type.element_type}")
+    rank = len(mem.type.get_shape())
+    if len(indices) > rank or any(not isinstance(i.type, IndexType) for i in indices):
+        raise VerifyException(f"expected '{what}' followed by at most {rank} index operands, got "
+                              f"{[str(i.type) for i in indices]}")
+
+
+def _split(op: IRDLOperation, name: str, lo: int, hi: int) -> int:
+    split = _int(op, name)
+    if not lo <= split <= hi:
+        raise VerifyException(f"expected '{name}' in [{lo}, {hi}], got {split}")
+    return split
+
+
+@irdl_op_definition
+class DotU8S8Op(IRDLOperation):
+    """u8 x s8 dot products (`vpdpbusd`): for r < rows, sum over i < depth of a[a_idx + (..., r, i)] * b[b_idx +
+    (..., i)] in int32, wrapping; `depth` a multiple of 64.
+
+    Operands: a, its indices, b, its indices (`split`: where b starts); `rows` (default 1) results, the rows of a
+    consecutive along its second-to-last dimension, sharing each load of b; `emulated` = 1: portable IR.
+    """
+
+    name = "cvmc.dot_u8s8"
+    operands_ = var_operand_def()
+    results_ = var_result_def(i32)
+    depth = attr_def(IntegerAttr)
+    split = attr_def(IntegerAttr)
+    rows = opt_attr_def(IntegerAttr)
+    emulated = opt_attr_def(IntegerAttr)
+
+    def verify_(self) -> None:
+        split = _split(self, "split", 1, len(self.operands) - 1)
+        _check_access("a", self.operands[:split], i8)
+        _check_access("b", self.operands[split:], i8)
+        rows = _int(self, "rows", 1)
+        if len(self.results) != rows:
+            raise VerifyException(f"expected {rows} results (rows), got {len(self.results)}")
+
+
+class _MmkOp(IRDLOperation):
+    """The register-blocked micro-kernel (see `passes.loops.x86.mmk`): acc[acc_idx + (l, r)] (or (r, l) with
+    `pixel_major`) = the int32 sum over taps and i < depth of a[...] * b[block][...] for r < rows, l < lanes.
+
+    Operands: a, its indices, b, its indices, acc, its indices (`split`, `acc_split`: where b and acc start)."""
+
+    ELEMENT: ClassVar[Attribute] = i16
+
+    operands_ = var_operand_def()
+    depth = attr_def(IntegerAttr)
+    split = attr_def(IntegerAttr)
+    acc_split = attr_def(IntegerAttr)
+    rows = attr_def(IntegerAttr)
+    lanes = attr_def(IntegerAttr)
+    row_stride = attr_def(IntegerAttr)
+    kh = attr_def(IntegerAttr)
+    stride_h = attr_def(IntegerAttr)
+    kw = attr_def(IntegerAttr)
+    stride_w = attr_def(IntegerAttr)
+    pixel_major = opt_attr_def(IntegerAttr)
+    isa = opt_attr_def(StringAttr)
+    emulated = opt_attr_def(IntegerAttr)
+
+    def verify_(self) -> None:
+        n = len(self.operands)
+        split = _split(self, "split", 1, n - 2)
+        acc_split = _split(self, "acc_split", split + 1, n - 1)
+        _check_access("a", self.operands[:split], self.ELEMENT)
+        _check_access("b", self.operands[split:acc_split], self.ELEMENT)
+        _check_access("acc", self.operands[acc_split:], i32)
+
+
+@irdl_op_definition
+class MmkI16Op(_MmkOp):
+    """`_MmkOp` on int16 operands, two reduction elements per 32-bit lane step (`vpmaddwd`)."""
+
+    name = "cvmc.mmk_i16"
+    ELEMENT: ClassVar[Attribute] = i16
+
+
+@irdl_op_definition
+class MmkU8S8Op(_MmkOp):
+    """`_MmkOp` on u8 x s8 operands, four per lane step; `isa`: "avx512-vnni" (`vpdpbusd`), "amx" (tiles), none
+    for AVX2 (`vpmaddubsw`); `emulated` = 1: the tier's sums in portable IR."""
+
+    name = "cvmc.mmk_u8s8"
+    ELEMENT: ClassVar[Attribute] = i8
+
+
+@irdl_op_definition
+class PackTileOp(IRDLOperation):
+    """out[out_idx + (j, i)] = inside ? byte(src[src_idx + (i, j)] + zero_point) : byte(zero_point), i, j < 8:
+    8 x 8 int32 narrowed to bytes and transposed. Operands: src, its indices, out, its indices (`split`: where
+    out starts), inside (i1)."""
+
+    name = "cvmc.pack_tile"
+    operands_ = var_operand_def()
+    split = attr_def(IntegerAttr)
+    zero_point = attr_def(IntegerAttr)
+
+    def verify_(self) -> None:
+        n = len(self.operands)
+        split = _split(self, "split", 1, n - 2)
+        _check_access("src", self.operands[:split], i32)
+        _check_access("out", self.operands[split:n - 1], i8)
+        if self.operands[-1].type != i1:
+            raise VerifyException(f"expected the last operand 'inside' of type i1, got {self.operands[-1].type}")
+
+
+@irdl_op_definition
+class Dp4aOp(IRDLOperation):
+    """acc + the sum of the products of the four signed bytes of a and b (CUDA's `__dp4a`), exact.
+
+        %r = "cvmc.dp4a"(%a, %b, %acc) : (i32, i32, i32) -> i32
+    """
+
+    name = "cvmc.dp4a"
+    a = operand_def(i32)
+    b = operand_def(i32)
+    acc = operand_def(i32)
+    result = result_def(i32)
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class LoadWordOp(IRDLOperation):
+    """The four bytes of an i8 memref from an index on (4-byte aligned) as one i32, little-endian.
+
+        %w = "cvmc.load_word"(%m, %i) : (memref<64xi8>, index) -> i32
+    """
+
+    name = "cvmc.load_word"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    result = result_def(i32)
+
+    def verify_(self) -> None:
+        _check_access("memref", self.operands, i8)
+
+
+class _FloatTestOp(IRDLOperation):
+    operand = operand_def(AnyFloat)
+    result = result_def(IntegerType(1))
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class IsNanOp(_FloatTestOp):
+    """x is a NaN (MLIR's `math.isnan`)."""
+
+    name = "math.isnan"
+
+
+@irdl_op_definition
+class IsInfOp(_FloatTestOp):
+    """x is +-inf (MLIR's `math.isinf`)."""
+
+    name = "math.isinf"
+
+
+@irdl_op_definition
+class IsFiniteOp(_FloatTestOp):
+    """x is neither a NaN nor +-inf (MLIR's `math.isfinite`)."""
+
+    name = "math.isfinite"
+
+
+@irdl_op_definition
+class RemFOp(IRDLOperation):
+    """The float remainder of lhs / rhs with the sign of lhs, C's fmod (MLIR's `arith.remf`)."""
+
+    name = "arith.remf"
+    lhs = operand_def(AnyFloat)
+    rhs = operand_def(AnyFloat)
+    result = result_def(AnyFloat)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if not self.lhs.type == self.rhs.type == self.result.type:
+            raise VerifyException(f"expected one float type, got {self.lhs.type}, {self.rhs.type} -> "
+                                  f"{self.result.type}")
+
+
+Cvmc = Dialect("cvmc", [DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp, Dp4aOp, LoadWordOp], [])
+# Ops of upstream namespaces that xDSL 0.74 lacks: load them eagerly (`Context.load_dialect`), since a lookup of
+# `math.isnan` by its namespace finds xDSL's `math`.
+CvmcUpstream = Dialect("cvmc_upstream", [IsNanOp, IsInfOp, IsFiniteOp, RemFOp], [])
