@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     a = parser.parse_args(argv)
     cli.setup_logging(a)
-    return cli.run_tool("cvm-run", lambda: _run(a, parser), name_class=True)
+    return cli.run_tool("cvm-run", lambda: _run(a, parser))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def test_a_graph_without_input_needs_no_input_file():
 def test_logic_errors_exit_1(tmp_path):
     r = cvm_task(LENET / "lenet.task.txt")
     assert r.returncode == 1
-    assert r.stderr == "cvm-task: error: expected 1024 input values (INPUT blocks: 35), got 0\n"
+    assert r.stderr == "cvm-task: CVMLogicError: expected 1024 input values (INPUT blocks: 35), got 0\n"
     bad = tmp_path / "bad.task.txt"
     bad.write_text("blocks { id: 3 type: SB precision: INT_8 shape { nf: 2 nx: 1 } output_clusters { } }")
     r = cvm_task(bad)
