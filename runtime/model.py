@@ -124,7 +124,7 @@ class Model:
     def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
                  threads: int | None = None, dump: str | os.PathLike[str] | None = None):
         if not isinstance(device, str) or device not in DEVICES:
-            raise CVMRuntimeError(f"unknown device {device!r}, expected one of {sorted(DEVICES)}")
+            raise CVMLogicError(f"unknown device {device!r}, expected one of {sorted(DEVICES)}")  # the caller's
         self.graph = graph
         self.device = device
         self.max_memory = _check_memory_limit(max_memory)
