@@ -322,7 +322,9 @@ class CvmBuilder:
         """A runnable model of the graph (`cvmc.runtime.model.Model`) on a device."""
         from cvmc.runtime.model import Model
 
-        return Model.from_graph(self.graph(outputs, postprocess), device)
+        model = Model.from_graph(self.graph(outputs, postprocess), device)
+        model.name = self.name
+        return model
 
     def export(self, directory: str | os.PathLike[str], outputs: Tensor | Sequence[Tensor] | None = None,
                postprocess: str | None = None) -> Graph:

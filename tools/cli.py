@@ -7,7 +7,8 @@ Every console script runs its body through `run_tool`, so a tool never ends in a
 line on stderr, `TOOL: LABEL: message`, and one of the statuses of `EXIT_STATUSES` (each tool's --help lists them);
 the label names the class (`CVMLogicError`, status 1; `CVMRuntimeError`, status 2) or is `error` for a usage error
 (status 64, after the usage line, as argparse prints it). Every tool takes `--version` (one line, `TOOL (cvmc)
-X.Y.Z`) and `-v`/`--verbose` (`add_common_arguments`, on the tool and on each of its subcommands).
+X.Y.Z`) and `-v`/`--verbose` (`add_common_arguments`, on the tool and on each of its subcommands). One rule for
+the streams: results on stdout, everything else (errors, reports such as --stats, logs) on stderr.
 
 A reader that closes the output early (`cvm-run ... | head`) ends the tool quietly with 141, as SIGPIPE ends a
 C tool; a closed stdout (`>&-`) is /dev/null; input nested too deeply or not UTF-8 is a runtime error, never an
@@ -34,14 +35,17 @@ EX_USAGE = 64  # sysexits.h
 EX_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE
 EX_INTERRUPT = 128 + 2  # SIGINT
 
-EXIT_STATUSES = f"""errors: one line on stderr, `TOOL: CVMLogicError: message`, `TOOL: CVMRuntimeError: message`, or
+EXIT_STATUSES = f"""streams: stdout carries the results only (IR, values, paths written); stderr carries errors, reports
+(--stats, a --batch throughput, cvm-opt's taskgraph-stats table) and the log of -v.
+errors: one line on stderr, `TOOL: CVMLogicError: message`, `TOOL: CVMRuntimeError: message`, or
 `TOOL: error: message` for a usage error.
 
 exit status:
   {EX_OK:<4} success
   {EX_LOGIC:<4} logic error: the model, the input or the caller breaks a rule (CVMLogicError)
   {EX_RUNTIME:<4} runtime error: a file that cannot be read or parsed, out of memory, or an internal failure
-       (CVMRuntimeError)
+       (CVMRuntimeError); a model file's fault has the class cvm-runtime gives it (its first failing check:
+       a VERIFY is 1, a CHECK 2: a params.bin cut at 10 bytes is 1, at 1,000 bytes 2)
   {EX_USAGE:<4} command-line usage error (EX_USAGE)
   {EX_INTERRUPT:<4} interrupted (Ctrl-C)
   {EX_PIPE:<4} the reader closed the output pipe (nothing is printed, as when SIGPIPE ends a tool)"""

@@ -66,7 +66,7 @@ def test_help_lists_the_common_flags_and_the_statuses(tool, capsys):
     assert _status(_entry(tool), ["--help"]) == 0
     out = capsys.readouterr().out
     assert "--version" in out and "-v, --verbose" in out and "exit status:" in out
-    assert "TOOL: CVMLogicError: message" in out
+    assert "TOOL: CVMLogicError: message" in out and "streams: stdout carries the results only" in out
 
 
 @pytest.mark.parametrize("tool", sorted(SCRIPTS))

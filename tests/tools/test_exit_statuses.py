@@ -226,9 +226,9 @@ def test_cvm_run_ends_quietly_on_a_closed_pipe(wide, read_lines):
 
 def test_cvm_task_streams_its_steps_and_ends_quietly_on_a_closed_pipe():
     """A million steps: the first values come at once (nothing is buffered), and `| head` ends the run."""
-    expected = (LENET / "o_0_0_0.dat.txt").read_text().splitlines(keepends=True)[:3]
+    expected = ["# step 1\n", *(LENET / "o_0_0_0.dat.txt").read_text().splitlines(keepends=True)[:3]]
     code, lines, err = _closed_pipe(["cvmc.tools.cvm_task", "run", LENET / "lenet.task.txt", LENET / "i_0_0_0.dat",
-                                     "--steps", "1000000"], 3)
+                                     "--steps", "1000000"], 4)
     assert (code, err) == (cli.EX_PIPE, "")
     assert [line.decode() for line in lines] == expected
 
