@@ -11,8 +11,10 @@
 
 Each operator method takes its input tensors, then the operator's attributes as keywords (names and defaults
 of `cvm_rules.OP_ATTRS`; tuples as tuples or lists) and an optional node `name`. Every call runs
-`cvm_rules.infer`, so a misuse raises at once with the rule's message (`CVMLogicError`, or `CVMRuntimeError`
-where cvm-runtime reports one). The graph of the builder is the one loading its exported files gives.
+`cvm_rules.infer`, so a misuse raises at once: a `CVMLogicError` (the caller's fault) naming the node and the
+rule, even where cvm-runtime gives a model file with that node a `CVMRuntimeError` (a dense weight of the wrong
+shape; loading such a file keeps the runtime's class). The graph of the builder is the one loading its exported
+files gives.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMError, CVMLogicError
 from cvmc.runtime.graph import Graph, Node, save_graph, verify_graph
 
 if TYPE_CHECKING:
@@ -136,12 +138,16 @@ class CvmBuilder:
         for t in inputs:
             if not isinstance(t, Tensor) or t.builder is not self:
                 raise CVMLogicError(f"{op}: expected tensors of this builder as inputs, got {t!r}")
-        specs = {s.name: s for s in rules.OP_ATTRS[op]}
-        typed = rules.default_attrs(op, **{k: _typed(op, specs[k], v) if k in specs else v for k, v in attrs.items()})
-        sig = rules.infer(op, typed, [t.shape for t in inputs], [t.precision for t in inputs])
         nid = len(self._nodes)
-        self._nodes.append(Node(f"{op}_{nid}" if name is None else str(name), op, [(t.node, t.index) for t in inputs],
-                                typed, sig.shapes, sig.precisions))
+        name = f"{op}_{nid}" if name is None else str(name)
+        specs = {s.name: s for s in rules.OP_ATTRS[op]}
+        try:
+            typed = rules.default_attrs(op, **{k: _typed(op, specs[k], v) if k in specs else v
+                                               for k, v in attrs.items()})
+            sig = rules.infer(op, typed, [t.shape for t in inputs], [t.precision for t in inputs])
+        except CVMError as e:  # the caller's fault here, whatever class the runtime gives the same in a model file
+            raise CVMLogicError(f"node {name!r} ({op}): {e}") from None
+        self._nodes.append(Node(name, op, [(t.node, t.index) for t in inputs], typed, sig.shapes, sig.precisions))
         return tuple(Tensor(self, nid, k, s, p) for k, (s, p) in enumerate(zip(sig.shapes, sig.precisions)))
 
     def _one(self, op: str, *inputs: Tensor, **attrs: Any) -> Tensor:
@@ -316,7 +322,9 @@ class CvmBuilder:
         """A runnable model of the graph (`cvmc.runtime.model.Model`) on a device."""
         from cvmc.runtime.model import Model
 
-        return Model.from_graph(self.graph(outputs, postprocess), device)
+        model = Model.from_graph(self.graph(outputs, postprocess), device)
+        model.name = self.name
+        return model
 
     def export(self, directory: str | os.PathLike[str], outputs: Tensor | Sequence[Tensor] | None = None,
                postprocess: str | None = None) -> Graph:

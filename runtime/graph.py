@@ -557,7 +557,12 @@ def load_graph(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
     raw = read_source(graph_json, json_text=True)
     nodes, heads, prepared, post = parse_graph(raw)
     pdata = read_source(params)
-    param_arrays, order = load_params(nodes, pdata)
+    try:
+        param_arrays, order = load_params(nodes, pdata)
+    except CVMError as e:  # the runtime's class, the message naming the file when there is one
+        if not isinstance(params, str | os.PathLike):
+            raise
+        raise type(e)(f"params file {os.fspath(params)!r}: {e}") from None
     gas = graph_gas(nodes)
     _check_storage_history(prepared, nodes, heads, order)
     _follow_conv_weights(nodes, heads, param_arrays)

@@ -119,14 +119,21 @@ class Model:
 
     `threads` (cpu): how many threads a run splits its large kernels over, and how many inputs `run_batch` runs
     at once. A Model pickles: it carries its two files' bytes, which are read and verified again where it lands
-    (a pickle is data like any model file), and compiles again (from the cache)."""
+    (a pickle is data like any model file), and compiles again (from the cache).
+
+    Attributes: `name` (the graph file's path, the builder's name, or None), `device`, `threads`, `gas`,
+    `input_shape` and `input_precision` (None for a model without input), `output_shapes` and `output_precisions`
+    (one per head), `max_memory` and `memory_bytes` (the limit, and the working memory the device planned), `graph`
+    (the verified `Graph`), `stats` (the device's compile figures: `compile_ms`, or `load_ms` when the compiled code
+    came from the cache, `lower_ms`, `kernels`, `cache_hit`, ...)."""
 
     def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
                  threads: int | None = None, dump: str | os.PathLike[str] | None = None):
         if not isinstance(device, str) or device not in DEVICES:
-            raise CVMRuntimeError(f"unknown device {device!r}, expected one of {sorted(DEVICES)}")
+            raise CVMLogicError(f"unknown device {device!r}, expected one of {sorted(DEVICES)}")  # the caller's
         self.graph = graph
         self.device = device
+        self.name: str | None = None  # what the model is called: its graph file, or its builder's name
         self.max_memory = _check_memory_limit(max_memory)
         self.threads = _check_threads(threads) or default_threads()
         self._replicas: list[Runner] = []
@@ -158,10 +165,18 @@ class Model:
                 raise CVMRuntimeError(f"out of memory compiling the model for the {device} device") from None
             raise CVMRuntimeError(f"out of memory setting up the {device} device for the model: its plan needs "
                                   f"{self.memory_bytes} bytes of working memory") from None
-        self.stats: dict[str, object] = dict(getattr(self._run, "stats", {}))
+        stats: dict[str, object] = dict(getattr(self._run, "stats", {}))
+        if stats.get("cache_hit") and "compile_ms" in stats:  # nothing compiled: lowered, then loaded from the cache
+            stats = {("load_ms" if k == "compile_ms" else k): v for k, v in stats.items()}
+        self.stats = stats
         nid = graph.input_id
         self.input_shape: tuple[int, ...] | None = graph.nodes[nid].shapes[0] if nid is not None else None
         self.input_precision: int | None = graph.nodes[nid].precisions[0] if nid is not None else None
+
+    def __repr__(self) -> str:
+        name = "" if self.name is None else f"{self.name!r}, "
+        return (f"Model({name}device={self.device!r}, input_shape={self.input_shape}, "
+                f"output_shapes={self.output_shapes}, gas={self.gas}, threads={self.threads})")
 
     @classmethod
     def from_graph(cls, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
@@ -176,7 +191,8 @@ class Model:
         from cvmc.runtime.graph import graph_to_json, write_params
 
         files = (json.dumps(graph_to_json(self.graph), ensure_ascii=False).encode(), write_params(self.graph.params))
-        return {"files": files, "device": self.device, "max_memory": self.max_memory, "threads": self.threads}
+        return {"files": files, "device": self.device, "max_memory": self.max_memory, "threads": self.threads,
+                "name": self.name}
 
     def __setstate__(self, state: object) -> None:
         files = state.get("files") if isinstance(state, dict) else None
@@ -186,6 +202,8 @@ class Model:
         assert isinstance(state, dict)
         device, max_memory, threads = state.get("device"), state.get("max_memory", MAX_MEMORY), state.get("threads")
         self.__init__(load_graph(*files), device, max_memory, threads)  # type: ignore[arg-type]
+        name = state.get("name")
+        self.name = name if isinstance(name, str) else None
 
     def _runners(self, n: int) -> list[Runner]:
         """`n` runners that may run at once: this model's and replicas with arenas of their own over the same
@@ -359,5 +377,7 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
     log.info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
              (t1 - t0) * 1e3)
     model = Model(graph, device, max_memory, threads, dump)
+    if isinstance(graph_json, os.PathLike) or (isinstance(graph_json, str) and graph_json.lstrip()[:1] not in "{["):
+        model.name = os.fspath(graph_json)
     log.info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
     return model

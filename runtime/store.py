@@ -79,7 +79,9 @@ def read_entry(path: str | os.PathLike[str], secret: bytes, bound: int) -> bytes
             return Unsealed(f"a length of {n} bytes in a file of {st.st_size} (at most {bound})")
         at = len(MAGIC) + 8
         if not hmac.compare_digest(head[at:at + TAG_BYTES], _mac(secret, b"head", name, n).digest()):
-            return Unsealed("its head was not written with this user's key for this name")
+            return Unsealed("its head does not check with this user's key for this name: tagged under another key "
+                            "(copy the key of the user who wrote it, in the folder `cvm-cache info` names, or rebuild "
+                            "the entry) or written for another name (renamed)")
         body = _mac(secret, b"body", name, n)
         payload = bytearray(n)
         view, got = memoryview(payload), 0
@@ -90,7 +92,8 @@ def read_entry(path: str | os.PathLike[str], secret: bytes, bound: int) -> bytes
             body.update(view[got:got + r])
             got += r
         if not hmac.compare_digest(head[at + TAG_BYTES:], body.digest()):
-            return Unsealed("its payload was not written with this user's key for this name")
+            return Unsealed("its payload was not written with this user's key for this name: changed after it was "
+                            "written (damaged; rebuild the entry)")
         return bytes(payload)
     finally:
         os.close(fd)

@@ -4,15 +4,21 @@
     return cli.run_tool("cvm-run", lambda: _run(args))                 # an exception becomes a status
 
 Every console script runs its body through `run_tool`, so a tool never ends in a traceback: every failure is one
-line on stderr and one of the statuses of `EXIT_STATUSES` (each tool's --help lists them). A reader that closes the
-output early (`cvm-run ... | head`) ends the tool quietly with 141, as SIGPIPE ends a C tool; a closed stdout
-(`>&-`) is /dev/null; input nested too deeply or not UTF-8 is a runtime error, never an "internal error". Files
-are read through `cvmc.runtime.files` (bounded, FIFOs opened without blocking).
+line on stderr, `TOOL: LABEL: message`, and one of the statuses of `EXIT_STATUSES` (each tool's --help lists them);
+the label names the class (`CVMLogicError`, status 1; `CVMRuntimeError`, status 2) or is `error` for a usage error
+(status 64, after the usage line, as argparse prints it). Every tool takes `--version` (one line, `TOOL (cvmc)
+X.Y.Z`) and `-v`/`--verbose` (`add_common_arguments`, on the tool and on each of its subcommands). One rule for
+the streams: results on stdout, everything else (errors, reports such as --stats, logs) on stderr.
+
+A reader that closes the output early (`cvm-run ... | head`) ends the tool quietly with 141, as SIGPIPE ends a
+C tool; a closed stdout (`>&-`) is /dev/null; input nested too deeply or not UTF-8 is a runtime error, never an
+"internal error". Files are read through `cvmc.runtime.files` (bounded, FIFOs opened without blocking).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -29,11 +35,17 @@ EX_USAGE = 64  # sysexits.h
 EX_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE
 EX_INTERRUPT = 128 + 2  # SIGINT
 
-EXIT_STATUSES = f"""exit status:
+EXIT_STATUSES = f"""streams: stdout carries the results only (IR, values, paths written); stderr carries errors, reports
+(--stats, a --batch throughput, cvm-opt's taskgraph-stats table) and the log of -v.
+errors: one line on stderr, `TOOL: CVMLogicError: message`, `TOOL: CVMRuntimeError: message`, or
+`TOOL: error: message` for a usage error.
+
+exit status:
   {EX_OK:<4} success
   {EX_LOGIC:<4} logic error: the model, the input or the caller breaks a rule (CVMLogicError)
   {EX_RUNTIME:<4} runtime error: a file that cannot be read or parsed, out of memory, or an internal failure
-       (CVMRuntimeError)
+       (CVMRuntimeError); a model file's fault has the class cvm-runtime gives it (its first failing check:
+       a VERIFY is 1, a CHECK 2: a params.bin cut at 10 bytes is 1, at 1,000 bytes 2)
   {EX_USAGE:<4} command-line usage error (EX_USAGE)
   {EX_INTERRUPT:<4} interrupted (Ctrl-C)
   {EX_PIPE:<4} the reader closed the output pipe (nothing is printed, as when SIGPIPE ends a tool)"""
@@ -53,7 +65,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EX_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EX_USAGE, error_line(self.prog.split()[0], EX_USAGE, message) + "\n")  # a subcommand's too
 
 
 def usage_status(e: SystemExit) -> int:
@@ -159,10 +171,18 @@ def _status_of(e: BaseException) -> tuple[int, str]:
     return EX_RUNTIME, f"internal error: {type(e).__name__}: {e}"
 
 
-def run_tool(prog: str, body: Callable[[], int], name_class: bool = False) -> int:
-    """Run a tool's body and flush its output; any exception becomes one line on stderr and a status.
-    `name_class` puts the error's class in the line (`cvm-run: CVMLogicError: ...`) instead of `error`. Closed
-    standard streams are given /dev/null first (`guard_streams`)."""
+LABELS = {EX_LOGIC: "CVMLogicError", EX_RUNTIME: "CVMRuntimeError"}
+
+
+def error_line(prog: str, status: int, message: str) -> str:
+    """The one form of a tool's error: `TOOL: LABEL: message`, the label the class of the status (`error` for a
+    usage error)."""
+    return f"{prog}: {LABELS.get(status, 'error')}: {message}"
+
+
+def run_tool(prog: str, body: Callable[[], int]) -> int:
+    """Run a tool's body and flush its output; any exception becomes one line on stderr (`error_line`) and a
+    status. Closed standard streams are given /dev/null first (`guard_streams`)."""
     guard_streams()
     try:
         status = body()
@@ -174,20 +194,23 @@ def run_tool(prog: str, body: Callable[[], int], name_class: bool = False) -> in
         return EX_INTERRUPT
     except Exception as e:
         status, message = _status_of(e)
-        label = {EX_LOGIC: "CVMLogicError", EX_RUNTIME: "CVMRuntimeError"}.get(status, "error") if name_class \
-            else "error"
         try:
-            print(f"{prog}: {label}: {message}", file=sys.stderr)
+            print(error_line(prog, status, message), file=sys.stderr)
         except OSError:
             pass
         return status
 
 
 def version_line(prog: str) -> str:
-    """`PROG VERSION` with the versions of what cvmc builds on, as `--version` prints it."""
-    from importlib import metadata
-
+    """`TOOL (cvmc) X.Y.Z`, the one line `--version` prints (`-v` logs the versions of what cvmc builds on)."""
     import cvmc
+
+    return f"{prog} (cvmc) {cvmc.__version__}"
+
+
+def dependency_versions() -> str:
+    """The versions of what cvmc builds on, one line (`-v` logs it)."""
+    from importlib import metadata
 
     def v(dist: str) -> str:
         try:
@@ -195,14 +218,35 @@ def version_line(prog: str) -> str:
         except metadata.PackageNotFoundError:
             return "absent"
 
-    return f"{prog} (cvmc) {cvmc.__version__}\nxdsl {v('xdsl')}, llvmlite {v('llvmlite')}, numpy {v('numpy')}"
+    return f"xdsl {v('xdsl')}, llvmlite {v('llvmlite')}, numpy {v('numpy')}, python {sys.version.split()[0]}"
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--version` and `-v` (repeatable: -v info, -vv debug), shared by every tool."""
-    parser.add_argument("--version", action="version", version=version_line(parser.prog))
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log what is done on stderr (-v: each stage, -vv: debug)")
+VERBOSE_HELP = "log what is done on stderr (-v: each stage, -vv: debug)"
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """A tool's subcommands, each with the tool's `--version` and `-v` (`TOOL SUB -v` as `TOOL -v SUB`)."""
+
+    def __init__(self, *args, tool: str, **kwargs):
+        kwargs.setdefault("parser_class", ArgumentParser)
+        super().__init__(*args, **kwargs)
+        self._tool = tool
+
+    def add_parser(self, name, **kwargs):
+        parser = super().add_parser(name, **kwargs)
+        add_common_arguments(parser, tool=self._tool)
+        return parser
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, tool: str | None = None) -> None:
+    """`--version` and `-v` (repeatable: -v info, -vv debug), shared by every tool and by each subcommand of one
+    (added after this call). On a subcommand (`tool` names the tool) `-v` leaves the tool's count alone unless
+    given: a subparser's default would overwrite it."""
+    parser.add_argument("--version", action="version", version=version_line(tool or parser.prog))
+    parser.add_argument("-v", "--verbose", action="count", default=0 if tool is None else argparse.SUPPRESS,
+                        help=VERBOSE_HELP)
+    if tool is None:
+        parser.register("action", "parsers", functools.partial(_Subcommands, tool=parser.prog))
 
 
 def setup_logging(args: argparse.Namespace) -> None:
@@ -216,3 +260,4 @@ def setup_logging(args: argparse.Namespace) -> None:
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
+    logger.debug("%s", dependency_versions())

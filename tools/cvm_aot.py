@@ -26,7 +26,8 @@ from cvmc.tools import cli
 
 def _parser() -> argparse.ArgumentParser:
     p = cli.ArgumentParser(prog="cvm-aot", description="Compile CVM models ahead of time for cvm-runtime's C API.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=cli.ArgumentParser)
+    cli.add_common_arguments(p)
+    sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="verify and compile a model into a store")
     b.add_argument("graph", help="the graph JSON")
     b.add_argument("params", help="the params binary")
@@ -73,6 +74,7 @@ def _lib(a: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
+    cli.setup_logging(a)
     return cli.run_tool("cvm-aot", lambda: _build(a) if a.command == "build" else _lib(a))
 
 

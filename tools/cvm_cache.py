@@ -5,32 +5,24 @@
 
 The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc` (see `cvmc.runtime.cache`).
 Exit status: 0; 1 when the folder cannot be used (not this user's alone, or no folder can be named): `clear`
-then touches nothing; 64 on a usage error; 141 when the reader closes the output pipe (`cvm-cache info | head -0`).
+then touches nothing, and `cvm-cache: CVMLogicError: ...` says why; 64 on a usage error; 141 when the reader closes
+the output pipe (`cvm-cache info | head -0`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
 
+from cvmc.errors import CVMLogicError
 from cvmc.runtime.cache import Cache, default_dir, key_dir, max_bytes, trust_problem
 from cvmc.tools import cli
 
-USAGE_ERROR = 64  # EX_USAGE of sysexits.h
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(USAGE_ERROR)
-
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="cvm-cache", description="See and empty cvmc's cache of compiled code.")
+    p = cli.ArgumentParser(prog="cvm-cache", description="See and empty cvmc's cache of compiled code.")
     cli.add_common_arguments(p)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="the folder, its entries and bytes, the size bound")
     sub.add_parser("clear", help="delete every entry")
     return p
@@ -45,14 +37,14 @@ def _size(n: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
+    cli.setup_logging(a)
     return cli.run_tool("cvm-cache", lambda: _run(a))
 
 
 def _run(a: argparse.Namespace) -> int:
     folder = default_dir()
     if folder is None:
-        print("cvm-cache: no cache folder: no home directory and no $CVMC_CACHE_DIR", file=sys.stderr)
-        return 1
+        raise CVMLogicError("no cache folder: no home directory and no $CVMC_CACHE_DIR")
     exists = folder.exists()
     problem = trust_problem(folder, create=False) if exists else None
     if a.command == "info":
@@ -68,8 +60,7 @@ def _run(a: argparse.Namespace) -> int:
         print(f"key folder: {key_dir(folder)}")
         return 0
     if problem is not None:
-        print(f"cvm-cache: {problem}; nothing deleted", file=sys.stderr)
-        return 1
+        raise CVMLogicError(f"{problem}; nothing deleted")
     if not exists:
         print(f"removed 0 entries (0 B) from {folder}")
         return 0

@@ -170,14 +170,8 @@ def _short_diagnostic(text: str) -> str:
     return _HEX.sub("dense_resource<__elided__>", text)
 
 
-def _version_format() -> str:
-    import cvmc
-
-    return f"cvm-opt (cvmc) {cvmc.__version__}, built on xdsl {{xdsl_version}}"
-
-
 class CvmOptMain(xDSLOptMain):
-    version_format = _version_format()
+    version_format = cli.version_line("cvm-opt").replace("{", "{{").replace("}", "}}")
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
@@ -188,7 +182,9 @@ class CvmOptMain(xDSLOptMain):
                                 help="list cvmc's passes, one line each, and exit")
         arg_parser.add_argument("--elide-elementsattrs-if-larger", metavar="N", type=int, default=None,
                                 help="print constants of more than N values as dense_resource<__elided__>")
-        arg_parser.add_argument("--verbose", action="count", default=0, help="log each stage on stderr")
+        # xDSL's `-v` is `--version`; every cvmc tool's `-v` is `--verbose` (cli.add_common_arguments)
+        arg_parser._option_string_actions.pop("-v").option_strings.remove("-v")
+        arg_parser.add_argument("-v", "--verbose", action="count", default=0, help=cli.VERBOSE_HELP)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input, read whole but at most MAX_FILE_BYTES of it (a FIFO or /dev/zero ends in an error)."""

@@ -123,8 +123,23 @@ def _batch(a: argparse.Namespace, model) -> int:
     return 0
 
 
+FORMATS = """formats:
+  input.bin   the API's input bytes, row-major: int8 per value when the input's precision is <= 8, else int32
+              little-endian; with --raw int32 little-endian always
+  output      CVMAPIInference's packing, printed one value per line or written as bytes to -o: with the argmax
+              postprocess one int32 class index per row of each head; else the heads concatenated, int8 values
+              when every head's precision is <= 8, else int32 little-endian. With --raw every head as int32.
+  --batch     INPUTS_NPY: a .npy array (N, *input shape) or (N, input size) of integers (saturated to the input's
+              precision); -o OUTPUTS.npy gets the heads, not the API's packing: the one head as int32 of shape
+              (N, *head shape) (for the digits MLP (N, 1, 10): take .argmax(-1) for the classes), or with
+              several heads an .npz of head0, head1, ...; the throughput goes to stderr
+
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = cli.ArgumentParser(prog="cvm-run", description="Run a CVM model on one input.")
+    p = cli.ArgumentParser(prog="cvm-run", description="Run a CVM model on one input.",
+                           epilog=FORMATS + cli.EXIT_STATUSES)
     cli.add_common_arguments(p)
     p.add_argument("graph", help="the graph JSON")
     p.add_argument("params", help="the params binary")
@@ -195,8 +210,9 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             sys.stdout.write("".join(f"{v}\n" for v in values[start:start + 4096].tolist()))
     if a.stats:
         stats = model.stats
-        print(f"device {model.device}: load+compile {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms, "
-              f"gas {model.gas}", file=sys.stderr)
+        setup = "load (compiled code from the cache)" if stats.get("cache_hit") else "load+compile"
+        print(f"device {model.device}: {setup} {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms, gas {model.gas}",
+              file=sys.stderr)
         for k, v in stats.items():
             print(f"  {k}: {v}", file=sys.stderr)
     return 0
@@ -206,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     a = parser.parse_args(argv)
     cli.setup_logging(a)
-    return cli.run_tool("cvm-run", lambda: _run(a, parser), name_class=True)
+    return cli.run_tool("cvm-run", lambda: _run(a, parser))
 
 
 if __name__ == "__main__":

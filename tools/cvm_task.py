@@ -8,7 +8,8 @@
 GRAPH is a `.task` (binary), `.task.txt` (text) or `.mlir` file, at most `files.MAX_FILE_BYTES` (1 GiB).
 INPUT is raw little-endian int32: the INPUT blocks' values in file order, (y, x, f) row-major; no more than
 the frames the graph and `--steps` take are read from it. Each step prints every OUTPUT block (file order),
-one integer per line, as soon as the step ends (a reader that stops early, `| head`, stops the run). Exit
+one integer per line, as soon as the step ends (a reader that stops early, `| head`, stops the run); with
+`--steps N` above 1 a line `# step K` (K = 1 .. N) comes before each step's values. Exit
 status: 0, 1 on a logic error (a bad graph or input, a graph with no OUTPUT block), 2 on a runtime error (an
 unreadable file, an internal failure), 64 on a usage error; the message goes to stderr.
 """
@@ -85,9 +86,21 @@ def run(args: argparse.Namespace) -> Iterator[dict[int, np.ndarray]]:
     return TaskGraphExecutor(graph).iter_steps(args.steps, frames)
 
 
-def _print(steps: Iterator[dict[int, np.ndarray]]) -> int:
-    for outputs in steps:
-        sys.stdout.write("".join(f"{v}\n" for values in outputs.values() for v in values.tolist()))
+FORMATS = """formats:
+  GRAPH  a Task IR file: .task (protobuf binary), .task.txt (protobuf text) or .mlir (the taskgraph dialect)
+  INPUT  raw little-endian int32: the INPUT blocks' values in file order, each block (y, x, f) row-major; one
+         frame for every step, or one frame per step (--steps N)
+  stdout every OUTPUT block's values (file order), one integer per line, as each step ends; with --steps N above 1
+         a line `# step K` (K = 1 .. N) before each step's values
+
+"""
+
+
+def _print(steps: Iterator[dict[int, np.ndarray]], headed: bool) -> int:
+    """Each step's OUTPUT values, one a line; `headed` (more than one step): a line `# step K` before each."""
+    for k, outputs in enumerate(steps, 1):
+        head = f"# step {k}\n" if headed else ""
+        sys.stdout.write(head + "".join(f"{v}\n" for values in outputs.values() for v in values.tolist()))
     return 0
 
 
@@ -102,10 +115,10 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(prog="cvm-task", description="Run a Task IR graph.")
+    parser = cli.ArgumentParser(prog="cvm-task", description="Run a Task IR graph.", epilog=FORMATS + cli.EXIT_STATUSES)
     cli.add_common_arguments(parser)
     commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("run", help="run a graph and print its OUTPUT blocks")
+    p = commands.add_parser("run", help="run a graph and print its OUTPUT blocks", epilog=FORMATS + cli.EXIT_STATUSES)
     p.add_argument("graph", help="a .task, .task.txt or .mlir file")
     p.add_argument("input", nargs="?", help="raw little-endian int32 values of the INPUT blocks")
     p.add_argument("--steps", type=_positive, default=1, help="time steps to run (default 1)")
@@ -117,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     cli.setup_logging(args)
-    return cli.run_tool("cvm-task", lambda: _print(run(args)))
+    return cli.run_tool("cvm-task", lambda: _print(run(args), args.steps > 1))
 
 
 if __name__ == "__main__":

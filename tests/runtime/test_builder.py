@@ -154,8 +154,11 @@ def test_precision_overflow():
 
 
 @pytest.mark.parametrize(("misuse", "error", "message"), [
-    (lambda b, x, w: b.dense(x, w, units=11), CVMRuntimeError,  # cvm-runtime: LOG(FATAL) in nn.cc:71
-     "expected weight shape [11, 64], got [10, 64]"),
+    # the caller's fault, a logic error naming the node (a model file with this node: cvm-runtime's LOG(FATAL) in
+    # nn.cc:71, a runtime error, test_a_file_keeps_the_runtime_class)
+    (lambda b, x, w: b.dense(x, w, units=11), CVMLogicError,
+     "node 'dense_2' (dense): expected weight shape [11, 64], got [10, 64]"),
+    (lambda b, x, w: b.dense(x, w, units=11, name="fc"), CVMLogicError, "node 'fc' (dense): expected weight shape"),
     (lambda b, x, w: b.dense(x, w), CVMLogicError, "dense needs the attribute 'units'"),
     (lambda b, x, w: b.dense(x, w, units=10, stride=1), CVMLogicError, "unknown attribute 'stride' of dense"),
     (lambda b, x, w: b.dense(x, w, units="10"), CVMLogicError,
@@ -165,7 +168,7 @@ def test_precision_overflow():
      "expected data of rank 4, got shape [1, 64]"),
     (lambda b, x, w: b.cvm_right_shift(x, precision=8, shift_bit=0), CVMLogicError,
      "expected 'shift_bit' in [1, 32], got 0"),
-    (lambda b, x, w: b.cvm_left_shift(x, precision=8, shift_bit=30), CVMRuntimeError,
+    (lambda b, x, w: b.cvm_left_shift(x, precision=8, shift_bit=30), CVMLogicError,
      "input precision 8 plus 'shift_bit' 30 exceeds 32"),
     (lambda b, x, w: b.relu(CvmBuilder().create_input([1], 8)), CVMLogicError, "expected tensors of this builder"),
     (lambda b, x, w: b.create_input([1, 64], precision=8), CVMLogicError, "the model already has an input"),
@@ -201,3 +204,16 @@ def test_outputs_default_to_the_tensors_nothing_reads(tmp_path):
     model = cvmc.load_model(tmp_path / "model.json", tmp_path / "params.bin", device="reference")
     np.testing.assert_array_equal(model.run(np.array([[-3, 0, 5, 127]]))[0], [[0, 0, -5, -127]])
     np.testing.assert_array_equal(b.compile(device="reference").run(np.array([[1, -1, 2, -2]]))[0], [[-1, 0, -2, 0]])
+
+
+def test_a_file_keeps_the_runtime_class(tmp_path):
+    """The builder's misuse is the caller's fault (a logic error); a model file with the same node keeps
+    cvm-runtime's class: a dense weight of the wrong shape is its LOG(FATAL) (nn.cc:71), a runtime error."""
+    b, y = _mlp()
+    b.export(tmp_path, [y])
+    text = (tmp_path / "model.json").read_text()
+    bad = text.replace('\\"units\\": \\"10\\"', '\\"units\\": \\"11\\"')
+    assert bad != text
+    (tmp_path / "model.json").write_text(bad)
+    with pytest.raises(CVMRuntimeError, match=re.escape("node 3 ('dense_3') (dense): expected weight shape [11, 64]")):
+        load_graph(tmp_path / "model.json", tmp_path / "params.bin")

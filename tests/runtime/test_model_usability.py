@@ -73,7 +73,8 @@ def test_run_batch_edges(cpu_model, test_set):
 
 def test_a_model_pickles_and_recompiles(cpu_model, test_set):
     m2 = pickle.loads(pickle.dumps(cpu_model))
-    assert (m2.device, m2.threads, m2.gas) == (cpu_model.device, cpu_model.threads, cpu_model.gas)
+    assert (m2.device, m2.threads, m2.gas, m2.name) == (cpu_model.device, cpu_model.threads, cpu_model.gas,
+                                                        cpu_model.name)
     assert np.array_equal(m2.run_batch(test_set[:50])[0], cpu_model.run_batch(test_set[:50])[0])
 
 
@@ -179,3 +180,29 @@ def test_cvm_run_emit_source_writes_what_the_device_compiles(device, files, tmp_
 def test_cvm_run_emit_source_on_reference_is_a_usage_error(tmp_path):
     argv = [str(DIGITS.graph), str(DIGITS.params), "--device", "reference", "--emit-source", str(tmp_path)]
     assert cvm_run.main(argv) == 64
+
+
+def test_repr_names_the_model_its_device_shapes_gas_and_threads(cpu_model):
+    assert repr(cpu_model) == (f"Model({str(DIGITS.graph)!r}, device='cpu', input_shape=(1, 64), "
+                               f"output_shapes=[(1, 10)], gas={cpu_model.gas}, threads=2)")
+    from_bytes = cvmc.load_model(DIGITS.graph.read_bytes(), DIGITS.params.read_bytes(), device="reference")
+    assert from_bytes.name is None and repr(from_bytes).startswith("Model(device='reference', input_shape=(1, 64)")
+    b = cvmc.CvmBuilder("tiny")
+    x = b.create_input([2, 3], precision=8)
+    m = b.compile([b.relu(x), b.abs(x)], device="reference")
+    assert repr(m) == f"Model('tiny', device='reference', input_shape=(2, 3), output_shapes=[(2, 3), (2, 3)], " \
+        f"gas={m.gas}, threads={m.threads})"
+
+
+def test_stats_say_compile_ms_only_when_compiled(tmp_path, monkeypatch, capsys):
+    """A model whose compiled code came from the cache was not compiled: its stats give `load_ms`, and cvm-run
+    --stats says so."""
+    monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    cold = DIGITS.load(device="cpu", threads=1)
+    assert cold.stats["cache_hit"] is False and "compile_ms" in cold.stats and "load_ms" not in cold.stats
+    warm = DIGITS.load(device="cpu", threads=1)
+    assert warm.stats["cache_hit"] is True and "load_ms" in warm.stats and "compile_ms" not in warm.stats
+    assert cvm_run.main([str(DIGITS.graph), str(DIGITS.params), str(DIGITS.input), "--stats", "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "load (compiled code from the cache)" in err and "load_ms:" in err and "compile_ms" not in err

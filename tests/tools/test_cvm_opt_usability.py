@@ -39,7 +39,7 @@ def test_a_verify_error_shows_the_op_and_a_caret(digits_mlir, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cvm.cvm_right_shift" in err and "^^^^" in err
     assert "Operation does not verify: expected result 0 of shape [1, 10], got [1, 11]" in err
-    assert err.rstrip().endswith("cvm-opt: error: expected result 0 of shape [1, 10], got [1, 11]")
+    assert err.rstrip().endswith("cvm-opt: CVMLogicError: expected result 0 of shape [1, 10], got [1, 11]")
     assert "dense_resource<__elided__>" in err  # the weights' hex is not printed in a diagnostic
     assert cvm_opt.main([str(path), "--verify-diagnostics"]) == 0
     assert "expected result 0 of shape [1, 10], got [1, 11]" in capsys.readouterr().out

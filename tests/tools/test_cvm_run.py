@@ -58,3 +58,17 @@ def test_emit_source_writes_cuda_without_a_gpu(tmp_path):
     assert str(tmp_path / "launches.json") in r.stdout
     assert [launch["kernel"] for launch in launches if launch["macs"]] and all(
         f' {launch["kernel"]}(' in source for launch in launches)
+
+
+@pytest.mark.parametrize(("cut", "status", "message"), [
+    # cvm-runtime's own classes: param_dict.cc:24 is a VERIFY (logic error), ndarray.h:487 a CHECK (runtime error)
+    (15, 1, "invalid params file format: no reserved word"),
+    (16, 1, "invalid params file format: no name count"),
+    (1000, 2, "invalid DLTensor file format: param 'fc1_b' is cut short in its magic"),
+])
+def test_a_cut_params_file_is_named_with_the_runtimes_class(tmp_path, cut, status, message):
+    params = tmp_path / "params.bin"
+    params.write_bytes((MLP / "params.bin").read_bytes()[:cut])
+    r = cvm_run(MLP / "model.json", params, MLP / "input.bin", "--device", "reference")
+    label = {1: "CVMLogicError", 2: "CVMRuntimeError"}[status]
+    assert (r.returncode, r.stderr) == (status, f"cvm-run: {label}: params file {str(params)!r}: {message}\n")

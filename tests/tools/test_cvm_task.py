@@ -30,12 +30,13 @@ def test_mlir_and_binary_graphs_and_steps(tmp_path):
     expected = (LENET / "o_0_0_0.dat.txt").read_text()
     assert cvm_task(tmp_path / "lenet.mlir", LENET / "i_0_0_0.dat").stdout == expected
     # Two steps with one frame: the logits twice; with two frames, one per step.
-    r = cvm_task(tmp_path / "lenet.task", LENET / "i_0_0_0.dat", "--steps", "2")
-    assert (r.returncode, r.stdout) == (0, expected * 2)
+    r = cvm_task(tmp_path / "lenet.task", LENET / "i_0_0_0.dat", "--steps", "2")  # each step under a line of its own
+    assert (r.returncode, r.stdout) == (0, f"# step 1\n{expected}# step 2\n{expected}")
     frames = tmp_path / "two.dat"
     frames.write_bytes((LENET / "i_0_0_0.dat").read_bytes() + np.zeros(1024, "<i4").tobytes())
     r = cvm_task(tmp_path / "lenet.task", frames, "--steps", "2")
-    assert r.returncode == 0 and r.stdout.startswith(expected) and r.stdout != expected * 2
+    assert r.returncode == 0 and r.stdout.startswith(f"# step 1\n{expected}# step 2\n")
+    assert r.stdout != f"# step 1\n{expected}# step 2\n{expected}"
 
 
 def test_a_graph_without_input_needs_no_input_file():
@@ -46,7 +47,7 @@ def test_a_graph_without_input_needs_no_input_file():
 def test_logic_errors_exit_1(tmp_path):
     r = cvm_task(LENET / "lenet.task.txt")
     assert r.returncode == 1
-    assert r.stderr == "cvm-task: error: expected 1024 input values (INPUT blocks: 35), got 0\n"
+    assert r.stderr == "cvm-task: CVMLogicError: expected 1024 input values (INPUT blocks: 35), got 0\n"
     bad = tmp_path / "bad.task.txt"
     bad.write_text("blocks { id: 3 type: SB precision: INT_8 shape { nf: 2 nx: 1 } output_clusters { } }")
     r = cvm_task(bad)
@@ -68,4 +69,5 @@ def test_device_cpu_runs_the_compiled_graph(tmp_path):
                         str(LENET / "i_0_0_0.dat"), "--device", "cpu", "--steps", "2"],
                        capture_output=True, text=True, env={**os.environ, "CVMC_CACHE_DIR": str(tmp_path)})  # fmt: skip
     assert (r.returncode, r.stderr) == (0, "")
-    assert r.stdout == (LENET / "o_0_0_0.dat.txt").read_text() * 2
+    expected = (LENET / "o_0_0_0.dat.txt").read_text()
+    assert r.stdout == f"# step 1\n{expected}# step 2\n{expected}"

@@ -7,6 +7,7 @@ import pytest
 from conftest import CVM_CORPUS, DATA, case_meta, corpus_cases
 
 from cvmc.runtime.graph import load_graph
+from cvmc.tools import cli
 from cvmc.tools.cvm_translate import main
 
 MLP = CVM_CORPUS / "model_digits_mlp_000"
@@ -37,9 +38,10 @@ def test_import_to_stdout(capsys):
 @pytest.mark.parametrize("case", LOAD_ERRORS, ids=lambda d: d.name)
 def test_invalid_models_exit_with_their_class(case, tmp_path, capsys):
     """Each corpus model cvm-runtime rejects at load: status 1 (logic) or 2 (runtime), as the runtime's API."""
-    assert _import(case, tmp_path / "m.mlir") == case_meta(case)["api_status"]
+    status = case_meta(case)["api_status"]
+    assert _import(case, tmp_path / "m.mlir") == status
     err = capsys.readouterr().err
-    assert err.startswith("cvm-translate: error: ") and "Traceback" not in err
+    assert err.startswith(f"cvm-translate: {cli.LABELS[status]}: ") and "Traceback" not in err
     assert not (tmp_path / "m.mlir").exists()
 
 
@@ -66,7 +68,7 @@ def test_errors(tmp_path, capsys, args, text, status, message):
         (tmp_path / "in.mlir").write_text(text)
     assert main([a.format(d=tmp_path) for a in args]) == status
     err = capsys.readouterr().err
-    assert err.startswith("cvm-translate: error: ") and message in err and "Traceback" not in err
+    assert err.startswith(f"cvm-translate: {cli.LABELS[status]}: ") and message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
 

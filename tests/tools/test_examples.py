@@ -9,7 +9,6 @@ import pytest
 import cvmc
 import cvmc.examples
 from cvmc.examples import main as examples_main
-from cvmc.tools import cvm_cache, cvm_opt, cvm_run, cvm_task, cvm_translate
 
 
 def test_digits_loads_and_agrees_with_the_runtime():
@@ -48,17 +47,6 @@ def test_version_attribute():
     from importlib.metadata import version
 
     assert cvmc.__version__ == version("cvmc")
-
-
-@pytest.mark.parametrize("tool", [cvm_run.main, cvm_task.main, cvm_translate.main, cvm_cache.main, cvm_opt.main,
-                                  examples_main])
-def test_every_tool_has_version(tool, capsys):
-    try:
-        status = tool(["--version"])
-    except SystemExit as e:
-        status = e.code
-    assert status == 0
-    assert f"(cvmc) {cvmc.__version__}" in capsys.readouterr().out
 
 
 def test_verbose_logs_through_logging():

@@ -6,7 +6,7 @@
 // from the start of the output).
 
 // LOAD-NOT: Traceback
-// LOAD: cvm-translate: error: node 1 ('clip_1') (clip): expected 'a_min' < 'a_max', got
+// LOAD: cvm-translate: CVMLogicError: node 1 ('clip_1') (clip): expected 'a_min' < 'a_max', got
 // LOAD-NOT: Traceback
 
 func.func @main(%data: tensor<4xi32, #cvm.prec<8>>) -> tensor<5xi32, #cvm.prec<8>> {
@@ -14,9 +14,9 @@ func.func @main(%data: tensor<4xi32, #cvm.prec<8>>) -> tensor<5xi32, #cvm.prec<8
   func.return %0 : tensor<5xi32, #cvm.prec<8>>
 }
 // VERIFY-NOT: Traceback
-// VERIFY: cvm-translate: error: cvm.relu: expected result 0 of shape [4], got [5]
+// VERIFY: cvm-translate: CVMLogicError: cvm.relu: expected result 0 of shape [4], got [5]
 // VERIFY-NOT: Traceback
 
 // MISSING-NOT: Traceback
-// MISSING: cvm-translate: error: {{.*}}missing.json
+// MISSING: cvm-translate: CVMRuntimeError: {{.*}}missing.json
 // MISSING-NOT: Traceback
