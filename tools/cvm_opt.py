@@ -183,7 +183,8 @@ class CvmOptMain(xDSLOptMain):
         arg_parser.add_argument("--elide-elementsattrs-if-larger", metavar="N", type=int, default=None,
                                 help="print constants of more than N values as dense_resource<__elided__>")
         # xDSL's `-v` is `--version`; every cvmc tool's `-v` is `--verbose` (cli.add_common_arguments)
-        arg_parser._option_string_actions.pop("-v").option_strings.remove("-v")
+        version = arg_parser._option_string_actions.pop("-v")
+        version.option_strings = [s for s in version.option_strings if s != "-v"]
         arg_parser.add_argument("-v", "--verbose", action="count", default=0, help=cli.VERBOSE_HELP)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
