@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from cvmc import CinnBuilder
-from cvmc.passes.convert_cinn_to_loops import EXP_ULPS, FLOAT_SPLIT
+from cvmc.passes.convert_cinn_to_loops import FLOAT_SPLIT
+from cvmc.passes.loops.cinn_scalar import EXP_ULPS
 
 pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
 
