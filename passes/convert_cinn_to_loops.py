@@ -9,7 +9,9 @@ view is computed inside the kernel that reads it, at the index read, and its val
 
 The kernels follow the loop level (scf, memref, arith, math); element-wise work and every output element of a
 reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with `iter_args`; a 2-D dot
-parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output.
+parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output
+(`exact_float`; the default float order lowers float NCHW convs to the padded-row micro-kernels of
+`cvmc.passes.loops.cinn_conv`).
 Running the kernels in op order on buffers of the SSA values computes @net (see
 `cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
 The arithmetic is that of `cvmc.runtime.cinn_reference`, written with the loop level's ops.
@@ -46,6 +48,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder
+from cvmc.passes.loops.cinn_conv import conv_padded
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
 Value = SSAValue
@@ -730,7 +733,7 @@ class KernelEmitter:
                 self._bn(op)
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
-            case cinn.ConvOp() if self._conv_rows(op):
+            case cinn.ConvOp() if (not self.exact_float and conv_padded(self, op)) or self._conv_rows(op):
                 pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0
