@@ -152,6 +152,8 @@ GROUP = "cinn.group"
 VIEW = "cinn.view"
 # Ops that only move elements: as a view, a consumer reads the op's input through the op's index map.
 VIEW_OPS = (cinn.BroadcastToOp, cinn.IdentityOp, cinn.ReshapeOp, cinn.ReverseOp, cinn.SliceOp, cinn.TransposeOp)
+# An element-wise op computed again inside every kernel that reads it (cinn-mark-views' choice): as a view.
+RECOMPUTE = "cinn.recompute"
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -201,6 +203,13 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
                 raise _fail(op, i, f"expected '{VIEW}' only on {', '.join(c.name for c in VIEW_OPS)}")
             if op.results[0] in returned:
                 raise _fail(op, i, f"expected no '{VIEW}' on a returned value (it must be stored)")
+            inlined.add(op)
+            continue
+        if RECOMPUTE in op.attributes:
+            if not is_elementwise(op):
+                raise _fail(op, i, f"expected '{RECOMPUTE}' only on element-wise ops")
+            if op.results[0] in returned:
+                raise _fail(op, i, f"expected no '{RECOMPUTE}' on a returned value (it must be stored)")
             inlined.add(op)
             continue
         group = op.attributes.get(GROUP)
