@@ -261,7 +261,8 @@ REDUCE_LANES = 8
 # The order is fixed (the same run to run, across thread counts and hosts) and the lanes vectorize. A sum of n
 # terms differs from the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the
 # sequential order: n * eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
-# `exact_float` keeps the sequential order (the bits of the element-wise form).
+# `exact_float` keeps the sequential order (the bits of the element-wise form), libm's exp, log, tanh and erf (the
+# default: `cinn_scalar.VECTOR_MATH` on f32) and the row forms of NCHW conv (the default: `cinn_conv`).
 FLOAT_SPLIT = 16
 
 

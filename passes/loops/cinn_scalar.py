@@ -194,8 +194,8 @@ PREDICATES = {cinn.IsFiniteOp: "math.isfinite", cinn.IsInfOp: "math.isinf", cinn
 def unary(s: Scalar, op: Operation, x: Value) -> Value:
     """The scalar of a unary primitive."""
     kind = type(op)
-    if kind is cinn.ExpOp and isinstance(s.type, Float32Type) and not s.exact_float:
-        return exp_f32(s, x)
+    if kind in VECTOR_MATH and isinstance(s.type, Float32Type) and not s.exact_float:
+        return VECTOR_MATH[kind](s, x)
     if kind in FLOAT_UNARY:
         return s.emit(FLOAT_UNARY[kind](x))
     if kind in PREDICATES:
@@ -246,6 +246,112 @@ def exp_f32(s: Scalar, x: Value) -> Value:
         p = emit(arith.MulfOp(p, scale))
     return p
 
+
+
+def _horner(s: Scalar, x: Value, coefficients: Sequence[float]) -> Value:
+    """c[0] + c[1] x + ... + c[n] x^n by fmas, highest first."""
+    p = s.const(coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        p = s.emit(math.FmaOp(p, x, s.const(c)))
+    return p
+
+
+def _select(s: Scalar, cond: Value, a: Value, b: Value) -> Value:
+    return s.emit(arith.SelectOp(cond, a, b))
+
+
+def _i32(s: Scalar, value: int) -> Value:
+    return s.k.const(value, i32)
+
+
+# log(x) = k ln 2 + log1p(f): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), f = m - 1
+# exactly, log1p(f) = 2 atanh(u) with u = f / (2 + f), |u| <= 0.1716: 2u = f - u f, so log1p(f) = f - u (f - z Q(z))
+# with z = u^2 and Q(z) = 2/3 + 2z/5 + ... + 2z^4/11 (truncation under 2^-30 relative), f exact and the correction
+# small; ln 2 in two parts, k ln2_hi exact.
+LN2_HI, LN2_LO = 0.693145751953125, 1.4286067653302226e-06  # bits 0x3F317200 and the rest of ln 2
+LOG_SERIES = [2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11]
+LOG_ULPS = 2  # log_f32 against the correctly rounded log (tests/runtime/test_cinn_float_order.py)
+
+
+def log_f32(s: Scalar, x: Value) -> Value:
+    """log of an f32 in loop-level arithmetic (it vectorizes), within LOG_ULPS of the correctly rounded result
+    (the method above LOG_SERIES); log(-0) = log(+0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays NaN."""
+    emit, c = s.emit, s.const
+    tiny = emit(arith.CmpfOp(x, c(1.1754943508222875e-38), "olt"))  # subnormal (or zero, or negative)
+    y = _select(s, tiny, emit(arith.MulfOp(x, c(8388608.0))), x)
+    bits = emit(arith.SubiOp(emit(arith.BitcastOp(y, i32)), _i32(s, 0x3F3504F3)))  # relative to sqrt(1/2)
+    k = emit(arith.SubiOp(emit(arith.ShRSIOp(bits, _i32(s, 23))), _select(s, tiny, _i32(s, 23), _i32(s, 0))))
+    m = emit(arith.BitcastOp(emit(arith.AddiOp(emit(arith.AndIOp(bits, _i32(s, 0x007FFFFF))),
+                                               _i32(s, 0x3F3504F3))), s.type))
+    f = emit(arith.SubfOp(m, c(1.0)))
+    u = emit(arith.DivfOp(f, emit(arith.AddfOp(f, c(2.0)))))
+    z = emit(arith.MulfOp(u, u))
+    series = emit(math.FmaOp(emit(arith.NegfOp(u)), emit(math.FmaOp(emit(arith.NegfOp(z)), _horner(s, z, LOG_SERIES),
+                                                                     f)), f))
+    kf = emit(arith.SIToFPOp(k, s.type))
+    result = emit(arith.AddfOp(emit(arith.MulfOp(kf, c(LN2_HI))), emit(math.FmaOp(kf, c(LN2_LO), series))))
+    # the edges: 0 -> -inf, negative or NaN -> NaN (x != x or x < 0), inf -> inf
+    result = _select(s, emit(arith.CmpfOp(x, c(0.0), "oeq")), c(-pymath.inf), result)
+    result = _select(s, emit(arith.CmpfOp(x, c(pymath.inf), "oeq")), x, result)
+    return _select(s, emit(arith.CmpfOp(x, c(0.0), "oge")), result, c(pymath.nan))
+
+
+# tanh(x) = x + x^3 P(x^2) (Taylor to x^21, truncation under 2^-27 relative) for |x| < TANH_SMALL, else
+# sign(x) (1 - 2 / (exp(2|x|) + 1)) with exp_f32 (exp(2|x|) >= 3.49 there: no cancellation).
+TANH_SMALL = 0.625
+TANH_TAYLOR = [-1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075,
+               -929569.0 / 638512875, 6404582.0 / 10854718875, -443861162.0 / 1856156927625,
+               18888466084.0 / 194896477400625]  # fmt: skip
+TANH_ULPS = 2
+
+
+def tanh_f32(s: Scalar, x: Value) -> Value:
+    """tanh of an f32 in loop-level arithmetic, within TANH_ULPS of the correctly rounded result; +-0, +-inf
+    (+-1) and NaN as libm."""
+    emit, c = s.emit, s.const
+    t = emit(math.AbsFOp(x))
+    x2 = emit(arith.MulfOp(x, x))
+    small = emit(math.FmaOp(emit(arith.MulfOp(x, x2)), _horner(s, x2, TANH_TAYLOR), x))
+    small = emit(math.CopySignOp(small, x))  # tanh(-0) = -0 (the fma gives +0)
+    e = exp_f32(s, emit(arith.AddfOp(t, t)))
+    large = emit(arith.SubfOp(c(1.0), emit(arith.DivfOp(c(2.0), emit(arith.AddfOp(e, c(1.0)))))))
+    large = emit(math.CopySignOp(large, x))
+    return _select(s, emit(arith.CmpfOp(t, c(TANH_SMALL), "olt")), small, large)
+
+
+# erf(x) = x + x P(x^2) for |x| < ERF_SMALL (P of degree 5, fitted to erf(x) / x - 1), 1 - exp(-t^2 + R(t)) for
+# t = |x| in [ERF_SMALL, 4) (R of degree 9 fitted to log(erfc(t)) + t^2; -t^2 + R in one fma), 1 from 4 on (erfc(4)
+# is under half an ulp of 1), with the sign of x. Coefficients: least squares, reweighted toward minimax, on
+# Chebyshev nodes, rounded to f32.
+ERF_SMALL = 0.921875
+ERF_P = [0.12837913632392883, -0.37612488865852356, 0.1128186360001564, -0.026769662275910378,
+         0.004998619668185711, -0.000602143642026931]  # fmt: skip
+ERF_R = [0.0003124088398180902, -1.1302063465118408, 0.3681356906890869, -0.11005261540412903,
+         0.026411347091197968, -0.004758813884109259, 0.0005974755622446537, -4.631745832739398e-05,
+         1.6758081073930953e-06, -2.1697554863919777e-09]  # fmt: skip
+ERF_ULPS = 2
+
+
+def erf_f32(s: Scalar, x: Value) -> Value:
+    """erf of an f32 in loop-level arithmetic, within ERF_ULPS of the correctly rounded result; +-0, +-inf (+-1)
+    and NaN as libm."""
+    emit, c = s.emit, s.const
+    t = emit(math.AbsFOp(x))
+    small = emit(math.FmaOp(x, _horner(s, emit(arith.MulfOp(x, x)), ERF_P), x))
+    bounded = _select(s, emit(arith.CmpfOp(t, c(4.0), "olt")), t, c(4.0))
+    argument = emit(math.FmaOp(emit(arith.NegfOp(bounded)), bounded, _horner(s, bounded, ERF_R)))
+    large = emit(arith.SubfOp(c(1.0), exp_f32(s, argument)))
+    large = _select(s, emit(arith.CmpfOp(t, c(4.0), "olt")), large, c(1.0))
+    large = _select(s, emit(arith.CmpfOp(x, x, "uno")), x, emit(math.CopySignOp(large, x)))
+    return _select(s, emit(arith.CmpfOp(t, c(ERF_SMALL), "olt")), small, large)
+
+
+VECTOR_MATH: dict[type[Operation], Callable[[Scalar, Value], Value]] = {
+    cinn.ExpOp: exp_f32,
+    cinn.LogOp: log_f32,
+    cinn.TanhOp: tanh_f32,
+    cinn.ErfOp: erf_f32,
+}
 
 BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
     cinn.AddOp: Scalar.add,

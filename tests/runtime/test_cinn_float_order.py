@@ -9,7 +9,7 @@ import pytest
 from cvmc import CinnBuilder
 from cvmc.passes.convert_cinn_to_loops import FLOAT_SPLIT
 from cvmc.passes.loops.cinn_conv import MAX_SLOT
-from cvmc.passes.loops.cinn_scalar import EXP_ULPS
+from cvmc.passes.loops.cinn_scalar import ERF_SMALL, ERF_ULPS, EXP_ULPS, LOG_ULPS, TANH_SMALL, TANH_ULPS
 
 pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
 
@@ -127,12 +127,63 @@ def test_exp_f32_within_the_stated_ulps_over_the_whole_range():
     assert got[np.isposinf(x)].tolist() == [np.inf] and got[np.isneginf(x)].tolist() == [0.0]
 
 
-def test_exact_float_exp_is_libm_expf():
+def _f32_neighbours(*values: float) -> list[float]:
+    """Each value and the f32 values one ulp either side."""
+    a = np.array(values, np.float32)
+    with np.errstate(over="ignore"):
+        return [*a, *np.nextafter(a, np.float32(np.inf)), *np.nextafter(a, np.float32(-np.inf))]
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+
+    return erf(x)
+
+
+@pytest.mark.parametrize(
+    ("name", "exact", "ulps", "edges"),
+    [
+        ("log", np.log, LOG_ULPS, _f32_neighbours(1.0, 2.0, 0.5, 1.17549435e-38, 1e-45, 3.4028235e38, 0.70710677,
+                                                  1.4142135)),
+        ("tanh", np.tanh, TANH_ULPS, _f32_neighbours(TANH_SMALL, 9.01, 44.5, 1e-45, 1.17549435e-38)),
+        ("erf", _erf, ERF_ULPS, _f32_neighbours(ERF_SMALL, 3.832, 4.0, 1e-45, 1.17549435e-38)),
+    ],
+)
+def test_vector_math_within_the_stated_ulps_over_the_whole_range(name, exact, ulps, edges):
+    """Every 4093rd f32 bit pattern (both signs, subnormals, inf, NaN payloads), the edges of each method and
+    its neighbours, and dense grids over [-5, 5] and the subnormals, against the f64 function rounded to f32;
+    NaN exactly where libm gives NaN, and the signed zeros and infinities of libm."""
+    if name == "erf":
+        pytest.importorskip("scipy")
+    x = np.arange(0, 1 << 32, 4093, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1e-45]
+    edges = np.array([*edges, *specials], np.float32)
+    subnormals = np.arange(1, 1 << 23, 509, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([x, edges, -edges, np.linspace(-5, 5, 1 << 18, dtype=np.float32), subnormals, -subnormals])
+    got = run(lambda b, v: getattr(b, name)(v), x)
+    with np.errstate(all="ignore"):
+        want = exact(x.astype(np.float64)).astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    assert np.abs(_ordered(got[~nan]) - _ordered(want[~nan])).max() <= ulps
+    zeros = np.array([0.0, -0.0, np.inf, -np.inf], np.float32)
+    with np.errstate(all="ignore"):
+        want_special = exact(zeros.astype(np.float64)).astype(np.float32)
+    got_special = run(lambda b, v: getattr(b, name)(v), zeros)
+    np.testing.assert_array_equal(got_special, want_special)
+    signed = ~np.isnan(want_special)  # the sign of a NaN is no part of the result
+    np.testing.assert_array_equal(np.signbit(got_special[signed]), np.signbit(want_special[signed]))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "erf"])
+def test_exact_float_math_is_libm(name):
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
-    x = np.concatenate([RNG.uniform(-100, 90, 2000), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40]]).astype(np.float32)
-    want = np.array([libm.expf(float(v)) for v in x], np.float32)
-    np.testing.assert_array_equal(run(lambda b, v: b.exp(v), x, exact_float=True), want)
+    fn = getattr(libm, name + "f")
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = np.concatenate([RNG.uniform(-100, 90, 2000), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 0.5, 3.9]])
+    x = x.astype(np.float32)
+    want = np.array([fn(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(run(lambda b, v: getattr(b, name)(v), x, exact_float=True), want)
 
 
 def test_softmax_and_layer_norm_split_against_exact():
