@@ -11,10 +11,10 @@ reference does); the order of the non-zero products is:
 - forward and backward_data (stride 1): each output element sums its taps (c, p, q) in the element-wise form's
   order, BLOCK output channels per iteration sharing each load of the source rows, the kh * kw taps of one input
   channel added to an accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
-- backward_filter: dw[o, c, p, q] is the sum over the output column j ascending of lane j, where lane j sums
-  dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i) ascending: ow lanes that vectorize.
-  Its error against the exact sum is at most (n * oh + ow) * eps * sum |products| (the element-wise order's
-  bound is n * oh * ow * eps * sum |products|).
+- backward_filter (blocks of input and output channels): dw[o, c, p, q] is the sum over the output column j
+  ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i)
+  ascending: ow lanes that vectorize. Its error against the exact sum is at most (n * oh + ow) * eps * sum
+  |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
 
 The order is fixed (the same on any thread count and host).
 """
@@ -136,33 +136,36 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
 
 
 def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
-    """NCHW backward_filter in ow lanes (the module docstring's order), BLOCK input channels per (o, block)."""
+    """NCHW backward_filter in ow lanes (the module docstring's order): a block of CB input channels (all of the
+    group's up to 8) and OB output channels per iteration, the padded x rows of one (n, i) shared by the OB
+    output channels and each dy element by the CB * kh * kw taps."""
     g = op.geometry()
     k, out = e.k, e.outputs[0]
     x, dy = op.operands
     cg, og = g.c // g.groups, g.o // g.groups
-    block = next(r for r in (8, 4, 2, 1) if cg % r == 0)
+    cb = cg if cg <= 8 else next(r for r in (8, 4, 2, 1) if cg % r == 0)
+    ob = next(r for r in (4, 2, 1) if og % r == 0 and r * cb <= 16)
     offsets = [q * g.dilation_w - g.pad_left for q in range(g.kw)]
     lo = min(offsets)
     width = (g.ow - 1) * g.stride_w + max(offsets) - lo + 1
-    taps = [(c, p, q) for c in range(block) for p in range(g.kh) for q in range(g.kw)]
-    if len(taps) * g.ow + block * g.kh * width > MAX_SLOT:
+    taps = [(a, b, p, q) for a in range(ob) for b in range(cb) for p in range(g.kh) for q in range(g.kw)]
+    if len(taps) * g.ow + cb * g.kh * width > MAX_SLOT:
         return False
+    c_blocks = cg // cb
 
     def plane(ivs: list[Value]) -> None:
         (u,) = ivs
         acc = k.alloca(MemRefType(s.type, [len(taps) * g.ow]))
-        rows = k.alloca(MemRefType(s.type, [block * g.kh * width]))
-        blocks = cg // block
-        o, c0 = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
-        cs = [k.addi(c0, k.idx(b)) if b else c0 for b in range(block)]
-        group_base = k.muli(k.divsi(o, k.idx(og)), k.idx(cg))
+        rows = k.alloca(MemRefType(s.type, [cb * g.kh * width]))
+        o0, c0 = k.muli(k.divsi(u, k.idx(c_blocks)), k.idx(ob)), k.muli(k.remsi(u, k.idx(c_blocks)), k.idx(cb))
+        os = [k.addi(o0, k.idx(a)) if a else o0 for a in range(ob)]
+        cs = [k.addi(c0, k.idx(b)) if b else c0 for b in range(cb)]
+        group_base = k.muli(k.divsi(o0, k.idx(og)), k.idx(cg))
         channels = [k.addi(group_base, c) for c in cs]
         zero = s.const(0)
         k.for_(len(taps) * g.ow, lambda t: k.store(zero, acc, [t]))
 
-        def position(pos: list[Value]) -> None:
-            n, i = pos
+        def position(n: Value, i: Value) -> None:
             for b, ch in enumerate(channels):
                 for p in range(g.kh):
                     row = k.addi(k.muli(i, k.idx(g.stride_h)), k.idx(p * g.dilation_h - g.pad_top))
@@ -170,20 +173,21 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
                                  lambda r, t, ch=ch: e.value(x, [n, ch, r, t]), row, g.h, lo, width, g.w)
 
             def column(j: Value) -> None:
-                dyv = e.value(dy, [n, o, i, j])
+                dys = [e.value(dy, [n, o, i, j]) for o in os]
                 at = k.muli(j, k.idx(g.stride_w)) if g.stride_w != 1 else j
-                for t, (b, p, q) in enumerate(taps):
-                    xv = k.load(rows, [k.addi(at, k.idx((b * g.kh + p) * width + offsets[q] - lo))])
+                xs = {(b, p, q): k.load(rows, [k.addi(at, k.idx((b * g.kh + p) * width + offsets[q] - lo))])
+                      for b in range(cb) for p in range(g.kh) for q in range(g.kw)}
+                for t, (a, b, p, q) in enumerate(taps):
                     slot = k.addi(j, k.idx(t * g.ow)) if t else j
-                    k.store(s.add(k.load(acc, [slot]), s.mul(dyv, xv)), acc, [slot])
+                    k.store(s.add(k.load(acc, [slot]), s.mul(dys[a], xs[b, p, q])), acc, [slot])
 
             k.for_(g.ow, column)
 
-        k.for_(g.n, lambda n: k.for_(g.oh, lambda i: position([n, i])))
-        for t, (b, p, q) in enumerate(taps):
-            (total,) = k.for_(g.ow, lambda j, a, t=t: [s.add(a, k.load(acc, [k.addi(j, k.idx(t * g.ow))]))],
+        k.for_(g.n, lambda n: k.for_(g.oh, lambda i: position(n, i)))
+        for t, (a, b, p, q) in enumerate(taps):
+            (total,) = k.for_(g.ow, lambda j, acc_, t=t: [s.add(acc_, k.load(acc, [k.addi(j, k.idx(t * g.ow))]))],
                               inits=[s.const(0)])
-            k.store(total, out, [o, cs[b], k.idx(p), k.idx(q)])
+            k.store(total, out, [os[a], cs[b], k.idx(p), k.idx(q)])
 
-    k.parallel([g.o * cg // block], plane)
+    k.parallel([g.o // ob * c_blocks], plane)
     return True
