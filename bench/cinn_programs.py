@@ -11,9 +11,9 @@ same math in PyTorch eager, torch.compile (where it works here), ONNX Runtime (t
 torch.onnx.export, run with as many intra-op threads; where onnxruntime is installed: the bench extra) and numpy
 (its own threading; numpy has no thread knob at run time). Prints the median time, GFLOP/s and the ratios; checks
 cvmc against numpy within 1e-3 relative. cvmc runs with its default float order (sums over the innermost axis in
-16 lanes, exp as vector arithmetic, NCHW convs as padded-row micro-kernels); `--exact-float` times the sequential
-order instead (`CinnBuilder.compile(..., exact_float=True)`); `--cvmc-only` times cvmc alone (to compare two
-checkouts in one run: run this file with each checkout's python).
+16 lanes, exp, log, tanh, erf as vector arithmetic, convs as padded-row micro-kernels); `--exact-float` times the
+sequential order and libm instead (`CinnBuilder.compile(..., exact_float=True)`); `--cvmc-only` times cvmc alone
+(to compare two checkouts in one run: run this file with each checkout's python).
 
     python bench/cinn_programs.py [--repeat N] [--exact-float] [--cvmc-only] [--only NAME,...]
 """

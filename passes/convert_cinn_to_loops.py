@@ -10,9 +10,8 @@ view is computed inside the kernel that reads it, at the index read, and its val
 The kernels follow the loop level (scf, memref, arith, math); element-wise work and every output element of a
 reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with `iter_args`; a 2-D dot
 parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output
-(`exact_float`; the default float order lowers float NCHW convs to the padded-row micro-kernels of
-`cvmc.passes.loops.cinn_conv`).
-Running the kernels in op order on buffers of the SSA values computes @net (see
+(`exact_float`; the default float order lowers float convs, NCHW and NHWC, to the padded-row micro-kernels of
+`cvmc.passes.loops.cinn_conv`). Running the kernels in op order on buffers of the SSA values computes @net (see
 `cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
 The arithmetic is that of `cvmc.runtime.cinn_reference`, written with the loop level's ops.
 
@@ -262,7 +261,7 @@ REDUCE_LANES = 8
 # terms differs from the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the
 # sequential order: n * eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
 # `exact_float` keeps the sequential order (the bits of the element-wise form), libm's exp, log, tanh and erf (the
-# default: `cinn_scalar.VECTOR_MATH` on f32) and the row forms of NCHW conv (the default: `cinn_conv`).
+# default: `cinn_scalar.VECTOR_MATH` on f32) and the row and element-wise forms of conv (the default: `cinn_conv`).
 FLOAT_SPLIT = 16
 
 

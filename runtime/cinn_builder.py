@@ -205,7 +205,7 @@ class CinnBuilder:
         runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), each kernel runs on `threads`
         threads, and float reductions run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound
         of `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`), f32 exp, log, tanh and erf as vector arithmetic
-        (within EXP_ULPS, LOG_ULPS, TANH_ULPS, ERF_ULPS of `cvmc.passes.loops.cinn_scalar`) and float NCHW convs
+        (within EXP_ULPS, LOG_ULPS, TANH_ULPS, ERF_ULPS of `cvmc.passes.loops.cinn_scalar`) and float convs
         as the micro-kernels of `cvmc.passes.loops.cinn_conv`, unless `exact_float` keeps the sequential order
         and libm (today's bits)."""
         if threads < 1:

@@ -1,6 +1,8 @@
-"""The cinn path's fast NCHW convolutions (the default float order; `exact_float` keeps the row forms of
-`cvmc.passes.convert_cinn_to_loops`): im2col-free, register-blocked micro-kernels whose inner loops run along a row
-of the output at a constant trip count, so LLVM's vectorizer turns them into full-width vector multiply-adds.
+"""The cinn path's fast float convolutions, NCHW and NHWC (the default float order; `exact_float` keeps the
+row forms and the element-wise form of `cvmc.passes.convert_cinn_to_loops`): im2col-free, register-blocked
+micro-kernels whose inner loops run along a row of the output at a constant trip count, so LLVM's vectorizer turns
+them into full-width vector multiply-adds. Both layouts run the same loops (only the copies into and out of the
+stack slots index differently), so they give the same bits.
 
 The input rows a tap reads are first copied into a zero-padded row buffer (a stack slot), so every tap runs over
 the whole output row: taps outside the input contribute x_padded * w = 0 * w, as in the reference
@@ -36,6 +38,11 @@ if TYPE_CHECKING:
 MAX_SLOT = 1 << 14
 
 
+def _at(g: cinn.ConvGeometry, n: Value, c: Value, h: Value, w: Value) -> list[Value]:
+    """The index of (n, c, h, w) in an activation of the conv's layout."""
+    return [n, c, h, w] if g.data_format == cinn.DataFormat.NCHW else [n, h, w, c]
+
+
 def _padded_rows(k: KernelBuilder, s: Scalar, buf: Value, at: int, load, row: Value, rows: int, lo: int,
                  width: int, cols: int) -> None:
     """buf[at + t] = source[row, lo + t] for t < width, 0 outside the source (rows x cols); `load(row, col)`."""
@@ -56,11 +63,11 @@ def _padded_rows(k: KernelBuilder, s: Scalar, buf: Value, at: int, load, row: Va
 
 def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     """Emit `op` as a padded-row micro-kernel (see the module docstring); False (nothing emitted) for the forms
-    it does not cover: NHWC, backward_data at a stride other than 1, non-float types, buffers over MAX_SLOT."""
+    it does not cover: backward_data at a stride other than 1, non-float types, buffers over MAX_SLOT."""
     g = op.geometry()
     kind = op.conv_type.data
     s = Scalar(e.k, e.scalar_type(op))
-    if g.data_format != cinn.DataFormat.NCHW or not s.is_float:
+    if not s.is_float:
         return False
     if kind == cinn.ConvType.BACKWARD_FILTER:
         return _filter_lanes(e, op, s)
@@ -106,7 +113,7 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
             for p in range(g.kh):
                 row = k.addi(k.muli(i, k.idx(row_stride)), k.idx(roffs[p])) if row_stride != 1 else \
                     k.addi(i, k.idx(roffs[p]))
-                _padded_rows(k, s, rows, p * width, lambda r, t: e.value(source, [n, src_channel, r, t]), row,
+                _padded_rows(k, s, rows, p * width, lambda r, t: e.value(source, _at(g, n, src_channel, r, t)), row,
                              src_rows, lo, width, src_cols)
             weights = [[e.value(filt, [o, c, k.idx(p), k.idx(q)] if forward else [src_channel, cc, k.idx(p), k.idx(q)])
                         for p, q in taps] for o, cc in zip(chs, ccs)]
@@ -127,7 +134,7 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
 
         def store(j: Value) -> None:
             for b, o in enumerate(chs):
-                k.store(k.load(acc, [k.addi(j, k.idx(b * cols_out)) if b else j]), out, [n, o, i, j])
+                k.store(k.load(acc, [k.addi(j, k.idx(b * cols_out)) if b else j]), out, _at(g, n, o, i, j))
 
         k.for_(cols_out, store)
 
@@ -136,7 +143,7 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
 
 
 def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
-    """NCHW backward_filter in ow lanes (the module docstring's order): a block of CB input channels (all of the
+    """backward_filter in ow lanes (the module docstring's order): a block of CB input channels (all of the
     group's up to 8) and OB output channels per iteration, the padded x rows of one (n, i) shared by the OB
     output channels and each dy element by the CB * kh * kw taps."""
     g = op.geometry()
@@ -170,10 +177,10 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
                 for p in range(g.kh):
                     row = k.addi(k.muli(i, k.idx(g.stride_h)), k.idx(p * g.dilation_h - g.pad_top))
                     _padded_rows(k, s, rows, (b * g.kh + p) * width,
-                                 lambda r, t, ch=ch: e.value(x, [n, ch, r, t]), row, g.h, lo, width, g.w)
+                                 lambda r, t, ch=ch: e.value(x, _at(g, n, ch, r, t)), row, g.h, lo, width, g.w)
 
             def column(j: Value) -> None:
-                dys = [e.value(dy, [n, o, i, j]) for o in os]
+                dys = [e.value(dy, _at(g, n, o, i, j)) for o in os]
                 at = k.muli(j, k.idx(g.stride_w)) if g.stride_w != 1 else j
                 xs = {(b, p, q): k.load(rows, [k.addi(at, k.idx((b * g.kh + p) * width + offsets[q] - lo))])
                       for b in range(cb) for p in range(g.kh) for q in range(g.kw)}

@@ -254,9 +254,10 @@ def filter_lanes(x, dy, stride, pad, groups):
 @pytest.mark.parametrize(("c", "o", "groups", "stride"), [(16, 16, 1, 1), (6, 8, 2, 1), (3, 6, 1, 2), (8, 12, 1, 1)])
 def test_blocked_nchw_conv_orders(c, o, groups, stride, exact_float):
     """NCHW conv forward / backward_data compute blocks of output channels, each element summing the same products
-    in the same order as the element-wise form (NHWC lowers through it), so the same bits on finite non-zero data,
+    in the same order as the element-wise form (NHWC's with exact_float), so the same bits on finite non-zero data,
     in both float orders (the default adds the padded taps' zero products, the exact order skips them);
-    backward_filter is bit-equal in the exact order and in the default one follows the documented lane order."""
+    backward_filter is bit-equal in the exact order and in the default one follows the documented lane order; in
+    the default order NHWC runs the loops of NCHW (the same bits)."""
     x = RNG.standard_normal((2, c, 7, 9)).astype(np.float32)
     w = RNG.standard_normal((o, c // groups, 3, 3)).astype(np.float32)
     args = ((stride, stride), (1, 1), (1, 1), groups)
@@ -271,10 +272,11 @@ def test_blocked_nchw_conv_orders(c, o, groups, stride, exact_float):
         dx = conv("backward_data", "NCHW", w, dy, list(x.shape))
         np.testing.assert_array_equal(_nhwc(dx), conv("backward_data", "NHWC", w, _nhwc(dy), list(_nhwc(x).shape)))
     dw = conv("backward_filter", "NCHW", x, dy, list(w.shape))
-    element_wise = conv("backward_filter", "NHWC", _nhwc(x), _nhwc(dy), list(w.shape))
+    other_layout = conv("backward_filter", "NHWC", _nhwc(x), _nhwc(dy), list(w.shape))
     if exact_float:
-        np.testing.assert_array_equal(dw, element_wise)
-    else:
+        np.testing.assert_array_equal(dw, other_layout)
+    else:  # NHWC runs the same loops as NCHW
+        np.testing.assert_array_equal(dw, other_layout)
         np.testing.assert_array_equal(dw, filter_lanes(x, dy, stride, 1, groups))
         # within the stated bound of the exact sum: (n * oh + ow) * eps * sum |products|
         n, oh, ow = dy.shape[0], dy.shape[2], dy.shape[3]

@@ -97,3 +97,29 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 // CHECK-NEXT:        memref.load %[[ACC]]
 // CHECK-NEXT:        memref.store %{{.*}}, %y
 
+// exact_float, other layouts: one output element per parallel iteration, the taps in scf.for, loads guarded by scf.if.
+func.func @conv_nhwc(%x: tensor<1x5x5x2xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32> {
+  %y = cinn.conv forward NHWC EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x5x5x2xf32>, tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32>
+  func.return %y : tensor<1x5x5x3xf32>
+}
+
+// EXACT-LABEL: func.func @conv_nhwc_0_conv(%x: memref<1x5x5x2xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x5x5x3xf32>) {
+// EXACT:         "scf.parallel"
+// EXACT:           scf.for
+// EXACT:             scf.for
+// EXACT:               scf.for
+// EXACT:                 %{{.*}} = scf.if %{{.*}} -> (f32) {
+// EXACT:                   memref.load %x
+// EXACT:                   memref.load %w
+// EXACT:                   arith.mulf
+// EXACT:                   arith.addf
+// EXACT:                 } else {
+// EXACT:           memref.store %{{.*}}, %y
+
+// The default float order runs NHWC through the same padded-row loops; only the copies index as NHWC.
+// CHECK-LABEL: func.func @conv_nhwc_0_conv(
+// CHECK:         "scf.parallel"
+// CHECK:           memref.alloca() : memref<5xf32>
+// CHECK:           memref.load %x[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x5x5x2xf32>
+// CHECK:           memref.store %{{.*}}, %y[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x5x5x3xf32>
+
