@@ -47,7 +47,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder
-from cvmc.passes.loops.cinn_conv import conv_padded
+from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
 Value = SSAValue
@@ -651,16 +651,9 @@ class KernelEmitter:
         if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
             return False
         k, out = self.k, self.outputs[0]
-        lhs, rhs = op.operands
         s = Scalar(k, self.scalar_type(op))
         cg, og = g.c // g.groups, g.o // g.groups
-        forward = kind == cinn.ConvType.FORWARD
-        # forward: out = y [n, o, oh, ow] from x (lhs) and w (rhs); backward_data: out = dx [n, c, h, w] from
-        # dy (rhs) and w (lhs), a forward correlation with the taps mirrored
-        channels, rows_out, cols_out = (g.o, g.oh, g.ow) if forward else (g.c, g.h, g.w)
-        source, filt = (lhs, rhs) if forward else (rhs, lhs)
-        src_rows, src_cols = (g.h, g.w) if forward else (g.oh, g.ow)
-        inner = cg if forward else og
+        forward, channels, rows_out, cols_out, source, filt, src_rows, src_cols, inner = conv_roles(op)
 
         def column_range(q: int) -> tuple[int, int, int, int]:
             """(first, last + 1, stride, offset): output columns j where src column j * stride + offset is inside."""

@@ -38,6 +38,16 @@ if TYPE_CHECKING:
 MAX_SLOT = 1 << 14
 
 
+def conv_roles(op: cinn.ConvOp) -> tuple[bool, int, int, int, Value, Value, int, int, int]:
+    """Forward and backward_data (a forward correlation of dy with the taps mirrored) as one loop nest: (forward,
+    output channels, output rows, output columns, source, filter, source rows, source columns, channels summed)."""
+    g = op.geometry()
+    lhs, rhs = op.operands
+    if op.conv_type.data == cinn.ConvType.FORWARD:  # y [n, o, oh, ow] from x (lhs) and w (rhs)
+        return True, g.o, g.oh, g.ow, lhs, rhs, g.h, g.w, g.c // g.groups
+    return False, g.c, g.h, g.w, rhs, lhs, g.oh, g.ow, g.o // g.groups  # dx [n, c, h, w] from dy (rhs), w (lhs)
+
+
 def _at(g: cinn.ConvGeometry, n: Value, c: Value, h: Value, w: Value) -> list[Value]:
     """The index of (n, c, h, w) in an activation of the conv's layout."""
     return [n, c, h, w] if g.data_format == cinn.DataFormat.NCHW else [n, h, w, c]
@@ -74,13 +84,8 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
         return False
     k, out = e.k, e.outputs[0]
-    lhs, rhs = op.operands
     cg, og = g.c // g.groups, g.o // g.groups
-    forward = kind == cinn.ConvType.FORWARD
-    channels, rows_out, cols_out = (g.o, g.oh, g.ow) if forward else (g.c, g.h, g.w)
-    source, filt = (lhs, rhs) if forward else (rhs, lhs)
-    src_rows, src_cols = (g.h, g.w) if forward else (g.oh, g.ow)
-    inner = cg if forward else og
+    forward, channels, rows_out, cols_out, source, filt, src_rows, src_cols, inner = conv_roles(op)
     stride = g.stride_w if forward else 1
     # source column of output column j and tap q: j * stride + offsets[q]; of row i and tap p: i * rs + roffs[p]
     offsets = [q * g.dilation_w - g.pad_left if forward else g.pad_left - q * g.dilation_w for q in range(g.kw)]
