@@ -377,6 +377,7 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
             with torch.no_grad():
                 row[f"eager{threads}"] = _timeit(lambda: math(t_shim, *targs), repeat)
                 try:
+                    torch._dynamo.reset()  # a fresh compile per program and thread count (not a recompile limit)
                     compiled = torch.compile(lambda *a: math(t_shim, *a))
                     compiled(*targs)
                     row[f"compile{threads}"] = _timeit(lambda: compiled(*targs), repeat)
