@@ -1,15 +1,21 @@
-"""Whole programs of cinn primitives built with CinnBuilder, against PyTorch (eager and torch.compile) and numpy.
+"""Whole programs of cinn primitives built with CinnBuilder, against PyTorch (eager and torch.compile), ONNX
+Runtime and numpy.
 
 Programs, as a CINN user writes them from the primitives: an MLP forward and backward (Dot, BroadcastTo, Max,
 Reduce, Select, Transpose), a conv block forward and backward (Conv forward, backward_data, backward_filter,
-BnMeanVariance, BnGradBiasScale), softmax and layer norm, and a long element-wise chain. Each runs on cvmc's cpu
-device (cinn-mark-views + cinn-fuse + convert-cinn-to-loops, LLVM JIT) with 1 and 2 threads, and the same math
-in PyTorch eager, torch.compile (where it works here) and numpy (its own threading; numpy has no thread knob at
-run time). Prints the median time, GFLOP/s and the ratios; checks cvmc against numpy within 1e-3 relative.
-cvmc runs with its default float order (sums over the innermost axis in 16 lanes, exp as vector arithmetic);
-`--exact-float` times the sequential order instead (`CinnBuilder.compile(..., exact_float=True)`).
+BnMeanVariance, BnGradBiasScale), softmax, layer norm, a long element-wise chain, a transformer block (layer
+norm, Dot, softmax, gelu with erf, residuals) and a conv net training step (two convs with relu, global pooling, a
+dense layer, softmax cross-entropy's gradient, the backward pass and an SGD update). Each runs on cvmc's cpu
+device (cinn-mark-views + cinn-fuse + convert-cinn-to-loops, LLVM JIT) with 1 and 2 threads, side by side with the
+same math in PyTorch eager, torch.compile (where it works here), ONNX Runtime (the torch math exported with
+torch.onnx.export, run with as many intra-op threads; where onnxruntime is installed: the bench extra) and numpy
+(its own threading; numpy has no thread knob at run time). Prints the median time, GFLOP/s and the ratios; checks
+cvmc against numpy within 1e-3 relative. cvmc runs with its default float order (sums over the innermost axis in
+16 lanes, exp, log, tanh, erf as vector arithmetic, convs as padded-row micro-kernels); `--exact-float` times the
+sequential order and libm instead (`CinnBuilder.compile(..., exact_float=True)`); `--cvmc-only` times cvmc alone
+(to compare two checkouts in one run: run this file with each checkout's python).
 
-    python bench/cinn_programs.py [--repeat N] [--exact-float]
+    python bench/cinn_programs.py [--repeat N] [--exact-float] [--cvmc-only] [--only NAME,...]
 """
 
 from __future__ import annotations
@@ -139,9 +145,124 @@ def chain(size=1 << 20, length=16):
     return f"element-wise chain {length} ops x 1M", length * size, [_f32(size)], cinn, math
 
 
+def _layer_norm(b, x, g, beta, n):
+    inv_n = b.const_scalar(1.0 / n, "inv_n")
+    mean = b.mul(b.reduce(x, "sum", [-1], True), inv_n)
+    c = b.sub(x, mean)
+    var = b.mul(b.reduce(b.mul(c, c), "sum", [-1], True), inv_n)
+    r = b.rsqrt(b.add(var, b.const_scalar(1e-5, "eps")))
+    return b.add(b.mul(b.mul(c, r), g), beta)
+
+
+def _layer_norm_math(t, x, g, beta, n):
+    keep = {"keepdims": True} if t.is_numpy else {"keepdim": True}
+    c = x - x.sum(-1, **keep) * (1.0 / n)
+    var = (c * c).sum(-1, **keep) * (1.0 / n)
+    return c * (1 / t.sqrt(var + 1e-5)) * g + beta
+
+
+def transformer(s=128, d=256, hidden=1024):
+    """One pre-norm transformer block of one head: x + attention(ln(x)), then + mlp(ln(.)) with gelu (erf)."""
+
+    def cinn(b, x, g1, b1, wq, wk, wv, wo, g2, b2, w1, w2):
+        h = _layer_norm(b, x, g1, b1, d)
+        q, k, v = b.dot(h, wq), b.dot(h, wk), b.dot(h, wv)
+        scores = b.mul(b.dot(q, b.transpose(k, [1, 0])), b.const_scalar(d**-0.5, "scale"))
+        e = b.exp(b.sub(scores, b.reduce(scores, "max", [-1], True)))
+        p = b.div(e, b.reduce(e, "sum", [-1], True))
+        x1 = b.add(x, b.dot(b.dot(p, v), wo))
+        u = b.dot(_layer_norm(b, x1, g2, b2, d), w1)
+        half = b.const_scalar(0.5, "half")
+        erf = b.erf(b.mul(u, b.const_scalar(0.5**0.5, "rsqrt2")))
+        gelu = b.mul(b.mul(u, half), b.add(erf, b.const_scalar(1.0, "one")))
+        return (b.add(x1, b.dot(gelu, w2)),)
+
+    def math(t, x, g1, b1, wq, wk, wv, wo, g2, b2, w1, w2):
+        h = _layer_norm_math(t, x, g1, b1, d)
+        scores = (h @ wq) @ (h @ wk).T * d**-0.5
+        e = t.exp(scores - (scores.max(-1, keepdims=True) if t.is_numpy else scores.amax(-1, keepdim=True)))
+        p = e / (e.sum(-1, keepdims=True) if t.is_numpy else e.sum(-1, keepdim=True))
+        x1 = x + (p @ (h @ wv)) @ wo
+        u = _layer_norm_math(t, x1, g2, b2, d) @ w1
+        return (x1 + (u * 0.5 * (t.erf(u * 0.5**0.5) + 1.0)) @ w2,)
+
+    flops = 2 * s * d * d * 4 + 2 * 2 * s * s * d + 2 * 2 * s * d * hidden + 16 * s * d + 10 * s * hidden
+    scale = [_f32(d, d) * d**-0.5 for _ in range(4)]
+    arrays = [_f32(s, d), _f32(d), _f32(d), *scale, _f32(d), _f32(d), _f32(d, hidden) * d**-0.5,
+              _f32(hidden, d) * hidden**-0.5]  # fmt: skip
+    return f"transformer block {s}x{d}, mlp {hidden}", flops, arrays, cinn, math
+
+
+def convnet_step(n=8, c0=3, c=16, hw=32, classes=10, lr=0.01):
+    """A training step of conv(3 -> 16) relu conv(16 -> 16) relu, global average pooling, dense, softmax
+    cross-entropy against one-hot targets: the forward pass, the backward pass and the SGD update of the three
+    weights (the updated weights are the outputs)."""
+    area = hw * hw
+
+    def cinn(b, x, w1, w2, wd, target):
+        zero = b.const_scalar(0.0, "zero")
+        h1 = b.conv(x, w1, paddings=(1, 1))
+        a1 = b.max(h1, zero)
+        h2 = b.conv(a1, w2, paddings=(1, 1))
+        a2 = b.max(h2, zero)
+        pooled = b.mul(b.reduce(a2, "sum", [2, 3]), b.const_scalar(1.0 / area, "inv_area"))
+        logits = b.dot(pooled, wd)
+        e = b.exp(b.sub(logits, b.reduce(logits, "max", [-1], True)))
+        prob = b.div(e, b.reduce(e, "sum", [-1], True))
+        dlogits = b.mul(b.sub(prob, target), b.const_scalar(1.0 / n, "inv_n"))
+        dwd = b.dot(b.transpose(pooled, [1, 0]), dlogits)
+        dpooled = b.mul(b.dot(dlogits, b.transpose(wd, [1, 0])), b.const_scalar(1.0 / area, "inv_area2"))
+        da2 = b.broadcast_to(dpooled, [n, c, hw, hw], [0, 1])
+        dh2 = b.select(b.compare(h2, zero, "gt"), da2, b.broadcast_to(zero, [n, c, hw, hw], []))
+        dw2 = b.conv(a1, dh2, paddings=(1, 1), conv_type="backward_filter", output_shape=[c, c, 3, 3])
+        da1 = b.conv(w2, dh2, paddings=(1, 1), conv_type="backward_data", output_shape=[n, c, hw, hw])
+        dh1 = b.select(b.compare(h1, zero, "gt"), da1, b.broadcast_to(zero, [n, c, hw, hw], []))
+        dw1 = b.conv(x, dh1, paddings=(1, 1), conv_type="backward_filter", output_shape=[c, c0, 3, 3])
+        rate = b.const_scalar(lr, "lr")
+        return tuple(b.sub(w, b.mul(dw, rate)) for w, dw in ((w1, dw1), (w2, dw2), (wd, dwd)))
+
+    def math(t, x, w1, w2, wd, target):
+        h1 = t.conv(x, w1)
+        a1 = t.maximum(h1, 0 * h1)
+        h2 = t.conv(a1, w2)
+        a2 = t.maximum(h2, 0 * h2)
+        pooled = a2.sum((2, 3)) * (1.0 / area)
+        logits = pooled @ wd
+        e = t.exp(logits - (logits.max(-1, keepdims=True) if t.is_numpy else logits.amax(-1, keepdim=True)))
+        prob = e / (e.sum(-1, keepdims=True) if t.is_numpy else e.sum(-1, keepdim=True))
+        dlogits = (prob - target) * (1.0 / n)
+        da2 = ((dlogits @ wd.T) * (1.0 / area)).reshape(n, c, 1, 1) + 0 * h2
+        dh2 = t.where(h2 > 0, da2, 0 * h2)
+        da1, dw2 = t.conv_grads(a1, w2, dh2)
+        dh1 = t.where(h1 > 0, da1, 0 * h1)
+        _, dw1 = t.conv_grads(x, w1, dh1)
+        return w1 - dw1 * lr, w2 - dw2 * lr, wd - (pooled.T @ dlogits) * lr
+
+    conv1, conv2 = 2 * n * c * c0 * 9 * area, 2 * n * c * c * 9 * area
+    flops = 2 * conv1 + 3 * conv2 + 12 * n * c * area
+    target = np.eye(classes, dtype=np.float32)[RNG.integers(0, classes, n)]
+    arrays = [_f32(n, c0, hw, hw), _f32(c, c0, 3, 3) * 0.3, _f32(c, c, 3, 3) * 0.1, _f32(c, classes), target]
+    return f"conv net train step {n}x{c0}x{hw}x{hw}", flops, arrays, cinn, math
+
+
+PROGRAMS = {"mlp": mlp, "conv_block": conv_block, "softmax": softmax, "layer_norm": layer_norm, "chain": chain,
+            "transformer": transformer, "convnet_step": convnet_step}  # fmt: skip
+
+
+def _numpy_erf():
+    try:
+        from scipy.special import erf
+
+        return erf
+    except ImportError:  # scipy comes with scikit-learn (dev, bench); without it, one libm call an element
+        import math
+
+        return np.vectorize(math.erf, otypes=[np.float32])
+
+
 class _Numpy:
     is_numpy = True
-    exp, sqrt, maximum, where = np.exp, np.sqrt, np.maximum, np.where
+    exp, sqrt, maximum, where, erf = np.exp, np.sqrt, np.maximum, np.where, staticmethod(_numpy_erf())
 
     @staticmethod
     def conv(x, w):
@@ -163,17 +284,24 @@ class _Numpy:
         return dx, dw
 
 
-def _torch_shim(torch):
+def _torch_shim(torch, exportable: bool = False):
+    """The math's functions in torch; `exportable`: conv's gradients as conv_transpose2d and a conv of transposed
+    tensors (what torch.onnx.export maps to ONNX's ConvTranspose and Conv), the same math."""
+    conv2d = torch.nn.functional.conv2d
+
     class T:
         is_numpy = False
-        exp, sqrt, maximum, where = torch.exp, torch.sqrt, torch.maximum, torch.where
+        exp, sqrt, maximum, where, erf = torch.exp, torch.sqrt, torch.maximum, torch.where, torch.erf
 
         @staticmethod
         def conv(x, w):
-            return torch.nn.functional.conv2d(x, w, padding=1)
+            return conv2d(x, w, padding=1)
 
         @staticmethod
         def conv_grads(x, w, dy):
+            if exportable:
+                dx = torch.nn.functional.conv_transpose2d(dy, w, padding=1)
+                return dx, conv2d(x.transpose(0, 1), dy.transpose(0, 1), padding=1).transpose(0, 1)
             dx = torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1)
             dw = torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1)
             return dx, dw
@@ -181,17 +309,59 @@ def _torch_shim(torch):
     return T
 
 
-def main(repeat: int = 10, exact_float: bool = False) -> int:
+def _onnx_session(torch, ort, math, arrays: list[np.ndarray], threads: int):
+    """The math exported to ONNX (torch.onnx.export, opset 17) in an ONNX Runtime session of `threads`
+    intra-op threads, as a function of the arrays."""
+    import io
+    import warnings
+
+    shim = _torch_shim(torch, exportable=True)
+
+    class Program(torch.nn.Module):
+        def forward(self, *args):
+            return math(shim, *args)
+
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Program(), tuple(torch.from_numpy(a) for a in arrays), f, dynamo=False, opset_version=17)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    session = ort.InferenceSession(f.getvalue(), options, providers=["CPUExecutionProvider"])
+    feed = {i.name: a for i, a in zip(session.get_inputs(), arrays)}
+    return lambda: session.run(None, feed)
+
+
+def _close(got, want) -> bool:
+    ok = True
+    for g, w in zip(got, want, strict=True):
+        scale = float(np.max(np.abs(w))) or 1.0
+        ok &= bool(np.allclose(g, w, rtol=1e-3, atol=1e-3 * scale))
+    return ok
+
+
+def _optional(name: str, why: str):
     try:
-        import torch
+        return __import__(name)
     except ImportError:
-        torch = None
-        print("PyTorch is not installed (pip install -e '.[bench]'): its columns are left empty")
+        print(f"{name} is not installed ({why}): its column is left empty")
+        return None
+
+
+def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, only: str = "") -> int:
+    torch = ort = None
+    if not cvmc_only:
+        torch = _optional("torch", "pip install -e '.[bench]'")
+        ort = _optional("onnxruntime", "pip install -e '.[bench]'") if torch is not None else None
     rows, ok = [], True
-    for make in (mlp, conv_block, softmax, layer_norm, chain):
+    for key, make in PROGRAMS.items():
+        if only and key not in only.split(","):
+            continue
         name, flops, arrays, cinn, math = make()
         want = math(_Numpy, *arrays)
-        row = {"name": name, "flops": flops, "numpy": _timeit(lambda: math(_Numpy, *arrays), repeat)}
+        row = {"name": name, "flops": flops}
+        if not cvmc_only:
+            row["numpy"] = _timeit(lambda: math(_Numpy, *arrays), repeat)
         b = CinnBuilder("prog")
         vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
         outs = list(cinn(b, *vs))
@@ -199,22 +369,26 @@ def main(repeat: int = 10, exact_float: bool = False) -> int:
         for threads in (1, 2):
             fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float)
             row[f"cvmc{threads}"] = _timeit(lambda: fn(**feed), repeat)
-            got = fn(**feed)
-            for g, w in zip(got, want):
-                scale = float(np.max(np.abs(w))) or 1.0
-                ok &= bool(np.allclose(g, w, rtol=1e-3, atol=1e-3 * scale))
-            if torch is not None:
-                torch.set_num_threads(threads)
-                t_shim, targs = _torch_shim(torch), [torch.from_numpy(a) for a in arrays]
-                with torch.no_grad():
-                    row[f"eager{threads}"] = _timeit(lambda: math(t_shim, *targs), repeat)
-                    try:
-                        compiled = torch.compile(lambda *a: math(t_shim, *a))
-                        compiled(*targs)
-                        row[f"compile{threads}"] = _timeit(lambda: compiled(*targs), repeat)
-                    except Exception as e:  # no C++ compiler, an unsupported op...
-                        row[f"compile{threads}"] = None
-                        row["compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
+            ok &= _close(fn(**feed), want)
+            if torch is None:
+                continue
+            torch.set_num_threads(threads)
+            t_shim, targs = _torch_shim(torch), [torch.from_numpy(a) for a in arrays]
+            with torch.no_grad():
+                row[f"eager{threads}"] = _timeit(lambda: math(t_shim, *targs), repeat)
+                try:
+                    torch._dynamo.reset()  # a fresh compile per program and thread count (not a recompile limit)
+                    compiled = torch.compile(lambda *a: math(t_shim, *a))
+                    compiled(*targs)
+                    row[f"compile{threads}"] = _timeit(lambda: compiled(*targs), repeat)
+                except Exception as e:  # no C++ compiler, an unsupported op...
+                    row[f"compile{threads}"] = None
+                    row["compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
+                if ort is not None:
+                    run = _onnx_session(torch, ort, math, arrays, threads)
+                    row[f"ort{threads}"] = _timeit(run, repeat)
+                    if not _close(run(), want):
+                        row["ort_error"] = "ONNX Runtime's results differ from numpy's"
         rows.append(row)
 
     def ms(t):
@@ -223,16 +397,17 @@ def main(repeat: int = 10, exact_float: bool = False) -> int:
     def ratio(a, b):
         return f"{a / b:6.2f}x" if a and b else f"{'-':>7}"
 
-    print(f"\n{'cinn program':36} {'T':>2} {'cvmc':>10} {'GFLOP/s':>8} {'eager':>10} {'compile':>10} {'numpy':>10} "
-          f"{'eager/cvmc':>10} {'compile/cvmc':>12} {'numpy/cvmc':>10}")
+    print(f"\n{'cinn program':36} {'T':>2} {'cvmc':>10} {'GFLOP/s':>8} {'eager':>10} {'compile':>10} {'ORT':>10} "
+          f"{'numpy':>10} {'compile/cvmc':>12} {'ORT/cvmc':>8}")
     for r in rows:
         for t in (1, 2):
             c = r[f"cvmc{t}"]
             print(f"{r['name']:36} {t:>2} {ms(c)} {r['flops'] / c / 1e9:8.2f} {ms(r.get(f'eager{t}'))} "
-                  f"{ms(r.get(f'compile{t}'))} {ms(r['numpy'])} {ratio(r.get(f'eager{t}'), c):>10} "
-                  f"{ratio(r.get(f'compile{t}'), c):>12} {ratio(r['numpy'], c):>10}")
-        if "compile_error" in r:
-            print(f"  torch.compile failed: {r['compile_error']}")
+                  f"{ms(r.get(f'compile{t}'))} {ms(r.get(f'ort{t}'))} {ms(r.get('numpy'))} "
+                  f"{ratio(r.get(f'compile{t}'), c):>12} {ratio(r.get(f'ort{t}'), c):>8}")
+        for key in ("compile_error", "ort_error"):
+            if key in r:
+                print(f"  {key}: {r[key]}")
     print("ratios > 1: cvmc is faster; numpy runs with its own threading in both rows;",
           "results " + ("match numpy within 1e-3" if ok else "DIFFER from numpy"))
     return 0 if ok else 1
@@ -242,5 +417,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--exact-float", action="store_true", help="float reductions and exp in the sequential order")
+    ap.add_argument("--cvmc-only", action="store_true", help="time cvmc alone (no PyTorch, ONNX Runtime, numpy)")
+    ap.add_argument("--only", default="", help=f"programs to run, comma-separated, of {','.join(PROGRAMS)}")
     args = ap.parse_args()
-    raise SystemExit(main(args.repeat, args.exact_float))
+    raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only))

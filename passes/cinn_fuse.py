@@ -7,7 +7,7 @@ C reads each element of P once, so that computing P inside C costs nothing twice
 - P a reduce and C element-wise of P's shape (the epilogue: applied to each result before its store).
 Dot, conv, concat and the bn ops are never fused into a reader (dot and NCHW conv keep their row-wise kernels,
 which accumulate in the output buffer). Views
-(`cinn-mark-views`) need no group: every kernel reads through them. Every op that is no view gets
+and recomputed ops (`cinn-mark-views`) need no group: every kernel reads through them. Every op that is no view gets
 
     cinn.group = N : i64
 
@@ -36,7 +36,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from cvmc.dialects import cinn
-from cvmc.passes.convert_cinn_to_loops import GROUP, VIEW, cinn_functions, is_elementwise
+from cvmc.passes.convert_cinn_to_loops import GROUP, RECOMPUTE, VIEW, cinn_functions, is_elementwise
 
 
 def _shape(op: Operation) -> tuple[int, ...]:
@@ -48,7 +48,9 @@ def _shape(op: Operation) -> tuple[int, ...]:
 def fuses_into(producer: Operation, consumer: Operation) -> bool:
     """Whether `consumer` computes `producer` inside its own loop (the rules of the module docstring; the
     single reader is checked by the caller)."""
-    if VIEW in producer.attributes or VIEW in consumer.attributes or len(producer.results) != 1:
+    if any(mark in o.attributes for mark in (VIEW, RECOMPUTE) for o in (producer, consumer)):
+        return False
+    if len(producer.results) != 1:
         return False
     if is_elementwise(producer):
         if is_elementwise(consumer):
@@ -70,7 +72,7 @@ class CinnFusePass(ModulePass):
             root: dict[Operation, Operation] = {}  # op -> the op of its group that is stored
             for o in reversed(ops):
                 o.attributes.pop(GROUP, None)
-                if VIEW in o.attributes:
+                if VIEW in o.attributes or RECOMPUTE in o.attributes:
                     continue
                 root.setdefault(o, o)
                 result = o.results[0] if len(o.results) == 1 else None

@@ -10,6 +10,16 @@ through the index map instead (a chain of views composes). A returned value is s
 does a transpose that a dot reads (the dot's inner loop runs along rows of its operands: through a transposed view
 it would stride across memory, and copying the operand once costs less).
 
+A cheap element-wise op (add, sub, mul, max, min, negative) of several readers, each of them element-wise or a
+reduce (which read each element once), whose operands are function arguments, views, constants or smaller
+tensors (a statistic broadcast along a row, which stays in cache) is marked
+
+    cinn.recompute
+
+and computed again inside each reader (one operation an element) instead of being stored and loaded: layer
+norm's x - mean, read by the variance's reduce and by the output, costs no pass over memory. The values are
+the same bits.
+
     %r = cinn.reshape %x {shape = array<i64: 0, 1, -1>} : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
     %y = cinn.exp %r : (tensor<4x1x8xf32>) -> tensor<4x1x8xf32>
     func.return %y : tensor<4x1x8xf32>
@@ -22,14 +32,35 @@ becomes
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from cvmc.dialects import cinn
-from cvmc.passes.convert_cinn_to_loops import VIEW, VIEW_OPS, cinn_functions
+from cvmc.passes.convert_cinn_to_loops import RECOMPUTE, VIEW, VIEW_OPS, cinn_functions, is_elementwise
+
+CHEAP = (cinn.AddOp, cinn.SubOp, cinn.MulOp, cinn.MaxOp, cinn.MinOp, cinn.NegativeOp)
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    assert isinstance(v.type, TensorType)
+    return v.type.get_shape()
+
+
+def _recomputes(op: Operation, returned: set[SSAValue]) -> bool:
+    """Whether `op` is recomputed in its readers (the module docstring's rule)."""
+    if not isinstance(op, CHEAP) or op.results[0] in returned:
+        return False
+    readers = {use.operation for use in op.results[0].uses}
+    if len(readers) < 2 or not all(is_elementwise(r) or isinstance(r, cinn.ReduceOp) for r in readers):
+        return False
+    size = math.prod(_shape(op.results[0]))
+    return all(not isinstance(owner := v.owner, Operation) or VIEW in owner.attributes
+               or isinstance(owner, cinn.ConstScalarOp) or math.prod(_shape(v)) < size for v in op.operands)
 
 
 @dataclass(frozen=True)
@@ -42,6 +73,10 @@ class CinnMarkViewsPass(ModulePass):
         for ops, returned in cinn_functions(op):
             for o in ops:
                 o.attributes.pop(VIEW, None)
+                o.attributes.pop(RECOMPUTE, None)
+                if _recomputes(o, returned):
+                    o.attributes[RECOMPUTE] = UnitAttr()
+                    continue
                 read_by_dot = any(isinstance(use.operation, cinn.DotOp) for use in o.results[0].uses)
                 if isinstance(o, cinn.TransposeOp) and read_by_dot:
                     continue

@@ -9,8 +9,9 @@ view is computed inside the kernel that reads it, at the index read, and its val
 
 The kernels follow the loop level (scf, memref, arith, math); element-wise work and every output element of a
 reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for` with `iter_args`; a 2-D dot
-parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output.
-Running the kernels in op order on buffers of the SSA values computes @net (see
+parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output
+(`exact_float`; the default float order lowers float convs, NCHW and NHWC, to the padded-row micro-kernels of
+`cvmc.passes.loops.cinn_conv`). Running the kernels in op order on buffers of the SSA values computes @net (see
 `cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
 The arithmetic is that of `cvmc.runtime.cinn_reference`, written with the loop level's ops.
 
@@ -33,20 +34,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
-    Float32Type,
-    Float64Type,
-    FloatAttr,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
-    UnregisteredOp,
-    i1,
-    i8,
-    i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -54,13 +47,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder
+from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
+from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
 Value = SSAValue
-
-
-def storage_type(element: Attribute) -> Attribute:
-    """The memref element type of a cinn element type: ui8 is stored as i8."""
-    return i8 if element == cinn.ui8 else element
 
 
 def memref_type(t: Attribute) -> MemRefType:
@@ -84,256 +74,6 @@ def cinn_functions(module: ModuleOp) -> Iterator[tuple[list[Operation], set[SSAV
             continue
         ret = function.body.block.last_op
         yield cinn_ops(function), set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Scalar arithmetic on one element type
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Scalar:
-    """Emits the scalar ops of one cinn element type into a kernel."""
-
-    k: KernelBuilder
-    element: Attribute
-    exact_float: bool = True
-
-    @property
-    def is_float(self) -> bool:
-        return cinn.is_float(self.element)
-
-    @property
-    def unsigned(self) -> bool:
-        return cinn.is_unsigned(self.element)
-
-    @property
-    def type(self) -> Attribute:
-        return storage_type(self.element)
-
-    def emit(self, op: Operation) -> Value:
-        return self.k.insert(op).results[0]
-
-    def generic(self, name: str, operands: Sequence[Value], result: Attribute) -> Value:
-        """An op xDSL 0.74 lacks (math.isnan, arith.remf), in generic form."""
-        return self.emit(UnregisteredOp.with_name(name).create(operands=list(operands), result_types=[result]))
-
-    def const(self, value: float) -> Value:
-        t = self.type
-        if isinstance(t, Float32Type | Float64Type):
-            return self.emit(arith.ConstantOp(FloatAttr(value, t)))
-        assert isinstance(t, IntegerType)
-        return self.k.const(int(value), t)
-
-    def lowest(self) -> Value:
-        if self.is_float:
-            return self.const(-pymath.inf)
-        return self.const(0 if self.unsigned else -(1 << (cinn.bit_width(self.element) - 1)))
-
-    def highest(self) -> Value:
-        if self.is_float:
-            return self.const(pymath.inf)
-        bits = cinn.bit_width(self.element)
-        return self.const((1 << bits) - 1 if self.unsigned else (1 << (bits - 1)) - 1)
-
-    def cmp(self, kind: str, a: Value, b: Value) -> Value:
-        """kind in eq, ne, ge, gt, le, lt; ordered on floats except ne (true with NaN), unsigned on ui8 and i1."""
-        if self.is_float:
-            return self.emit(arith.CmpfOp(a, b, "une" if kind == "ne" else "o" + kind))
-        if kind in ("eq", "ne"):
-            return self.emit(arith.CmpiOp(a, b, kind))
-        return self.emit(arith.CmpiOp(a, b, ("u" if self.unsigned else "s") + kind))
-
-    def truth(self, x: Value) -> Value:
-        """x != 0, as i1."""
-        return self.cmp("ne", x, self.const(0))
-
-    def pick(self, float_op: Callable, signed_op: Callable, unsigned_op: Callable, *args: Value) -> Value:
-        op = float_op if self.is_float else unsigned_op if self.unsigned else signed_op
-        return self.emit(op(*args))
-
-    def add(self, a: Value, b: Value) -> Value:
-        return self.emit(arith.AddfOp(a, b) if self.is_float else arith.AddiOp(a, b))
-
-    def mul(self, a: Value, b: Value) -> Value:
-        return self.emit(arith.MulfOp(a, b) if self.is_float else arith.MuliOp(a, b))
-
-    def max(self, a: Value, b: Value) -> Value:
-        return self.pick(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp, a, b)
-
-    def min(self, a: Value, b: Value) -> Value:
-        return self.pick(arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp, a, b)
-
-    def rem(self, a: Value, b: Value) -> Value:
-        """C remainder (sign of a); integer x % 0 = 0 by the loop level."""
-        if self.is_float:
-            return self.generic("arith.remf", [a, b], self.type)
-        return self.emit(arith.RemUIOp(a, b) if self.unsigned else arith.RemSIOp(a, b))
-
-    def float_divmod(self, a: Value, b: Value) -> tuple[Value, Value]:
-        """Python's divmod on floats, numpy's floor_divide and remainder step by step: r = fmod(a, b), q = (a -
-        r) / b, moved by one where r and b differ in sign (r += b), r = +-0 with b's sign where zero, q snapped
-        to the nearest integer (+-0 with the sign of a / b where zero); q = a / b and r = fmod(a, b) for b = 0."""
-        zero, one, half = self.const(0), self.const(1), self.const(0.5)
-        neg_zero = self.const(-0.0)
-        mod = self.rem(a, b)
-        quotient = self.emit(arith.DivfOp(a, b))
-        div = self.emit(arith.DivfOp(self.emit(arith.SubfOp(a, mod)), b))
-        b_neg = self.cmp("lt", b, zero)
-        other_sign = self.emit(arith.XOrIOp(b_neg, self.cmp("lt", mod, zero)))
-        adjust = self.emit(arith.AndIOp(self.cmp("ne", mod, zero), other_sign))
-        div = self.emit(arith.SelectOp(adjust, self.emit(arith.SubfOp(div, one)), div))
-        signed_zero = self.emit(arith.SelectOp(b_neg, neg_zero, zero))
-        mod_adjusted = self.emit(arith.SelectOp(adjust, self.add(mod, b), mod))
-        mod = self.emit(arith.SelectOp(self.cmp("eq", mod, zero), signed_zero, mod_adjusted))
-        floor = self.emit(math.FloorOp(div))
-        up = self.cmp("gt", self.emit(arith.SubfOp(div, floor)), half)
-        snapped = self.emit(arith.SelectOp(up, self.add(floor, one), floor))
-        q_zero = self.emit(math.CopySignOp(zero, quotient))
-        q = self.emit(arith.SelectOp(self.cmp("eq", div, zero), q_zero, snapped))
-        b_zero = self.cmp("eq", b, zero)
-        return self.emit(arith.SelectOp(b_zero, quotient, q)), self.emit(arith.SelectOp(b_zero, self.rem(a, b), mod))
-
-    def floor_div(self, a: Value, b: Value) -> Value:
-        if self.is_float:
-            return self.float_divmod(a, b)[0]
-        return self.pick(arith.DivfOp, arith.FloorDivSIOp, arith.DivUIOp, a, b)
-
-    def floor_mod(self, a: Value, b: Value) -> Value:
-        """a - b * floor_div(a, b): the C remainder, plus b where it is non-zero and of the other sign than b."""
-        if self.is_float:
-            return self.float_divmod(a, b)[1]
-        r = self.rem(a, b)
-        if self.unsigned:
-            return r
-        zero = self.const(0)
-        other_sign = self.emit(arith.XOrIOp(self.cmp("lt", r, zero), self.cmp("lt", b, zero)))
-        adjust = self.emit(arith.AndIOp(self.cmp("ne", r, zero), other_sign))
-        return self.emit(arith.SelectOp(adjust, self.add(r, b), r))
-
-    def power(self, a: Value, b: Value) -> Value:
-        if self.is_float:
-            return self.emit(math.PowFOp(a, b))
-        if not self.unsigned:
-            return self.emit(math.IPowIOp(a, b))
-        # ui8: ipowi reads its exponent as signed, so compute in i32 (the low 8 bits are the same) and truncate
-        wide = [self.k.extui(v, i32) for v in (a, b)]
-        narrow = self.type
-        assert isinstance(narrow, IntegerType)
-        return self.k.trunci(self.emit(math.IPowIOp(*wide)), narrow)
-
-    def sign(self, x: Value) -> Value:
-        zero, one = self.const(0), self.const(1)
-        positive = self.emit(arith.SelectOp(self.cmp("gt", x, zero), one, zero if not self.is_float else x))
-        if self.unsigned:
-            return positive
-        return self.emit(arith.SelectOp(self.cmp("lt", x, zero), self.const(-1), positive))
-
-
-FLOAT_UNARY: dict[type[Operation], Callable[[Value], Operation]] = {
-    cinn.AcosOp: math.AcosOp,
-    cinn.AcoshOp: math.AcoshOp,
-    cinn.AsinOp: math.AsinOp,
-    cinn.AsinhOp: math.AsinhOp,
-    cinn.AtanOp: math.AtanOp,
-    cinn.AtanhOp: math.AtanhOp,
-    cinn.CeilOp: math.CeilOp,
-    cinn.CosOp: math.CosOp,
-    cinn.CoshOp: math.CoshOp,
-    cinn.ErfOp: math.ErfOp,
-    cinn.ExpOp: math.ExpOp,
-    cinn.FloorOp: math.FloorOp,
-    cinn.LogOp: math.LogOp,
-    cinn.Log10Op: math.Log10Op,
-    cinn.Log2Op: math.Log2Op,
-    cinn.RoundOp: math.RoundOp,  # half away from zero
-    cinn.RsqrtOp: math.RsqrtOp,
-    cinn.SinOp: math.SinOp,
-    cinn.SinhOp: math.SinhOp,
-    cinn.SqrtOp: math.SqrtOp,
-    cinn.TanOp: math.TanOp,
-    cinn.TanhOp: math.TanhOp,
-    cinn.TruncOp: math.TruncOp,
-}
-PREDICATES = {cinn.IsFiniteOp: "math.isfinite", cinn.IsInfOp: "math.isinf", cinn.IsNanOp: "math.isnan"}
-
-
-def unary(s: Scalar, op: Operation, x: Value) -> Value:
-    """The scalar of a unary primitive."""
-    kind = type(op)
-    if kind is cinn.ExpOp and isinstance(s.type, Float32Type) and not s.exact_float:
-        return exp_f32(s, x)
-    if kind in FLOAT_UNARY:
-        return s.emit(FLOAT_UNARY[kind](x))
-    if kind in PREDICATES:
-        return s.generic(PREDICATES[kind], [x], i1)
-    match op:
-        case cinn.AbsOp():
-            return x if s.unsigned else s.emit(math.AbsFOp(x) if s.is_float else math.AbsIOp(x))
-        case cinn.NegativeOp():
-            return s.emit(arith.NegfOp(x)) if s.is_float else s.emit(arith.SubiOp(s.const(0), x))
-        case cinn.SignOp():
-            return s.sign(x)
-        case cinn.IdentityOp():
-            return x
-        case cinn.BitwiseNotOp():
-            return s.emit(arith.XOrIOp(x, s.const(-1)))
-        case cinn.LogicalNotOp():
-            return s.cmp("eq", x, s.const(0))
-        case _:
-            raise NotImplementedError(op.name)
-
-
-SHIFTER = 12582912.0  # 1.5 * 2^23, bits 0x4B400000
-EXP_ULPS = 2  # exp_f32 against the correctly rounded exp, over all of f32 (tests/runtime/test_cinn_cpu.py)
-
-
-def exp_f32(s: Scalar, x: Value) -> Value:
-    """exp of an f32 in loop-level arithmetic (no libm call, so it vectorizes), within EXP_ULPS of the correctly
-    rounded result: x clamped to [-104, 89] (NaN stays NaN), n = roundeven(x * (1 / ln 2)), r = x - n ln 2 (Cody-Waite,
-    two fmas), e^r by its Taylor polynomial of degree 7 (|r| <= ln 2 / 2: truncation under 0.1 ulp), times 2^n
-    as two normal powers of two 2^(n >> 1) and 2^(n - (n >> 1)), so results in the subnormal range round once
-    more (within EXP_ULPS of the subnormal spacing), and overflow gives inf, underflow 0."""
-    emit, c = s.emit, s.const
-    for bound, kind in ((89.0, "ogt"), (-104.0, "olt")):  # ordered compares: NaN passes
-        x = emit(arith.SelectOp(emit(arith.CmpfOp(x, c(bound), kind)), c(bound), x))
-    # n = roundeven(x / ln 2) by adding 1.5 * 2^23, whose bits then hold n (x86 has no vector fptosi.sat)
-    shifted = emit(arith.AddfOp(emit(arith.MulfOp(x, c(1.4426950408889634))), c(SHIFTER)))
-    n = emit(arith.SubfOp(shifted, c(SHIFTER)))
-    r = emit(math.FmaOp(n, c(-0.693359375), x))
-    r = emit(math.FmaOp(n, c(2.12194440e-4), r))
-    p = c(1.0 / 5040)
-    for coefficient in (1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0):
-        p = emit(math.FmaOp(p, r, c(coefficient)))
-    whole = emit(arith.SubiOp(emit(arith.BitcastOp(shifted, i32)), s.k.const(0x4B400000, i32)))
-    half = emit(arith.ShRSIOp(whole, s.k.const(1, i32)))
-    for power in (half, emit(arith.SubiOp(whole, half))):
-        biased = emit(arith.AddiOp(power, s.k.const(127, i32)))
-        scale = emit(arith.BitcastOp(emit(arith.ShLIOp(biased, s.k.const(23, i32))), s.type))
-        p = emit(arith.MulfOp(p, scale))
-    return p
-
-
-BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
-    cinn.AddOp: Scalar.add,
-    cinn.SubOp: lambda s, a, b: s.emit(arith.SubfOp(a, b) if s.is_float else arith.SubiOp(a, b)),
-    cinn.MulOp: Scalar.mul,
-    cinn.DivOp: lambda s, a, b: s.pick(arith.DivfOp, arith.DivSIOp, arith.DivUIOp, a, b),
-    cinn.ModOp: Scalar.rem,
-    cinn.FloorDivOp: Scalar.floor_div,
-    cinn.FloorModOp: Scalar.floor_mod,
-    cinn.MaxOp: Scalar.max,
-    cinn.MinOp: Scalar.min,
-    cinn.PowerOp: Scalar.power,
-    cinn.BitwiseAndOp: lambda s, a, b: s.emit(arith.AndIOp(a, b)),
-    cinn.BitwiseOrOp: lambda s, a, b: s.emit(arith.OrIOp(a, b)),
-    cinn.BitwiseXorOp: lambda s, a, b: s.emit(arith.XOrIOp(a, b)),
-    cinn.LeftShiftOp: lambda s, a, b: s.emit(arith.ShLIOp(a, b)),
-    cinn.RightShiftOp: lambda s, a, b: s.emit(arith.ShRUIOp(a, b) if s.unsigned else arith.ShRSIOp(a, b)),
-    cinn.LogicalAndOp: lambda s, a, b: s.emit(arith.AndIOp(s.truth(a), s.truth(b))),
-    cinn.LogicalOrOp: lambda s, a, b: s.emit(arith.OrIOp(s.truth(a), s.truth(b))),
-    cinn.LogicalXorOp: lambda s, a, b: s.emit(arith.XOrIOp(s.truth(a), s.truth(b))),
-}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -411,6 +151,8 @@ GROUP = "cinn.group"
 VIEW = "cinn.view"
 # Ops that only move elements: as a view, a consumer reads the op's input through the op's index map.
 VIEW_OPS = (cinn.BroadcastToOp, cinn.IdentityOp, cinn.ReshapeOp, cinn.ReverseOp, cinn.SliceOp, cinn.TransposeOp)
+# An element-wise op computed again inside every kernel that reads it (cinn-mark-views' choice): as a view.
+RECOMPUTE = "cinn.recompute"
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -462,6 +204,13 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
                 raise _fail(op, i, f"expected no '{VIEW}' on a returned value (it must be stored)")
             inlined.add(op)
             continue
+        if RECOMPUTE in op.attributes:
+            if not is_elementwise(op):
+                raise _fail(op, i, f"expected '{RECOMPUTE}' only on element-wise ops")
+            if op.results[0] in returned:
+                raise _fail(op, i, f"expected no '{RECOMPUTE}' on a returned value (it must be stored)")
+            inlined.add(op)
+            continue
         group = op.attributes.get(GROUP)
         if not isinstance(group, IntegerAttr) or last_of_group[group.value.data] is op:
             continue
@@ -511,7 +260,8 @@ REDUCE_LANES = 8
 # The order is fixed (the same run to run, across thread counts and hosts) and the lanes vectorize. A sum of n
 # terms differs from the exact sum by at most (n / FLOAT_SPLIT + log2 FLOAT_SPLIT + 1) * eps * sum |x_i| (the
 # sequential order: n * eps * sum |x_i|), so from the sequential sum by at most the sum of the two.
-# `exact_float` keeps the sequential order (the bits of the element-wise form).
+# `exact_float` keeps the sequential order (the bits of the element-wise form), libm's exp, log, tanh and erf (the
+# default: `cinn_scalar.VECTOR_MATH` on f32) and the row and element-wise forms of conv (the default: `cinn_conv`).
 FLOAT_SPLIT = 16
 
 
@@ -901,16 +651,9 @@ class KernelEmitter:
         if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
             return False
         k, out = self.k, self.outputs[0]
-        lhs, rhs = op.operands
         s = Scalar(k, self.scalar_type(op))
         cg, og = g.c // g.groups, g.o // g.groups
-        forward = kind == cinn.ConvType.FORWARD
-        # forward: out = y [n, o, oh, ow] from x (lhs) and w (rhs); backward_data: out = dx [n, c, h, w] from
-        # dy (rhs) and w (lhs), a forward correlation with the taps mirrored
-        channels, rows_out, cols_out = (g.o, g.oh, g.ow) if forward else (g.c, g.h, g.w)
-        source, filt = (lhs, rhs) if forward else (rhs, lhs)
-        src_rows, src_cols = (g.h, g.w) if forward else (g.oh, g.ow)
-        inner = cg if forward else og
+        forward, channels, rows_out, cols_out, source, filt, src_rows, src_cols, inner = conv_roles(op)
 
         def column_range(q: int) -> tuple[int, int, int, int]:
             """(first, last + 1, stride, offset): output columns j where src column j * stride + offset is inside."""
@@ -992,7 +735,7 @@ class KernelEmitter:
                 self._bn(op)
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
-            case cinn.ConvOp() if self._conv_rows(op):
+            case cinn.ConvOp() if (not self.exact_float and conv_padded(self, op)) or self._conv_rows(op):
                 pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from cvmc import CinnBuilder
-from cvmc.passes.convert_cinn_to_loops import EXP_ULPS, FLOAT_SPLIT
+from cvmc.passes.convert_cinn_to_loops import FLOAT_SPLIT
+from cvmc.passes.loops.cinn_conv import MAX_SLOT
+from cvmc.passes.loops.cinn_scalar import ERF_SMALL, ERF_ULPS, EXP_ULPS, LOG_ULPS, TANH_SMALL, TANH_ULPS
 
 pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
 
@@ -125,12 +127,63 @@ def test_exp_f32_within_the_stated_ulps_over_the_whole_range():
     assert got[np.isposinf(x)].tolist() == [np.inf] and got[np.isneginf(x)].tolist() == [0.0]
 
 
-def test_exact_float_exp_is_libm_expf():
+def _f32_neighbours(*values: float) -> list[float]:
+    """Each value and the f32 values one ulp either side."""
+    a = np.array(values, np.float32)
+    with np.errstate(over="ignore"):
+        return [*a, *np.nextafter(a, np.float32(np.inf)), *np.nextafter(a, np.float32(-np.inf))]
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+
+    return erf(x)
+
+
+@pytest.mark.parametrize(
+    ("name", "exact", "ulps", "edges"),
+    [
+        ("log", np.log, LOG_ULPS, _f32_neighbours(1.0, 2.0, 0.5, 1.17549435e-38, 1e-45, 3.4028235e38, 0.70710677,
+                                                  1.4142135)),
+        ("tanh", np.tanh, TANH_ULPS, _f32_neighbours(TANH_SMALL, 9.01, 44.5, 1e-45, 1.17549435e-38)),
+        ("erf", _erf, ERF_ULPS, _f32_neighbours(ERF_SMALL, 3.832, 4.0, 1e-45, 1.17549435e-38)),
+    ],
+)
+def test_vector_math_within_the_stated_ulps_over_the_whole_range(name, exact, ulps, edges):
+    """Every 4093rd f32 bit pattern (both signs, subnormals, inf, NaN payloads), the edges of each method and
+    its neighbours, and dense grids over [-5, 5] and the subnormals, against the f64 function rounded to f32;
+    NaN exactly where libm gives NaN, and the signed zeros and infinities of libm."""
+    if name == "erf":
+        pytest.importorskip("scipy")
+    x = np.arange(0, 1 << 32, 4093, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1e-45]
+    edges = np.array([*edges, *specials], np.float32)
+    subnormals = np.arange(1, 1 << 23, 509, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([x, edges, -edges, np.linspace(-5, 5, 1 << 18, dtype=np.float32), subnormals, -subnormals])
+    got = run(lambda b, v: getattr(b, name)(v), x)
+    with np.errstate(all="ignore"):
+        want = exact(x.astype(np.float64)).astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    assert np.abs(_ordered(got[~nan]) - _ordered(want[~nan])).max() <= ulps
+    zeros = np.array([0.0, -0.0, np.inf, -np.inf], np.float32)
+    with np.errstate(all="ignore"):
+        want_special = exact(zeros.astype(np.float64)).astype(np.float32)
+    got_special = run(lambda b, v: getattr(b, name)(v), zeros)
+    np.testing.assert_array_equal(got_special, want_special)
+    signed = ~np.isnan(want_special)  # the sign of a NaN is no part of the result
+    np.testing.assert_array_equal(np.signbit(got_special[signed]), np.signbit(want_special[signed]))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "erf"])
+def test_exact_float_math_is_libm(name):
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
-    x = np.concatenate([RNG.uniform(-100, 90, 2000), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40]]).astype(np.float32)
-    want = np.array([libm.expf(float(v)) for v in x], np.float32)
-    np.testing.assert_array_equal(run(lambda b, v: b.exp(v), x, exact_float=True), want)
+    fn = getattr(libm, name + "f")
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = np.concatenate([RNG.uniform(-100, 90, 2000), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 0.5, 3.9]])
+    x = x.astype(np.float32)
+    want = np.array([fn(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(run(lambda b, v: getattr(b, name)(v), x, exact_float=True), want)
 
 
 def test_softmax_and_layer_norm_split_against_exact():
@@ -159,32 +212,108 @@ def test_a_sum_over_outer_axes_only_stays_in_order():
     np.testing.assert_array_equal(got, sequential(np.ascontiguousarray(x.T), "sum"))
 
 
+def _conv(kind, layout, a, b, args, shape=None, exact_float=False):
+    nb = CinnBuilder("k")
+    u, v = nb.create_input("float32", a.shape, "u"), nb.create_input("float32", b.shape, "v")
+    extra = [shape] if shape is not None else []
+    y = nb.conv(u, v, *args, kind, layout, "EXPLICIT", *extra)
+    return nb.compile([y], device="cpu", exact_float=exact_float)(u=a, v=b)[0]
+
+
+def _nhwc(a):
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+def filter_lanes(x, dy, stride, pad, groups):
+    """backward_filter in the documented order of cinn_conv: lane j sums dy * x_padded over (n, i) ascending (f32,
+    one rounding per step), then dw sums the lanes j ascending."""
+    n, c, h, w = x.shape
+    o, oh, ow = dy.shape[1], dy.shape[2], dy.shape[3]
+    cg, og = c // groups, o // groups
+    t = x.dtype.type
+    xp = np.zeros((n, c, h + 2 * pad + stride * oh, w + 2 * pad + stride * ow), t)
+    xp[:, :, pad : pad + h, pad : pad + w] = x
+    dw = np.zeros((o, cg, 3, 3), t)
+    for oo in range(o):
+        for cc in range(cg):
+            ch = oo // og * cg + cc
+            for p in range(3):
+                for q in range(3):
+                    lanes = np.zeros(ow, t)
+                    for nn in range(n):
+                        for i in range(oh):
+                            lanes = lanes + dy[nn, oo, i] * xp[nn, ch, i * stride + p, q : q + stride * ow : stride]
+                    total = t(0)
+                    for v in lanes:
+                        total = t(total + v)
+                    dw[oo, cc, p, q] = total
+    return dw
+
+
+@pytest.mark.parametrize("exact_float", [True, False])
 @pytest.mark.parametrize(("c", "o", "groups", "stride"), [(16, 16, 1, 1), (6, 8, 2, 1), (3, 6, 1, 2), (8, 12, 1, 1)])
-def test_blocked_nchw_conv_is_bit_equal_to_the_element_wise_form(c, o, groups, stride):
-    """NCHW conv forward / backward_data compute blocks of output channels, backward_filter blocks of input
-    channels, each element summing the same products in the same order: bit-equal to NHWC, which lowers through
-    the element-wise form."""
+def test_blocked_nchw_conv_orders(c, o, groups, stride, exact_float):
+    """NCHW conv forward / backward_data compute blocks of output channels, each element summing the same products
+    in the same order as the element-wise form (NHWC's with exact_float), so the same bits on finite non-zero data,
+    in both float orders (the default adds the padded taps' zero products, the exact order skips them);
+    backward_filter is bit-equal in the exact order and in the default one follows the documented lane order; in
+    the default order NHWC runs the loops of NCHW (the same bits)."""
     x = RNG.standard_normal((2, c, 7, 9)).astype(np.float32)
     w = RNG.standard_normal((o, c // groups, 3, 3)).astype(np.float32)
     args = ((stride, stride), (1, 1), (1, 1), groups)
 
     def conv(kind, layout, a, b, shape=None):
-        nb = CinnBuilder("k")
-        u, v = nb.create_input("float32", a.shape, "u"), nb.create_input("float32", b.shape, "v")
-        extra = [shape] if shape is not None else []
-        return nb.compile([nb.conv(u, v, *args, kind, layout, "EXPLICIT", *extra)], device="cpu")(u=a, v=b)[0]
-
-    def nhwc(a):
-        return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+        return _conv(kind, layout, a, b, args, shape, exact_float)
 
     y = conv("forward", "NCHW", x, w)
-    np.testing.assert_array_equal(nhwc(y), conv("forward", "NHWC", nhwc(x), w))
+    np.testing.assert_array_equal(_nhwc(y), conv("forward", "NHWC", _nhwc(x), w))
     dy = RNG.standard_normal(y.shape).astype(np.float32)
     if stride == 1:  # the blocked form of backward_data is the stride-1 one
         dx = conv("backward_data", "NCHW", w, dy, list(x.shape))
-        np.testing.assert_array_equal(nhwc(dx), conv("backward_data", "NHWC", w, nhwc(dy), list(nhwc(x).shape)))
+        np.testing.assert_array_equal(_nhwc(dx), conv("backward_data", "NHWC", w, _nhwc(dy), list(_nhwc(x).shape)))
     dw = conv("backward_filter", "NCHW", x, dy, list(w.shape))
-    np.testing.assert_array_equal(dw, conv("backward_filter", "NHWC", nhwc(x), nhwc(dy), list(w.shape)))
+    np.testing.assert_array_equal(dw, conv("backward_filter", "NHWC", _nhwc(x), _nhwc(dy), list(w.shape)))
+    if not exact_float:
+        np.testing.assert_array_equal(dw, filter_lanes(x, dy, stride, 1, groups))
+        # within the stated bound of the exact sum: (n * oh + ow) * eps * sum |products|
+        n, oh, ow = dy.shape[0], dy.shape[2], dy.shape[3]
+        magnitude = filter_lanes(np.abs(x), np.abs(dy), stride, 1, groups).astype(np.float64)
+        exact = filter_lanes(x.astype(np.float64), dy.astype(np.float64), stride, 1, groups)
+        assert np.all(np.abs(dw - exact) <= (n * oh + ow) * EPS * magnitude * 1.01)
+
+
+def test_padded_taps_add_zero_products_as_the_reference():
+    """The default NCHW forms add 0 * w for taps outside the input (as the reference's zero padding): an infinite
+    weight gives NaN at the border, as in the reference; the exact order skips those taps."""
+    x = np.ones((1, 1, 3, 3), np.float32)
+    w = np.zeros((1, 1, 3, 3), np.float32)
+    w[0, 0, 0, 0] = np.inf  # the top-left tap: outside the input for the first row and column
+    args = ((1, 1), (1, 1), (1, 1), 1)
+    fast, exact = _conv("forward", "NCHW", x, w, args), _conv("forward", "NCHW", x, w, args, exact_float=True)
+    b = CinnBuilder("k")
+    u, v = b.create_input("float32", x.shape, "u"), b.create_input("float32", w.shape, "v")
+    ref = b.compile([b.conv(u, v, *args, "forward", "NCHW", "EXPLICIT")], device="reference")(u=x, v=w)[0]
+    np.testing.assert_array_equal(fast, ref)
+    assert np.isnan(fast[0, 0, 0, 0]) and np.isinf(fast[0, 0, 1, 1]) and exact[0, 0, 0, 0] == 0.0
+
+
+@pytest.mark.parametrize(("width", "padded"), [(MAX_SLOT // 2, True), (MAX_SLOT // 2 + 1, False)])
+def test_padded_conv_up_to_the_stack_slot_bound(width, padded):
+    """A 1 x 1 forward conv of one channel holds 2 * width floats in stack slots: the padded form up to MAX_SLOT,
+    the row form one past it; both compute the same."""
+    from xdsl.dialects import memref
+
+    from cvmc.passes.convert_cinn_to_loops import lower_op
+
+    x = RNG.standard_normal((1, 1, 1, width)).astype(np.float32)
+    w = np.full((1, 1, 1, 1), 1.5, np.float32)
+    args = ((1, 1), (0, 0), (1, 1), 1)
+    b = CinnBuilder("k")
+    u, v = b.create_input("float32", x.shape, "u"), b.create_input("float32", w.shape, "v")
+    y = b.conv(u, v, *args, "forward", "NCHW", "EXPLICIT")
+    kernel = lower_op(y.owner, "k")
+    assert any(isinstance(op, memref.AllocaOp) for op in kernel.walk()) == padded
+    np.testing.assert_array_equal(_conv("forward", "NCHW", x, w, args), x * np.float32(1.5))
 
 
 def test_constant_kernels_run_once_and_return_copies():

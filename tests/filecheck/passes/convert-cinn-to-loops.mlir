@@ -73,49 +73,6 @@ func.func @net(%x: tensor<4x8xf32>, %u: tensor<8xui8>, %i: tensor<4x8xi32>) -> t
 // CHECK-NEXT:      %[[V:.*]] = memref.load %x[%[[J]], %[[I]]] : memref<4x8xf32>
 // CHECK-NEXT:      memref.store %[[V]], %{{.*}}[%[[I]], %[[J]]] : memref<8x4xf32>
 
-// An NCHW convolution runs by output rows: one (n, o) plane per parallel iteration, the row cleared, then per
-// input channel and filter row (guarded by scf.if) one multiply-add loop along the row per filter column, over
-// the columns where that tap lands inside the input (static bounds: q = 0 starts at column 1 with padding 1).
-func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32> {
-  %y = cinn.conv forward NCHW EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32>
-  func.return %y : tensor<1x3x5x5xf32>
-}
-
-// CHECK-LABEL: func.func @conv_0_conv(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x5x5xf32>) {
-// CHECK:         "scf.parallel"
-// CHECK:           scf.for
-// CHECK:             scf.for
-// CHECK:               memref.store %{{.*}}, %y
-// CHECK:             scf.for
-// CHECK:               scf.if %{{.*}} {
-// CHECK:                 memref.load %w
-// CHECK:                 scf.for %{{.*}} = %{{.*}} to %{{.*}} step
-// CHECK-NEXT:              arith.addi
-// CHECK-NEXT:              memref.load %x
-// CHECK-NEXT:              memref.load %y
-// CHECK-NEXT:              arith.mulf
-// CHECK-NEXT:              arith.addf
-// CHECK-NEXT:              memref.store %{{.*}}, %y
-
-// Other layouts: one output element per parallel iteration, the taps in scf.for, loads guarded by scf.if.
-func.func @conv_nhwc(%x: tensor<1x5x5x2xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32> {
-  %y = cinn.conv forward NHWC EXPLICIT %x, %w {strides = array<i64: 1, 1>, paddings = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, output_shape = array<i64>} : (tensor<1x5x5x2xf32>, tensor<3x2x3x3xf32>) -> tensor<1x5x5x3xf32>
-  func.return %y : tensor<1x5x5x3xf32>
-}
-
-// CHECK-LABEL: func.func @conv_nhwc_0_conv(%x: memref<1x5x5x2xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x5x5x3xf32>) {
-// CHECK:         "scf.parallel"
-// CHECK:           scf.for
-// CHECK:             scf.for
-// CHECK:               scf.for
-// CHECK:                 %{{.*}} = scf.if %{{.*}} -> (f32) {
-// CHECK:                   memref.load %x
-// CHECK:                   memref.load %w
-// CHECK:                   arith.mulf
-// CHECK:                   arith.addf
-// CHECK:                 } else {
-// CHECK:           memref.store %{{.*}}, %y
-
 // FloorDiv on floats is Python's divmod quotient: the exact remainder, (x - r) / y moved by one where r and y
 // differ in sign, snapped to an integer; x / y where y = 0.
 func.func @floor_div(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {

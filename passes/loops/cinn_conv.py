@@ -1,0 +1,205 @@
+"""The cinn path's fast float convolutions, NCHW and NHWC (the default float order; `exact_float` keeps the
+row forms and the element-wise form of `cvmc.passes.convert_cinn_to_loops`): im2col-free, register-blocked
+micro-kernels whose inner loops run along a row of the output at a constant trip count, so LLVM's vectorizer turns
+them into full-width vector multiply-adds. Both layouts run the same loops (only the copies into and out of the
+stack slots index differently), so they give the same bits.
+
+The input rows a tap reads are first copied into a zero-padded row buffer (a stack slot), so every tap runs over
+the whole output row: taps outside the input contribute x_padded * w = 0 * w, as in the reference
+(`cvmc.runtime.cinn_reference.conv`, which zero-pads), instead of being skipped. That changes only the sign of an
+all-zero sum (+0 + -0) and gives NaN where an out-of-range tap meets an infinite or NaN weight (as the
+reference does); the order of the non-zero products is:
+
+- forward and backward_data (stride 1): each output element sums its taps (c, p, q) in the element-wise form's
+  order, BLOCK output channels per iteration sharing each load of the source rows, the kh * kw taps of one input
+  channel added to an accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
+- backward_filter (blocks of input and output channels): dw[o, c, p, q] is the sum over the output column j
+  ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i)
+  ascending: ow lanes that vectorize. Its error against the exact sum is at most (n * oh + ow) * eps * sum
+  |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
+
+The order is fixed (the same on any thread count and host).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import MemRefType
+
+from cvmc.dialects import cinn
+from cvmc.passes.loops.builder import KernelBuilder, Value
+from cvmc.passes.loops.cinn_scalar import Scalar
+
+if TYPE_CHECKING:
+    from cvmc.passes.convert_cinn_to_loops import KernelEmitter
+
+# The most floats a stack slot of one kernel holds (the accumulators and the padded rows): beyond, the row forms.
+MAX_SLOT = 1 << 14
+
+
+def conv_roles(op: cinn.ConvOp) -> tuple[bool, int, int, int, Value, Value, int, int, int]:
+    """Forward and backward_data (a forward correlation of dy with the taps mirrored) as one loop nest: (forward,
+    output channels, output rows, output columns, source, filter, source rows, source columns, channels summed)."""
+    g = op.geometry()
+    lhs, rhs = op.operands
+    if op.conv_type.data == cinn.ConvType.FORWARD:  # y [n, o, oh, ow] from x (lhs) and w (rhs)
+        return True, g.o, g.oh, g.ow, lhs, rhs, g.h, g.w, g.c // g.groups
+    return False, g.c, g.h, g.w, rhs, lhs, g.oh, g.ow, g.o // g.groups  # dx [n, c, h, w] from dy (rhs), w (lhs)
+
+
+def _at(g: cinn.ConvGeometry, n: Value, c: Value, h: Value, w: Value) -> list[Value]:
+    """The index of (n, c, h, w) in an activation of the conv's layout."""
+    return [n, c, h, w] if g.data_format == cinn.DataFormat.NCHW else [n, h, w, c]
+
+
+def _padded_rows(k: KernelBuilder, s: Scalar, buf: Value, at: int, load, row: Value, rows: int, lo: int,
+                 width: int, cols: int) -> None:
+    """buf[at + t] = source[row, lo + t] for t < width, 0 outside the source (rows x cols); `load(row, col)`."""
+    zero = s.const(0)
+    first, last = max(0, -lo), min(width, cols - lo)  # the t whose column lies inside the source
+
+    def inside() -> None:
+        for t in [*range(0, min(first, width)), *range(max(last, 0), width)]:
+            k.store(zero, buf, [at + t])
+        if first < last:
+            k.for_(last, lambda t: k.store(load(row, k.addi(t, k.idx(lo))), buf, [k.addi(t, k.idx(at))]), lb=first)
+
+    def outside() -> None:
+        k.for_(width, lambda t: k.store(zero, buf, [k.addi(t, k.idx(at))]))
+
+    k.if_(k.andi(k.cmpi("sge", row, k.idx(0)), k.cmpi("slt", row, k.idx(rows))), inside, outside)
+
+
+def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
+    """Emit `op` as a padded-row micro-kernel (see the module docstring); False (nothing emitted) for the forms
+    it does not cover: backward_data at a stride other than 1, non-float types, buffers over MAX_SLOT."""
+    g = op.geometry()
+    kind = op.conv_type.data
+    s = Scalar(e.k, e.scalar_type(op))
+    if not s.is_float:
+        return False
+    if kind == cinn.ConvType.BACKWARD_FILTER:
+        return _filter_lanes(e, op, s)
+    if kind == cinn.ConvType.BACKWARD_DATA and (g.stride_h, g.stride_w) != (1, 1):
+        return False
+    k, out = e.k, e.outputs[0]
+    cg, og = g.c // g.groups, g.o // g.groups
+    forward, channels, rows_out, cols_out, source, filt, src_rows, src_cols, inner = conv_roles(op)
+    stride = g.stride_w if forward else 1
+    # source column of output column j and tap q: j * stride + offsets[q]; of row i and tap p: i * rs + roffs[p]
+    offsets = [q * g.dilation_w - g.pad_left if forward else g.pad_left - q * g.dilation_w for q in range(g.kw)]
+    row_stride = g.stride_h if forward else 1
+    roffs = [p * g.dilation_h - g.pad_top if forward else g.pad_top - p * g.dilation_h for p in range(g.kh)]
+    lo = min(offsets)
+    width = (cols_out - 1) * stride + max(offsets) - lo + 1
+    block = next(r for r in (8, 4, 2, 1) if channels % r == 0) if g.groups == 1 else 1
+    if block * cols_out + g.kh * width > MAX_SLOT:
+        return False
+    taps = [(p, q) for p in range(g.kh) for q in range(g.kw)]
+
+    def body(ivs: list[Value]) -> None:
+        u, i = ivs
+        acc = k.alloca(MemRefType(s.type, [block * cols_out]))
+        rows = k.alloca(MemRefType(s.type, [g.kh * width]))
+        blocks = channels // block
+        n, first_ch = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
+        chs = [k.addi(first_ch, k.idx(b)) if b else first_ch for b in range(block)]
+        if forward:
+            base = k.muli(k.divsi(chs[0], k.idx(og)), k.idx(cg))  # the group's first input channel
+        else:
+            base = k.muli(k.divsi(chs[0], k.idx(cg)), k.idx(og))
+        ccs = chs if forward else [k.remsi(c, k.idx(cg)) for c in chs]
+        zero = s.const(0)
+        k.for_(block * cols_out, lambda t: k.store(zero, acc, [t]))
+
+        def channel(c: Value) -> None:
+            src_channel = k.addi(base, c)
+            for p in range(g.kh):
+                row = k.addi(k.muli(i, k.idx(row_stride)), k.idx(roffs[p])) if row_stride != 1 else \
+                    k.addi(i, k.idx(roffs[p]))
+                _padded_rows(k, s, rows, p * width, lambda r, t: e.value(source, _at(g, n, src_channel, r, t)), row,
+                             src_rows, lo, width, src_cols)
+            weights = [[e.value(filt, [o, c, k.idx(p), k.idx(q)] if forward else [src_channel, cc, k.idx(p), k.idx(q)])
+                        for p, q in taps] for o, cc in zip(chs, ccs)]
+
+            def column(j: Value) -> None:
+                at = k.muli(j, k.idx(stride)) if stride != 1 else j
+                xs = [k.load(rows, [k.addi(at, k.idx(p * width + offsets[q] - lo))]) for p, q in taps]
+                for b, wvs in enumerate(weights):
+                    slot = k.addi(j, k.idx(b * cols_out)) if b else j
+                    a = k.load(acc, [slot])
+                    for xv, wv in zip(xs, wvs):
+                        a = s.add(a, s.mul(xv, wv))
+                    k.store(a, acc, [slot])
+
+            k.for_(cols_out, column)
+
+        k.for_(inner, channel)
+
+        def store(j: Value) -> None:
+            for b, o in enumerate(chs):
+                k.store(k.load(acc, [k.addi(j, k.idx(b * cols_out)) if b else j]), out, _at(g, n, o, i, j))
+
+        k.for_(cols_out, store)
+
+    k.parallel([g.n * channels // block, rows_out], body)
+    return True
+
+
+def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
+    """backward_filter in ow lanes (the module docstring's order): a block of CB input channels (all of the
+    group's up to 8) and OB output channels per iteration, the padded x rows of one (n, i) shared by the OB
+    output channels and each dy element by the CB * kh * kw taps."""
+    g = op.geometry()
+    k, out = e.k, e.outputs[0]
+    x, dy = op.operands
+    cg, og = g.c // g.groups, g.o // g.groups
+    cb = cg if cg <= 8 else next(r for r in (8, 4, 2, 1) if cg % r == 0)
+    ob = next(r for r in (4, 2, 1) if og % r == 0 and r * cb <= 16)
+    offsets = [q * g.dilation_w - g.pad_left for q in range(g.kw)]
+    lo = min(offsets)
+    width = (g.ow - 1) * g.stride_w + max(offsets) - lo + 1
+    taps = [(a, b, p, q) for a in range(ob) for b in range(cb) for p in range(g.kh) for q in range(g.kw)]
+    if len(taps) * g.ow + cb * g.kh * width > MAX_SLOT:
+        return False
+    c_blocks = cg // cb
+
+    def plane(ivs: list[Value]) -> None:
+        (u,) = ivs
+        acc = k.alloca(MemRefType(s.type, [len(taps) * g.ow]))
+        rows = k.alloca(MemRefType(s.type, [cb * g.kh * width]))
+        o0, c0 = k.muli(k.divsi(u, k.idx(c_blocks)), k.idx(ob)), k.muli(k.remsi(u, k.idx(c_blocks)), k.idx(cb))
+        os = [k.addi(o0, k.idx(a)) if a else o0 for a in range(ob)]
+        cs = [k.addi(c0, k.idx(b)) if b else c0 for b in range(cb)]
+        group_base = k.muli(k.divsi(o0, k.idx(og)), k.idx(cg))
+        channels = [k.addi(group_base, c) for c in cs]
+        zero = s.const(0)
+        k.for_(len(taps) * g.ow, lambda t: k.store(zero, acc, [t]))
+
+        def position(n: Value, i: Value) -> None:
+            for b, ch in enumerate(channels):
+                for p in range(g.kh):
+                    row = k.addi(k.muli(i, k.idx(g.stride_h)), k.idx(p * g.dilation_h - g.pad_top))
+                    _padded_rows(k, s, rows, (b * g.kh + p) * width,
+                                 lambda r, t, ch=ch: e.value(x, _at(g, n, ch, r, t)), row, g.h, lo, width, g.w)
+
+            def column(j: Value) -> None:
+                dys = [e.value(dy, _at(g, n, o, i, j)) for o in os]
+                at = k.muli(j, k.idx(g.stride_w)) if g.stride_w != 1 else j
+                xs = {(b, p, q): k.load(rows, [k.addi(at, k.idx((b * g.kh + p) * width + offsets[q] - lo))])
+                      for b in range(cb) for p in range(g.kh) for q in range(g.kw)}
+                for t, (a, b, p, q) in enumerate(taps):
+                    slot = k.addi(j, k.idx(t * g.ow)) if t else j
+                    k.store(s.add(k.load(acc, [slot]), s.mul(dys[a], xs[b, p, q])), acc, [slot])
+
+            k.for_(g.ow, column)
+
+        k.for_(g.n, lambda n: k.for_(g.oh, lambda i: position(n, i)))
+        for t, (a, b, p, q) in enumerate(taps):
+            (total,) = k.for_(g.ow, lambda j, acc_, t=t: [s.add(acc_, k.load(acc, [k.addi(j, k.idx(t * g.ow))]))],
+                              inits=[s.const(0)])
+            k.store(total, out, [os[a], cs[b], k.idx(p), k.idx(q)])
+
+    k.parallel([g.o // ob * c_blocks], plane)
+    return True
