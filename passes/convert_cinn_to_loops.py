@@ -46,7 +46,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
-from cvmc.passes.loops.builder import KernelBuilder
+from cvmc.passes.loops.builder import KernelBuilder, unravel
 from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
@@ -127,13 +127,6 @@ def _accumulate_if(s: Scalar, cond: Value, acc: Value, product: Callable[[], Val
     (result,) = s.k.if_(cond, lambda: [s.add(acc, product())], lambda: [acc], types=[s.type])
     return result
 
-
-def _unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:
-    index: list[Value] = []
-    for d in reversed(shape):
-        index.insert(0, k.remsi(flat, k.idx(d)) if d > 1 else k.idx(0))
-        flat = k.divsi(flat, k.idx(d)) if d > 1 else flat
-    return index
 
 
 def _ravel(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int]) -> Value:
@@ -325,7 +318,7 @@ class KernelEmitter:
                 return operand(0, lambda p: [k.idx(0) if d == 1 else p[a] for a, d in zip(axes, shape)])
             case cinn.ReshapeOp():
                 source, target = _shape(op.operands[0]), _shape(op.results[0])
-                return operand(0, lambda p: _unravel(k, _ravel(k, p, target), source))
+                return operand(0, lambda p: unravel(k, _ravel(k, p, target), source))
             case cinn.ReverseOp():
                 axes, shape = set(op.axes()), _shape(op.results[0])
                 flip = lambda d, v: k.subi(k.idx(shape[d] - 1), v) if d in axes else v  # noqa: E731
@@ -751,8 +744,8 @@ class KernelEmitter:
                 count = pymath.prod(_shape(out))
 
                 def move(ivs: list[Value]) -> None:
-                    source = _unravel(k, ivs[0], _shape(op.operands[0]))
-                    k.store(self.value(op.operands[0], source), out, _unravel(k, ivs[0], _shape(out)))
+                    source = unravel(k, ivs[0], _shape(op.operands[0]))
+                    k.store(self.value(op.operands[0], source), out, unravel(k, ivs[0], _shape(out)))
 
                 k.loops([count], move, parallel=True)
             case _ if self._lanes() > 1:

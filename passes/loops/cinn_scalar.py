@@ -10,11 +10,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, IntegerType, UnregisteredOp, i1, i8, i32
+from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, IntegerType, i1, i8, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from cvmc.dialects import cinn
+from cvmc.dialects.cvmc import CvmcUpstream
 from cvmc.passes.loops.builder import KernelBuilder
+
+_UPSTREAM = {op.name: op for op in CvmcUpstream.operations}
 
 Value = SSAValue
 
@@ -48,8 +51,8 @@ class Scalar:
         return self.k.insert(op).results[0]
 
     def generic(self, name: str, operands: Sequence[Value], result: Attribute) -> Value:
-        """An op xDSL 0.74 lacks (math.isnan, arith.remf), in generic form."""
-        return self.emit(UnregisteredOp.with_name(name).create(operands=list(operands), result_types=[result]))
+        """An op xDSL 0.74 lacks (math.isnan, arith.remf), declared in `dialects/cvmc.py` (`CvmcUpstream`)."""
+        return self.emit(_UPSTREAM[name].create(operands=list(operands), result_types=[result]))
 
     def const(self, value: float) -> Value:
         t = self.type
