@@ -262,9 +262,10 @@ class KernelEmitter:
     """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
     argument or computed by the inlined op that makes v."""
 
-    def __init__(self, plan: KernelPlan, exact_float: bool = False):
+    def __init__(self, plan: KernelPlan, exact_float: bool = False, conv_micro_kernels: bool = True):
         values = [*plan.inputs, *plan.outputs]
         self.exact_float = exact_float
+        self.conv_micro_kernels = conv_micro_kernels and not exact_float
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
@@ -728,7 +729,7 @@ class KernelEmitter:
                 self._bn(op)
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
-            case cinn.ConvOp() if (not self.exact_float and conv_padded(self, op)) or self._conv_rows(op):
+            case cinn.ConvOp() if (self.conv_micro_kernels and conv_padded(self, op)) or self._conv_rows(op):
                 pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0
@@ -791,11 +792,15 @@ def lower_op(op: Operation, name: str, exact_float: bool = False) -> func.FuncOp
 @dataclass(frozen=True)
 class ConvertCinnToLoopsPass(ModulePass):
     """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring);
-    `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT)."""
+    `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT). `conv_micro_kernels`
+    (on by default, a CPU form) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows
+    in per-thread stack buffers of up to MAX_SLOT floats; the CUDA runner turns it off (the row forms): a GPU
+    thread has no such stack to spare, and nvcc 13.0 crashes on the NHWC micro-kernel."""
 
     name = "convert-cinn-to-loops"
 
     exact_float: bool = False
+    conv_micro_kernels: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in list(op.ops):
@@ -804,7 +809,8 @@ class ConvertCinnToLoopsPass(ModulePass):
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [KernelEmitter(plan, self.exact_float).emit() for plan in plan_kernels(function)]
+            kernels = [KernelEmitter(plan, self.exact_float, self.conv_micro_kernels).emit()
+                       for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()
             function.erase()

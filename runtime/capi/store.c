@@ -178,8 +178,8 @@ static const char *read_sealed(int fd, const char *name, const unsigned char *se
   tag_start(&h, secret, "head", name, n);
   cvmc_hmac_final(&h, tag);
   if (!same_tag(tag, head + MAGIC_LEN + 8))
-    return "does not check with this user's key for this name (its head): tagged under another key (copy the key "
-           "of the user who wrote it, or rebuild the entry) or renamed";
+    return "was not written by cvm-aot for this model with this user's key (its head): tagged under another key "
+           "(copy the key of the user who wrote it, or rebuild the entry) or renamed";
   unsigned char *buf = malloc((size_t)n);
   if (buf == NULL)
     return *error = ENOMEM, "cannot be read";
