@@ -729,7 +729,7 @@ class KernelEmitter:
                 self._bn(op)
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
-            case cinn.ConvOp() if (self.conv_micro_kernels and conv_padded(self, op)) or self._conv_rows(op):
+            case cinn.ConvOp() if (self.conv_micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
                 pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0

@@ -291,7 +291,7 @@ def log_f32(s: Scalar, x: Value) -> Value:
     z = emit(arith.MulfOp(u, u))
     series = emit(math.FmaOp(emit(arith.NegfOp(u)), emit(math.FmaOp(emit(arith.NegfOp(z)), _horner(s, z, LOG_SERIES),
                                                                      f)), f))
-    kf = emit(arith.SIToFPOp(k, s.type))
+    kf = emit(arith.SIToFPOp(k, s.type))  # pyright: ignore[reportArgumentType] (a float Scalar's type is a float)
     result = emit(arith.AddfOp(emit(arith.MulfOp(kf, c(LN2_HI))), emit(math.FmaOp(kf, c(LN2_LO), series))))
     # the edges: 0 -> -inf, negative or NaN -> NaN (x != x or x < 0), inf -> inf
     result = _select(s, emit(arith.CmpfOp(x, c(0.0), "oeq")), c(-pymath.inf), result)
