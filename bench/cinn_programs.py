@@ -9,7 +9,9 @@ dense layer, softmax cross-entropy's gradient, the backward pass and an SGD upda
 device (cinn-mark-views + cinn-fuse + convert-cinn-to-loops, LLVM JIT) with 1 and 2 threads, side by side with the
 same math in PyTorch eager, torch.compile (where it works here), ONNX Runtime (the torch math exported with
 torch.onnx.export, run with as many intra-op threads; where onnxruntime is installed: the bench extra) and numpy
-(its own threading; numpy has no thread knob at run time). Prints the median time, GFLOP/s and the ratios; checks
+(its own threading; numpy has no thread knob at run time). The systems of one program and thread count run in
+interleaved rounds of 5 calls, each after 0.1 s idle (so no peer's still-spinning threads share the cores with the
+next one); medians of all calls. Prints the median time, GFLOP/s and the ratios; checks
 cvmc against numpy within 1e-3 relative. cvmc runs with its default float order (sums over the innermost axis in
 16 lanes, exp, log, tanh, erf as vector arithmetic, convs as padded-row micro-kernels); `--exact-float` times the
 sequential order and libm instead (`CinnBuilder.compile(..., exact_float=True)`); `--cvmc-only` times cvmc alone
@@ -31,14 +33,27 @@ from cvmc import CinnBuilder
 RNG = np.random.default_rng(0)
 
 
-def _timeit(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
+def _interleaved(systems: dict[str, object], rounds: int, block: int = 5, cooldown: float = 0.1) -> dict[str, float]:
+    """Each system's median seconds per call: `rounds` rounds, each running every system in turn for `block`
+    back-to-back calls after `cooldown` idle seconds (a peer's worker threads, still spinning after its last call,
+    would otherwise take a core from the next system on a small machine). A system is a callable, or a pair
+    (prepare, callable) whose prepare runs before each of its blocks (torch's thread count is process-wide)."""
+    runs = {name: sys if isinstance(sys, tuple) else (None, sys) for name, sys in systems.items()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for prepare, fn in runs.values():  # a warm-up call each
+        if prepare:
+            prepare()
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    for _ in range(rounds):
+        for name, (prepare, fn) in runs.items():
+            if prepare:
+                prepare()
+            time.sleep(cooldown)
+            for _ in range(block):
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def _f32(*shape) -> np.ndarray:
@@ -360,35 +375,38 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
         name, flops, arrays, cinn, math = make()
         want = math(_Numpy, *arrays)
         row = {"name": name, "flops": flops}
-        if not cvmc_only:
-            row["numpy"] = _timeit(lambda: math(_Numpy, *arrays), repeat)
         b = CinnBuilder("prog")
         vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
         outs = list(cinn(b, *vs))
         feed = {f"a{i}": a for i, a in enumerate(arrays)}
         for threads in (1, 2):
             fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float)
-            row[f"cvmc{threads}"] = _timeit(lambda: fn(**feed), repeat)
             ok &= _close(fn(**feed), want)
-            if torch is None:
-                continue
-            torch.set_num_threads(threads)
-            t_shim, targs = _torch_shim(torch), [torch.from_numpy(a) for a in arrays]
-            with torch.no_grad():
-                row[f"eager{threads}"] = _timeit(lambda: math(t_shim, *targs), repeat)
-                try:
-                    torch._dynamo.reset()  # a fresh compile per program and thread count (not a recompile limit)
-                    compiled = torch.compile(lambda *a: math(t_shim, *a))
-                    compiled(*targs)
-                    row[f"compile{threads}"] = _timeit(lambda: compiled(*targs), repeat)
-                except Exception as e:  # no C++ compiler, an unsupported op...
-                    row[f"compile{threads}"] = None
-                    row["compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
-                if ort is not None:
-                    run = _onnx_session(torch, ort, math, arrays, threads)
-                    row[f"ort{threads}"] = _timeit(run, repeat)
-                    if not _close(run(), want):
-                        row["ort_error"] = "ONNX Runtime's results differ from numpy's"
+            systems: dict[str, object] = {f"cvmc{threads}": lambda fn=fn: fn(**feed)}
+            if not cvmc_only and threads == 1:
+                systems["numpy"] = lambda: math(_Numpy, *arrays)
+            if torch is not None:
+                torch.set_num_threads(threads)
+                t_shim, targs = _torch_shim(torch), [torch.from_numpy(a) for a in arrays]
+                with torch.no_grad():
+                    systems[f"eager{threads}"] = (lambda t=threads: torch.set_num_threads(t),
+                                                  lambda: math(t_shim, *targs))
+                    try:
+                        torch._dynamo.reset()  # a fresh compile per program and thread count (no recompile limit)
+                        compiled = torch.compile(lambda *a: math(t_shim, *a))
+                        compiled(*targs)
+                        systems[f"compile{threads}"] = (lambda t=threads: torch.set_num_threads(t),
+                                                        lambda: compiled(*targs))
+                    except Exception as e:  # no C++ compiler, an unsupported op...
+                        row["compile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
+                    if ort is not None:
+                        run = _onnx_session(torch, ort, math, arrays, threads)
+                        systems[f"ort{threads}"] = run
+                        if not _close(run(), want):
+                            row["ort_error"] = "ONNX Runtime's results differ from numpy's"
+                    row.update(_interleaved(systems, repeat))
+            else:
+                row.update(_interleaved(systems, repeat))
         rows.append(row)
 
     def ms(t):
@@ -415,7 +433,7 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=10, help="rounds of 5 calls per system")
     ap.add_argument("--exact-float", action="store_true", help="float reductions and exp in the sequential order")
     ap.add_argument("--cvmc-only", action="store_true", help="time cvmc alone (no PyTorch, ONNX Runtime, numpy)")
     ap.add_argument("--only", default="", help=f"programs to run, comma-separated, of {','.join(PROGRAMS)}")

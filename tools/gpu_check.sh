@@ -5,7 +5,8 @@
 # Here (a machine with network and the project's .venv), once:   tools/gpu_check.sh --wheels
 #   fills .whl/ with the wheels the GPU machine lacks (cvmc itself, xdsl and its two pure-Python dependencies);
 #   the GPU machine's image has numpy, llvmlite, cuda-bindings, NVRTC, pytest(-xdist), onnx and onnxruntime.
-# There (no network), from the checkout with .whl carried:       tools/gpu_check.sh
+# There (no network), from the checkout with .whl carried:       tools/gpu_check.sh [--quick]
+#   --quick (fits one 10-minute call): only the host's best int8 tier for the tier corpus, fuzzer and peers.
 #
 # Steps, in order: the machine (GPU, CPU flags, versions); the tests that skip without a GPU (the corpus on the
 # device among them) beside the corpus checker on device="cuda" and 300 fuzzer graphs on cuda against reference,
@@ -26,6 +27,7 @@ if [ "${1:-}" = "--wheels" ]; then
     exit 0
 fi
 
+QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
@@ -49,6 +51,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 lscpu | grep -E '^(Model name|CPU\(s\)|Flags)' | sed -E 's/^(Flags:).*/\1 (int8-relevant)/'
 lscpu | grep -o -w -E 'avx2|avx512f|avx512bw|avx512_vnni|avx_vnni|amx_int8|amx_tile|amx_bf16' | sort -u | tr '\n' ' '; echo
 python3 --version
+echo "C compiler: $(command -v gcc || echo none)"
 python3 -m pip list 2>/dev/null | grep -i -E '^(numpy|llvmlite|cuda-bindings|cuda-python|nvidia-cuda-nvrtc|onnx|onnxruntime|onnxruntime-gpu|openvino|pytest|pytest-xdist|torch) '
 
 step install 120 python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
@@ -84,10 +87,12 @@ step gpu-time 120 $PY bench/gpu_time.py --runs 200 --warmup 20 --json "$OUT/gpu_
 
 # --- 3: the CPU tiers of this host (each int8 tier it runs, forced by CVMC_ISA) ------------------------------------
 TIERS=$($PY -c "from cvmc.runtime import target as t; print(' '.join(i for i in ('avx2', 'avx512-vnni', 'amx') if t.host_has(i)))")
+[ $QUICK = 1 ] && TIERS=${TIERS##* }
 echo "=== this host runs the int8 tiers: $TIERS"
 step cpu-tier-tests 180 $PY -m pytest -q -rs -n 12 -p no:cacheprovider tests/passes/test_mmk.py \
     tests/passes/test_vnni_tier.py tests/passes/test_kernel_choice_slots.py tests/runtime/test_known_answer.py \
     tests/passes/test_dot_elements.py tests/passes/test_epilogue_pack.py tests/runtime/test_kernel_width.py \
+    tests/runtime/test_aot.py tests/runtime/test_aot_targets.py \
     > "$OUT/cpu_tiers.txt" 2>&1
 grep -E "passed|failed|SKIPPED|tiers" "$OUT/cpu_tiers.txt" | tail -n 12
 for tier in $TIERS; do
@@ -109,6 +114,9 @@ for tier in $TIERS; do
     (export CVMC_ISA=$tier; step "int8-peers-$tier" 150 $PY bench/int8_peers.py --rounds 6 --threads 1,2 2>&1 \
         | tee -a "$OUT/cpu_tiers.txt" | grep -v -E "^WARNING|onnxruntime-inference|Serializing")
 done
+
+# the C API row: an object of the host target, run by a C client, on this host's best tier
+CVMC_AOT_VERBOSE=1 step aot-bench 120 $PY bench/aot.py --repeat 200 2>&1 | tee -a "$OUT/cpu_tiers.txt"
 
 echo "=== done, status $status"
 exit $status
