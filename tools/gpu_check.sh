@@ -61,7 +61,7 @@ PY="python3 -P"
 $PY -c "import cvmc, llvmlite.binding as l; print('cvmc', cvmc.__version__, 'from', cvmc.__file__, '| host CPU', l.get_host_cpu_name())"
 
 # --- 1: tests, corpus checker and fuzzer at once ----------------------------------------------------------------
-(step gpu-tests 240 $PY -m pytest -q -rs -n 10 -p no:cacheprovider tests/runtime/test_cuda_device.py \
+(step gpu-tests 240 $PY -m pytest -rs -n 10 -p no:cacheprovider tests/runtime/test_cuda_device.py \
     tests/runtime/test_cuda_schedule.py tests/codegen/test_cuda.py tests/codegen/test_cuda_launches.py \
     tests/codegen/test_cuda_host_barriers.py tests/runtime/test_cinn_builder.py > "$OUT/tests.txt" 2>&1;
  echo "gpu-tests exit $?" >> "$OUT/tests.txt") &
@@ -89,7 +89,7 @@ step gpu-time 120 $PY bench/gpu_time.py --runs 200 --warmup 20 --json "$OUT/gpu_
 TIERS=$($PY -c "from cvmc.runtime import target as t; print(' '.join(i for i in ('avx2', 'avx512-vnni', 'amx') if t.host_has(i)))")
 [ $QUICK = 1 ] && TIERS=${TIERS##* }
 echo "=== this host runs the int8 tiers: $TIERS"
-step cpu-tier-tests 180 $PY -m pytest -q -rs -n 12 -p no:cacheprovider tests/passes/test_mmk.py \
+step cpu-tier-tests 180 $PY -m pytest -rs -n 12 -p no:cacheprovider tests/passes/test_mmk.py \
     tests/passes/test_vnni_tier.py tests/passes/test_kernel_choice_slots.py tests/runtime/test_known_answer.py \
     tests/passes/test_dot_elements.py tests/passes/test_epilogue_pack.py tests/runtime/test_kernel_width.py \
     tests/runtime/test_aot.py tests/runtime/test_aot_targets.py \
