@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from llvmlite import ir
 from xdsl.dialects.builtin import MemRefType, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from cvmc.codegen.llvm_module import (
     I8,
@@ -255,20 +256,25 @@ def dpbusd(mod: ModuleEmitter, b: Any, acc: LLValue, xs: LLValue, ws: LLValue, e
     return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
 
 
+def _verified(op: Operation) -> None:
+    """The op's verifier (`cvmc.dialects.cvmc`: the one place its attributes' rules live), its failure as the
+    CVMRuntimeError of a module that cannot be printed."""
+    try:
+        op.verify_()
+    except VerifyException as e:
+        raise CVMRuntimeError(f"{op_name(op)}: {e}") from None
+
+
 def dot_u8s8(k: KernelEmitter, op: Operation) -> None:
     """For r < rows: sum over i < depth of u8 a[..., j + r, i] * s8 b[..., i] in int32 (wrapping), `depth` a
     multiple of 64, the rows of `a` consecutive along its second-to-last dimension: a loop of `vpdpbusd`
     (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation), one
     accumulator per row sharing each load of `b`, then each row's 16 lanes summed (`emulated` = 1: the same
     sums in portable IR, `dpbusd`). The caller checked that the host has AVX512-VNNI."""
+    _verified(op)
     depth, split, rows = (int_attr(op, name) for name in ("depth", "split", "rows"))
     rows = max(rows, 1)
-    a = op.operands[0]
-    b = op.operands[split] if 1 <= split < len(op.operands) else None
-    if depth <= 0 or depth % 64 or b is None or len(op.results) != rows:
-        raise CVMRuntimeError(f"expected {op_name(op)} with a depth that is a positive multiple of 64, split "
-                              f"in [1, {len(op.operands) - 1}] and {rows} results, got depth {depth}, split "
-                              f"{split}, {len(op.results)} results")
+    a, b = op.operands[0], op.operands[split]
     pa, _ = k.access(a, op.operands[1:split])
     pb, _ = k.access(b, op.operands[split + 1:])
     assert isinstance(a.type, MemRefType)
@@ -291,22 +297,17 @@ def dot_u8s8(k: KernelEmitter, op: Operation) -> None:
     for res, value in zip(op.results, _row_sums(k, accs)):
         k.values[res] = value
 
+
 def mmk(k: KernelEmitter, op: Operation) -> None:
     """acc[(l, r)] = sum over taps (th, tw) and i < depth of a[r * row_stride + th * stride_h + tw * stride_w +
     i] * b[block][(th * kw + tw) * depth / g + i / g, l, i % g] in int32 (wrapping), for r < rows, l < lanes
     (a multiple of 8), all offsets in elements from each operand's indexed element; int16 operands (g = 2) or
     u8 x s8 (g = 4): a call of the module's micro-kernel for (rows, lanes, g) (`micro_kernel`)."""
+    _verified(op)
     group = 4 if op_name(op) == "cvmc.mmk_u8s8" else 2
     names = ("depth", "split", "acc_split", "rows", "lanes", "row_stride", "kh", "stride_h", "kw", "stride_w")
     depth, split, acc_split, rows, lanes, row_stride, kh, stride_h, kw, stride_w = (
         int_attr(op, name) for name in names)
-    if (depth <= 0 or depth % group or rows <= 0 or lanes <= 0 or lanes % 8 or kh <= 0 or kw <= 0 or op.results
-            or not 1 <= split < acc_split < len(op.operands)):
-        raise CVMRuntimeError(f"expected {op_name(op)} with a depth a positive multiple of {group}, rows, kh, "
-                              f"kw > 0, lanes a "
-                              f"positive multiple of 8, 1 <= split < acc_split < {len(op.operands)} and no "
-                              f"results, got depth {depth}, rows {rows}, lanes {lanes}, kh {kh}, kw {kw}, split "
-                              f"{split}, acc_split {acc_split}, {len(op.results)} results")
     a, b, acc = op.operands[0], op.operands[split], op.operands[acc_split]
     pa, _ = k.access(a, op.operands[1:split])
     pb, _ = k.access(b, op.operands[split + 1:acc_split])
@@ -317,16 +318,12 @@ def mmk(k: KernelEmitter, op: Operation) -> None:
     isa = op.attributes.get("isa")
     isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
     emulated = int_attr(op, "emulated") == 1
-    if (isa_name not in ("avx2", "avx512-vnni", "amx") or (isa_name != "avx2" and (group != 4 or lanes % 16))
-            or (isa_name == "amx" and (lanes != 16 or rows > 16))):
-        raise CVMRuntimeError(f"expected {op_name(op)} with isa avx2, avx512-vnni for u8 x s8 and lanes a "
-                              f"multiple of 16, or amx for u8 x s8, 16 lanes and at most 16 rows, got isa "
-                              f"{isa_name}, lanes {lanes}, rows {rows}")
     if isa_name == "amx" and not emulated:
         fn = amx_kernel(k.mod, rows, depth // group, kh, kw, pixel_major)
     else:  # AMX emulated: the same sums as the VNNI kernel's portable lowering, in tiles of 16 x 16
         fn = micro_kernel(k.mod, rows, lanes, group, pixel_major, isa_name, emulated)
     k.b.call(fn, [pa, pb, pacc, *(const(I64, v) for v in sizes)])
+
 
 def pack_tile(k: KernelEmitter, op: Operation) -> None:
     """out[j, i] (out's last two dimensions) = inside ? byte(src[i, j] + zero_point) : byte(zero_point), for

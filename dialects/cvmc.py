@@ -104,6 +104,9 @@ class DotU8S8Op(IRDLOperation):
         split = _split(self, "split", 1, len(self.operands) - 1)
         _check_access("a", self.operands[:split], i8)
         _check_access("b", self.operands[split:], i8)
+        depth = _int(self, "depth")
+        if depth <= 0 or depth % 64:
+            raise VerifyException(f"expected 'depth' a positive multiple of 64, got {depth}")
         rows = _int(self, "rows", 1)
         if len(self.results) != rows:
             raise VerifyException(f"expected {rows} results (rows), got {len(self.results)}")
@@ -116,6 +119,8 @@ class _MmkOp(IRDLOperation):
     Operands: a, its indices, b, its indices, acc, its indices (`split`, `acc_split`: where b and acc start)."""
 
     ELEMENT: ClassVar[Attribute] = i16
+    GROUP: ClassVar[int] = 2  # reduction elements per 32-bit lane step
+    ISAS: ClassVar[tuple[str, ...]] = ("avx2",)  # `isa` values allowed ("avx2" when absent)
 
     operands_ = var_operand_def()
     depth = attr_def(IntegerAttr)
@@ -139,6 +144,21 @@ class _MmkOp(IRDLOperation):
         _check_access("a", self.operands[:split], self.ELEMENT)
         _check_access("b", self.operands[split:acc_split], self.ELEMENT)
         _check_access("acc", self.operands[acc_split:], i32)
+        depth, rows, lanes, kh, kw = (_int(self, name) for name in ("depth", "rows", "lanes", "kh", "kw"))
+        if depth <= 0 or depth % self.GROUP:
+            raise VerifyException(f"expected 'depth' a positive multiple of {self.GROUP}, got {depth}")
+        if rows <= 0 or kh <= 0 or kw <= 0:
+            raise VerifyException(f"expected 'rows', 'kh' and 'kw' > 0, got {rows}, {kh}, {kw}")
+        if lanes <= 0 or lanes % 8:
+            raise VerifyException(f"expected 'lanes' a positive multiple of 8, got {lanes}")
+        isa = self.attributes.get("isa")
+        isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
+        if isa_name not in self.ISAS:
+            raise VerifyException(f"expected 'isa' one of {', '.join(self.ISAS)} for {self.name}, got {isa_name}")
+        if isa_name != "avx2" and lanes % 16:
+            raise VerifyException(f"expected 'lanes' a multiple of 16 for isa {isa_name}, got {lanes}")
+        if isa_name == "amx" and (lanes != 16 or rows > 16):
+            raise VerifyException(f"expected 16 'lanes' and at most 16 'rows' for isa amx, got {lanes} and {rows}")
 
 
 @irdl_op_definition
@@ -147,6 +167,7 @@ class MmkI16Op(_MmkOp):
 
     name = "cvmc.mmk_i16"
     ELEMENT: ClassVar[Attribute] = i16
+    ISAS: ClassVar[tuple[str, ...]] = ("avx2",)
 
 
 @irdl_op_definition
@@ -156,6 +177,8 @@ class MmkU8S8Op(_MmkOp):
 
     name = "cvmc.mmk_u8s8"
     ELEMENT: ClassVar[Attribute] = i8
+    GROUP: ClassVar[int] = 4
+    ISAS: ClassVar[tuple[str, ...]] = ("avx2", "avx512-vnni", "amx")
 
 
 @irdl_op_definition

@@ -80,3 +80,83 @@ func.func @f(%x: f32, %y: f64) {
   func.return
 }
 // CHECK: expected one float type, got f32, f64 -> f32
+
+// -----
+// A dot's depth one short of a multiple of 64.
+func.func @f(%a: memref<8x64xi8>, %w: memref<16x64xi8>) {
+  %0 = "cvmc.dot_u8s8"(%a, %w) {depth = 63 : i64, split = 1 : i64} : (memref<8x64xi8>, memref<16x64xi8>) -> i32
+  func.return
+}
+// CHECK: expected 'depth' a positive multiple of 64, got 63
+
+// -----
+// An int16 micro-kernel's depth: pairs of elements.
+func.func @f(%x: memref<4x64xi16>, %b: memref<1x32x32xi16>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_i16"(%x, %b, %acc) {depth = 63 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64} : (memref<4x64xi16>, memref<1x32x32xi16>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'depth' a positive multiple of 2, got 63
+
+// -----
+// A u8 x s8 micro-kernel's depth: groups of four.
+func.func @f(%x: memref<4x64xi8>, %b: memref<1x32x32xi8>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_u8s8"(%x, %b, %acc) {depth = 66 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64} : (memref<4x64xi8>, memref<1x32x32xi8>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'depth' a positive multiple of 4, got 66
+
+// -----
+// No rows.
+func.func @f(%x: memref<4x64xi16>, %b: memref<1x32x32xi16>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_i16"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 0 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64} : (memref<4x64xi16>, memref<1x32x32xi16>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'rows', 'kh' and 'kw' > 0, got 0, 1, 1
+
+// -----
+// Lanes in eights.
+func.func @f(%x: memref<4x64xi16>, %b: memref<1x32x32xi16>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_i16"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 12 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64} : (memref<4x64xi16>, memref<1x32x32xi16>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'lanes' a positive multiple of 8, got 12
+
+// -----
+// The int16 micro-kernel has the AVX2 form only.
+func.func @f(%x: memref<4x64xi16>, %b: memref<1x32x32xi16>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_i16"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64, isa = "avx512-vnni"} : (memref<4x64xi16>, memref<1x32x32xi16>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'isa' one of avx2 for cvmc.mmk_i16, got avx512-vnni
+
+// -----
+// An isa the dialect does not know.
+func.func @f(%x: memref<4x64xi8>, %b: memref<1x32x32xi8>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_u8s8"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64, isa = "neon"} : (memref<4x64xi8>, memref<1x32x32xi8>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'isa' one of avx2, avx512-vnni, amx for cvmc.mmk_u8s8, got neon
+
+// -----
+// VNNI lanes come in sixteens.
+func.func @f(%x: memref<4x64xi8>, %b: memref<1x32x32xi8>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_u8s8"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 24 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64, isa = "avx512-vnni"} : (memref<4x64xi8>, memref<1x32x32xi8>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 'lanes' a multiple of 16 for isa avx512-vnni, got 24
+
+// -----
+// An AMX tile holds 16 rows: one past it.
+func.func @f(%x: memref<4x64xi8>, %b: memref<1x32x32xi8>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_u8s8"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 17 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64, isa = "amx"} : (memref<4x64xi8>, memref<1x32x32xi8>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 16 'lanes' and at most 16 'rows' for isa amx, got 16 and 17
+
+// -----
+// An AMX tile is 16 lanes wide.
+func.func @f(%x: memref<4x64xi8>, %b: memref<1x32x32xi8>, %acc: memref<16x16xi32>) {
+  "cvmc.mmk_u8s8"(%x, %b, %acc) {depth = 64 : i64, split = 1 : i64, acc_split = 2 : i64, rows = 4 : i64, lanes = 32 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64, stride_w = 0 : i64, isa = "amx"} : (memref<4x64xi8>, memref<1x32x32xi8>, memref<16x16xi32>) -> ()
+  func.return
+}
+// CHECK: expected 16 'lanes' and at most 16 'rows' for isa amx, got 32 and 4
