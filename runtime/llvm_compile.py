@@ -24,7 +24,7 @@ from llvmlite import ir
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 
 # Bump when the optimization pipeline or the target options change: it is part of the cache key.
-_PIPELINE_VERSION = "o3-vec-slp-unroll50-parts-4"
+_PIPELINE_VERSION = "o3-vec-slp-unroll50-parts-4-zmm"
 # Let the loop vectorizer pick the widest vectors for narrow types: i16 dot products then become full-width
 # `vpmaddwd` on AVX2 (30 -> 49 GMAC/s on the bench model) instead of half-width ones. A lower unroll threshold
 # than O3's 300: LLVM unrolled the epilogue loops of small static tiles (16 x 16 outputs) in full, 0.28 s of O3
@@ -47,10 +47,19 @@ def host_target() -> tuple[str, str, str]:
     return llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+def full_width(features: str) -> str:
+    """`features` for a target machine: with AVX-512, LLVM's tuning flag `prefer-256-bit` (set for Intel's
+    AVX-512 CPUs, Skylake-SP to Emerald Rapids, not for AMD's Zen 4 and 5) switched off, so the vectorizers use
+    512-bit registers there too. Without it the float loops of the cinn path (element-wise chains, reductions, Dot
+    and conv micro-kernels) ran in ymm halves on an Emerald Rapids. A tuning flag, not an instruction set: it
+    changes no result (no loop is reassociated by width) and no instruction an object may use."""
+    return f"{features},-prefer-256-bit" if "+avx512f" in features.split(",") else features
+
+
 def _target_machine() -> llvm.TargetMachine:
     triple, cpu, features = host_target()
     target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+    return target.create_target_machine(cpu=cpu, features=full_width(features), opt=3, jit=True)
 
 
 def shared_target(cpu: str | None = None) -> tuple[str, str]:
@@ -68,8 +77,8 @@ def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None, feature
     triple = host_target()[0]
     name, default = shared_target(cpu)
     features = default if features is None else features
-    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=features, opt=3, reloc="pic",
-                                                                codemodel="default")
+    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=full_width(features), opt=3,
+                                                                reloc="pic", codemodel="default")
     return _object_file(str(llvm_ir), tm)
 
 

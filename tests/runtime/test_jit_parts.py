@@ -262,3 +262,44 @@ def test_compile_threads_default_to_the_cpus_at_most_8(monkeypatch, cpus, thread
     monkeypatch.delenv("CVMC_COMPILE_THREADS", raising=False)
     monkeypatch.setattr(jit.os, "sched_getaffinity", lambda pid: set(range(cpus)))
     assert compile_threads() == threads
+
+
+FLOAT_LOOP = """
+define void @axpy(ptr noalias %a, ptr noalias %c, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %pa = getelementptr float, ptr %a, i64 %i
+  %pc = getelementptr float, ptr %c, i64 %i
+  %x = load float, ptr %pa
+  %z = load float, ptr %pc
+  %m = fmul float %x, 3.0
+  %s = fadd float %m, %z
+  store float %s, ptr %pc
+  %i1 = add i64 %i, 1
+  %d = icmp eq i64 %i1, %n
+  br i1 %d, label %exit, label %loop
+exit:
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["emeraldrapids", "znver5"])
+def test_avx512_cpus_vectorize_with_512_bit_registers(cpu):
+    """LLVM tunes Intel's AVX-512 CPUs to prefer 256-bit vectors; cvmc's target machines switch that off (a
+    tuning flag: no result and no instruction set changes), so a float loop runs in zmm on Intel as on AMD."""
+    features = "+avx2,+fma,+avx512f,+avx512bw,+avx512vl,+avx512dq"
+    llvm_compile.host_target()  # initializes LLVM's native target
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+
+    def asm(features: str) -> str:
+        tm = target.create_target_machine(cpu=cpu, features=features, opt=3)
+        return tm.emit_assembly(llvm_compile._optimized(FLOAT_LOOP, tm))
+
+    assert llvm_compile.full_width(features) == features + ",-prefer-256-bit"
+    assert "zmm" in asm(llvm_compile.full_width(features))
+    assert llvm_compile.full_width("+avx2,-avx512f") == "+avx2,-avx512f"  # no AVX-512: nothing to switch
+    if cpu == "emeraldrapids":
+        assert "zmm" not in asm(features)  # LLVM's own tuning, the reason for the switch
