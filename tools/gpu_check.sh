@@ -22,6 +22,7 @@ if [ "${1:-}" = "--wheels" ]; then
     .venv/bin/pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
         "xdsl==$(.venv/bin/python -c 'import xdsl; print(xdsl.__version__)')" immutabledict ordered-set
+    rm -rf build  # setuptools keeps build/lib between builds: modules since removed would ship
     .venv/bin/pip wheel -q --no-deps -w .whl .
     ls -la .whl
     exit 0
