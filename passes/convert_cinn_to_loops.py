@@ -48,6 +48,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder, unravel
 from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
+from cvmc.passes.loops.cinn_dot import matmul_blocked
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
 Value = SSAValue
@@ -262,10 +263,12 @@ class KernelEmitter:
     """Emits one planned kernel: `value(v, ivs)` is the element of SSA value v at ivs, loaded from a kernel
     argument or computed by the inlined op that makes v."""
 
-    def __init__(self, plan: KernelPlan, exact_float: bool = False, conv_micro_kernels: bool = True):
+    def __init__(self, plan: KernelPlan, exact_float: bool = False, micro_kernels: bool = True,
+                 vector_bytes: int = 32):
         values = [*plan.inputs, *plan.outputs]
         self.exact_float = exact_float
-        self.conv_micro_kernels = conv_micro_kernels and not exact_float
+        self.vector_bytes = vector_bytes
+        self.micro_kernels = micro_kernels and not exact_float
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
@@ -430,7 +433,7 @@ class KernelEmitter:
         def step(kk: list[Value], acc: Value) -> list[Value]:
             a = self.value(lhs, [*ivs[: lhs_rank - 1], kk[0]])
             b = self.value(rhs, [kk[0], *ivs[lhs_rank - 1 :]])
-            return [s.add(acc, s.mul(a, b))]
+            return [s.madd(acc, a, b)]
 
         (acc,) = _for_nest(self.k, [depth], [s.const(0)], step)
         return acc
@@ -533,7 +536,7 @@ class KernelEmitter:
         vector multiply-adds."""
         k, out = self.k, self.outputs[0]
         lhs, rhs = op.operands
-        s = Scalar(k, self.scalar_type(op))
+        s = Scalar(k, self.scalar_type(op), self.exact_float)
         depth, cols = _shape(rhs)
         count = _shape(out)[0]
         # Narrow integers stay one row and one k per pass: LLVM's vectorizer (maximize-bandwidth) takes seconds
@@ -562,7 +565,7 @@ class KernelEmitter:
                     for i, ai in zip(block, a):
                         acc = k.load(out, [i, j])
                         for av, bv in zip(ai, b):
-                            acc = s.add(acc, s.mul(av, bv))
+                            acc = s.madd(acc, av, bv)
                         k.store(acc, out, [i, j])
 
                 k.for_(cols, column)
@@ -728,8 +731,9 @@ class KernelEmitter:
             case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
                 self._bn(op)
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
-                self._matmul(op)
-            case cinn.ConvOp() if (self.conv_micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+                if not self.micro_kernels or not matmul_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+                    self._matmul(op)
+            case cinn.ConvOp() if (self.micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
                 pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0
@@ -792,24 +796,29 @@ def lower_op(op: Operation, name: str, exact_float: bool = False) -> func.FuncOp
 @dataclass(frozen=True)
 class ConvertCinnToLoopsPass(ModulePass):
     """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring);
-    `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT). `conv_micro_kernels`
-    (on by default, a CPU form) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows
-    in per-thread stack buffers of up to MAX_SLOT floats; the CUDA runner turns it off (the row forms): a GPU
-    thread has no such stack to spare, and nvcc 13.0 crashes on the NHWC micro-kernel."""
+    `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT). `micro_kernels` (on by
+    default, CPU forms) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows in
+    per-thread stack buffers of up to MAX_SLOT floats, and float 2-D Dots to the register-blocked micro-kernel of
+    `cinn_dot` (MR x NR accumulators a thread), blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64:
+    AVX-512's 32 zmm); the CUDA runner turns it off (the row forms): a GPU thread has no such stack or registers to
+    spare, and nvcc 13.0 crashes on the NHWC conv micro-kernel."""
 
     name = "convert-cinn-to-loops"
 
     exact_float: bool = False
-    conv_micro_kernels: bool = True
+    micro_kernels: bool = True
+    vector_bytes: int = 32
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.vector_bytes not in (16, 32, 64):
+            raise PassFailedException(f"expected the option vector_bytes in 16, 32, 64, got {self.vector_bytes}")
         for function in list(op.ops):
             if not isinstance(function, func.FuncOp):
                 continue
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [KernelEmitter(plan, self.exact_float, self.conv_micro_kernels).emit()
+            kernels = [KernelEmitter(plan, self.exact_float, self.micro_kernels, self.vector_bytes).emit()
                        for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()

@@ -96,6 +96,7 @@ def _compile_cpu(
     from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
     from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
     from cvmc.runtime.jit import compile_module
+    from cvmc.runtime.target import host_vector_bytes
 
     module = ModuleOp([function.clone()])
     if fuse:
@@ -106,7 +107,7 @@ def _compile_cpu(
     plans = plan_kernels(annotated)
     kernels = []
     if plans:  # a program of no primitive returns its inputs
-        ConvertCinnToLoopsPass(exact_float=exact_float).apply(Context(), module)
+        ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes()).apply(Context(), module)
         engine = compile_module(module)
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op

@@ -510,7 +510,7 @@ class CinnCudaRunner:
 
         self.device = device if device is not None else default_device()
         module = ModuleOp([function.clone()])
-        ConvertCinnToLoopsPass(conv_micro_kernels=False).apply(Context(), module)  # a CPU form (the pass says)
+        ConvertCinnToLoopsPass(micro_kernels=False).apply(Context(), module)  # a CPU form (the pass says)
         specs = kernel_specs(module)
         self.source = emit_cuda(module)
         self.module = self.device.compile(self.source)

@@ -52,6 +52,12 @@ def host_isa() -> str:
     return "avx2" if "avx2" in features else "generic"
 
 
+def host_vector_bytes() -> int:
+    """The width of this CPU's float vector registers that the cinn path's micro-kernels block for: 64 with
+    AVX-512 (32 zmm registers), else 32 (16 ymm)."""
+    return 64 if "avx512f" in host_features() else 32
+
+
 @cache
 def amx_permitted() -> bool:
     """Whether this process may use AMX tiles: Linux grants the tile data state on request, once a process

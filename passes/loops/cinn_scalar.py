@@ -94,6 +94,13 @@ class Scalar:
     def mul(self, a: Value, b: Value) -> Value:
         return self.emit(arith.MulfOp(a, b) if self.is_float else arith.MuliOp(a, b))
 
+    def madd(self, acc: Value, a: Value, b: Value) -> Value:
+        """acc + a * b: one fused multiply-add (a single rounding) on floats in the default float mode, the product
+        rounded and then the sum under `exact_float` and on integers (wrapping)."""
+        if self.is_float and not self.exact_float:
+            return self.emit(math.FmaOp(a, b, acc))
+        return self.add(acc, self.mul(a, b))
+
     def max(self, a: Value, b: Value) -> Value:
         return self.pick(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp, a, b)
 

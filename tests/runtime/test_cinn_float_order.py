@@ -2,6 +2,7 @@
 
 import ctypes
 import ctypes.util
+import math
 
 import numpy as np
 import pytest
@@ -327,3 +328,69 @@ def test_constant_kernels_run_once_and_return_copies():
     first[()] = 7.0
     again, y = fn(x=np.full(3, 2.0, np.float32))
     assert float(again) == 2.5 and y.tolist() == [5.0] * 3
+
+
+def _dot(a: np.ndarray, b: np.ndarray, *, exact_float=False, threads=1) -> np.ndarray:
+    bld = CinnBuilder("k")
+    va, vb = bld.create_input(a.dtype.name, a.shape, "a"), bld.create_input(b.dtype.name, b.shape, "b")
+    return bld.compile([bld.dot(va, vb)], device="cpu", exact_float=exact_float, threads=threads)(a=a, b=b)[0]
+
+
+def fma_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The documented order of the Dot micro-kernel (passes/loops/cinn_dot.py): out[i, j] from +0.0, one fused
+    multiply-add a step over k ascending (libm's fmaf: correctly rounded)."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    fmaf = libm.fmaf
+    fmaf.restype, fmaf.argtypes = ctypes.c_float, [ctypes.c_float] * 3
+    out = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            acc = 0.0
+            for kk in range(a.shape[1]):
+                acc = fmaf(float(a[i, kk]), float(b[kk, j]), acc)
+            out[i, j] = acc
+    return out
+
+
+# Columns: one short of a block of NR (the column form), a block (16 on AVX2, 32 on AVX-512), one past it, two
+# blocks and a tail; rows: the MR that divide them (8, 6, 4, 2, 1) and a prime.
+@pytest.mark.parametrize(("m", "k", "n"), [(8, 7, 15), (6, 5, 16), (4, 9, 17), (5, 3, 31), (8, 33, 32), (7, 4, 33),
+                                           (12, 2, 65), (1, 40, 64), (9, 1, 48)])
+def test_float_dot_sums_in_the_documented_fma_order(m, k, n):
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    want = fma_order(a, b)
+    for threads in (1, 2, 3):
+        np.testing.assert_array_equal(_dot(a, b, threads=threads), want)
+
+
+def test_float_dot_does_not_depend_on_the_register_width(monkeypatch):
+    """AVX2 blocks (16 columns, up to 6 rows) and AVX-512 ones (32, up to 8) sum each element alike."""
+    from cvmc.runtime import target
+
+    a = RNG.standard_normal((24, 70)).astype(np.float32)
+    b = RNG.standard_normal((70, 100)).astype(np.float32)
+    got = []
+    for width in (32, 64):
+        monkeypatch.setattr(target, "host_vector_bytes", lambda width=width: width)
+        got.append(_dot(a, b))
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_dot_within_the_stated_bound_and_exact_float_the_sequential_order(dtype):
+    """Within k * eps * sum |products| of the exact sum; `exact_float` keeps the product and the sum rounded
+    apart, k ascending (the element-wise order)."""
+    m, k, n = 16, 300, 70
+    a, b = RNG.standard_normal((m, k)).astype(dtype), RNG.standard_normal((k, n)).astype(dtype)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    if dtype == np.float64:
+        exact = np.array([[math.fsum(float(x) * float(y) for x, y in zip(a[i], b[:, j])) for j in range(n)]
+                          for i in range(m)])
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    eps = float(np.finfo(dtype).eps)
+    assert np.all(np.abs(_dot(a, b) - exact) <= k * eps * magnitude)
+    seq = np.zeros((m, n), dtype)
+    for kk in range(k):
+        seq = seq + np.multiply(a[:, kk : kk + 1], b[kk : kk + 1, :])
+    np.testing.assert_array_equal(_dot(a, b, exact_float=True), seq)

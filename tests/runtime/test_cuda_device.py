@@ -358,7 +358,7 @@ def test_cinn_primitives_cuda_compiles(name):
     build, arrays, _ = CINN_PROGRAMS[name]()
     function, _ = cinn_function(build, arrays)
     module = ModuleOp([function.clone()])
-    ConvertCinnToLoopsPass(conv_micro_kernels=False).apply(Context(), module)  # as the CUDA runner lowers
+    ConvertCinnToLoopsPass(micro_kernels=False).apply(Context(), module)  # as the CUDA runner lowers
     assert len(compile_for_device(emit_cuda(module))) > 0
 
 
