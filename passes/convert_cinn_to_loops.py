@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -207,12 +207,12 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
         group = op.attributes.get(GROUP)
         if not isinstance(group, IntegerAttr) or last_of_group[group.value.data] is op:
             continue
-        users = [use.operation for use in op.results[0].uses]
-        if len(op.results) != 1 or op.results[0] in returned or len(users) != 1:
-            raise _fail(op, i, f"expected a fused op ('{GROUP}' not last in its group) to have one result read by "
-                               f"one op and not returned, got {len(users)} readers")
-        if users[0].attributes.get(GROUP) != group:
-            raise _fail(op, i, f"expected its reader to be in its group {group.value.data}")
+        users = {use.operation for use in op.results[0].uses}
+        if len(op.results) != 1 or op.results[0] in returned or not users:
+            raise _fail(op, i, f"expected a fused op ('{GROUP}' not last in its group) to have one result, read "
+                               f"and not returned, got {len(op.results)} results, {len(users)} readers")
+        if any(user.attributes.get(GROUP) != group for user in users):
+            raise _fail(op, i, f"expected all its readers to be in its group {group.value.data}")
         if isinstance(op, cinn.ConcatOp | cinn.BnMeanVarianceOp | cinn.BnGradBiasScaleOp | cinn.DotOp):
             raise _fail(op, i, "expected a fused op other than concat, dot and the bn ops (they are no expression "
                                "of one index)")
@@ -222,13 +222,16 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
         if op in inlined:
             continue
         members: list[Operation] = []
+        seen: set[Operation] = set()
         inputs: list[Value] = []
 
         def visit(v: Value) -> None:
             owner = v.owner
             if isinstance(owner, Operation) and owner in inlined:
-                if owner not in members:
-                    members.append(owner)
+                if owner in seen:
+                    return  # a DAG: each op once (a diamond chain would be walked 2^depth times)
+                seen.add(owner)
+                members.append(owner)
                 for operand in owner.operands:
                     visit(operand)
             elif v not in inputs:
@@ -269,6 +272,10 @@ class KernelEmitter:
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
+        # The elements computed so far, by (value, block, index...): an element read again in the same block (a
+        # value of several readers in one kernel, or one op reading a value twice) is computed once there. Only
+        # the same block: a value made in a loop body or branch does not reach past it.
+        self.computed: dict[tuple[Value | Block, ...], Value] = {}
         for arg, v in zip(self.k.args, values):
             if v.name_hint:
                 arg.name_hint = v.name_hint
@@ -293,6 +300,17 @@ class KernelEmitter:
         k = self.k
         if v in self.memory:
             return [k.load(self.memory[v], list(p)) for p in points]
+        block = k.insertion_block()
+        keys = [(v, block, *p) for p in points]
+        if all(key in self.computed for key in keys):
+            return [self.computed[key] for key in keys]
+        results = self._compute(v, points)
+        self.computed.update(zip(keys, results))
+        return results
+
+    def _compute(self, v: Value, points: Sequence[Sequence[Value]]) -> list[Value]:
+        """`values` of an op's result, emitted at the insertion point."""
+        k = self.k
         op = v.owner
         assert isinstance(op, Operation)
         s = Scalar(k, self.scalar_type(op), self.exact_float)
