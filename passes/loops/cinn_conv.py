@@ -11,8 +11,9 @@ all-zero sum (+0 + -0) and gives NaN where an out-of-range tap meets an infinite
 reference does); the order of the non-zero products is:
 
 - forward and backward_data (stride 1): each output element sums its taps (c, p, q) in the element-wise form's
-  order, BLOCK output channels per iteration sharing each load of the source rows, the kh * kw taps of one input
-  channel added to an accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
+  order, BLOCK output channels and RB output rows (2 where the row count is even) per iteration sharing each load
+  of the weights and the padded source rows, the kh * kw taps of one input channel added to an accumulator row kept
+  in a stack slot (one load and one store per kh * kw multiply-adds);
 - backward_filter (blocks of input and output channels): dw[o, c, p, q] is the sum over the output column j
   ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i)
   ascending: ow lanes that vectorize. Its error against the exact sum is at most (n * oh + ow) * eps * sum
@@ -94,56 +95,71 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     lo = min(offsets)
     width = (cols_out - 1) * stride + max(offsets) - lo + 1
     block = next(r for r in (8, 4, 2, 1) if channels % r == 0) if g.groups == 1 else 1
-    if block * cols_out + g.kh * width > MAX_SLOT:
-        return False
     taps = [(p, q) for p in range(g.kh) for q in range(g.kw)]
 
+    def source_rows(rb: int) -> list[int]:
+        """The source rows that rb output rows from i read, as offsets from i * row_stride."""
+        return sorted({r * row_stride + roffs[p] for r in range(rb) for p in range(g.kh)})
+
+    # RB output rows a pass share the weights' loads and the padded source rows they both read
+    fits = [r for r in (2, 1) if rows_out % r == 0 and r * block * cols_out + len(source_rows(r)) * width <= MAX_SLOT]
+    if not fits:
+        return False
+    rb = fits[0]
+    offs = source_rows(rb)
+    slot_of = {d: t for t, d in enumerate(offs)}  # the buffer row of each source row offset
+
     def body(ivs: list[Value]) -> None:
-        u, i = ivs
-        acc = k.alloca(MemRefType(s.type, [block * cols_out]))
-        rows = k.alloca(MemRefType(s.type, [g.kh * width]))
+        u, i_block = ivs
+        acc = k.alloca(MemRefType(s.type, [rb * block * cols_out]))
+        rows = k.alloca(MemRefType(s.type, [len(offs) * width]))
         blocks = channels // block
         n, first_ch = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
         chs = [k.addi(first_ch, k.idx(b)) if b else first_ch for b in range(block)]
+        i0 = k.muli(i_block, k.idx(rb)) if rb != 1 else i_block
         if forward:
             base = k.muli(k.divsi(chs[0], k.idx(og)), k.idx(cg))  # the group's first input channel
         else:
             base = k.muli(k.divsi(chs[0], k.idx(cg)), k.idx(og))
         ccs = chs if forward else [k.remsi(c, k.idx(cg)) for c in chs]
         zero = s.const(0)
-        k.for_(block * cols_out, lambda t: k.store(zero, acc, [t]))
+        k.for_(rb * block * cols_out, lambda t: k.store(zero, acc, [t]))
 
         def channel(c: Value) -> None:
             src_channel = k.addi(base, c)
-            for p in range(g.kh):
-                row = k.addi(k.muli(i, k.idx(row_stride)), k.idx(roffs[p])) if row_stride != 1 else \
-                    k.addi(i, k.idx(roffs[p]))
-                _padded_rows(k, s, rows, p * width, lambda r, t: e.value(source, _at(g, n, src_channel, r, t)), row,
-                             src_rows, lo, width, src_cols)
+            first = k.muli(i0, k.idx(row_stride)) if row_stride != 1 else i0
+            for d in offs:
+                _padded_rows(k, s, rows, slot_of[d] * width, lambda r, t: e.value(source, _at(g, n, src_channel, r, t)),
+                             k.addi(first, k.idx(d)), src_rows, lo, width, src_cols)
             weights = [[e.value(filt, [o, c, k.idx(p), k.idx(q)] if forward else [src_channel, cc, k.idx(p), k.idx(q)])
                         for p, q in taps] for o, cc in zip(chs, ccs)]
 
             def column(j: Value) -> None:
                 at = k.muli(j, k.idx(stride)) if stride != 1 else j
-                xs = [k.load(rows, [k.addi(at, k.idx(p * width + offsets[q] - lo))]) for p, q in taps]
-                for b, wvs in enumerate(weights):
-                    slot = k.addi(j, k.idx(b * cols_out)) if b else j
-                    a = k.load(acc, [slot])
-                    for xv, wv in zip(xs, wvs):
-                        a = s.add(a, s.mul(xv, wv))
-                    k.store(a, acc, [slot])
+                for r in range(rb):
+                    xs = [k.load(rows, [k.addi(at, k.idx(slot_of[r * row_stride + roffs[p]] * width + offsets[q]
+                                                         - lo))]) for p, q in taps]
+                    for b, wvs in enumerate(weights):
+                        slot = k.addi(j, k.idx((r * block + b) * cols_out)) if r or b else j
+                        a = k.load(acc, [slot])
+                        for xv, wv in zip(xs, wvs):
+                            a = s.add(a, s.mul(xv, wv))
+                        k.store(a, acc, [slot])
 
             k.for_(cols_out, column)
 
         k.for_(inner, channel)
 
         def store(j: Value) -> None:
-            for b, o in enumerate(chs):
-                k.store(k.load(acc, [k.addi(j, k.idx(b * cols_out)) if b else j]), out, _at(g, n, o, i, j))
+            for r in range(rb):
+                i = k.addi(i0, k.idx(r)) if r else i0
+                for b, o in enumerate(chs):
+                    slot = k.addi(j, k.idx((r * block + b) * cols_out)) if r or b else j
+                    k.store(k.load(acc, [slot]), out, _at(g, n, o, i, j))
 
         k.for_(cols_out, store)
 
-    k.parallel([g.n * channels // block, rows_out], body)
+    k.parallel([g.n * channels // block, rows_out // rb], body)
     return True
 
 

@@ -277,6 +277,11 @@ def test_blocked_nchw_conv_orders(c, o, groups, stride, h, exact_float):
     dw = conv("backward_filter", "NCHW", x, dy, list(w.shape))
     np.testing.assert_array_equal(dw, conv("backward_filter", "NHWC", _nhwc(x), _nhwc(dy), list(w.shape)))
     if not exact_float:
+        # forward and backward_data (two output rows a pass where the row count is even) sum each element in the
+        # exact order's order: the same bits
+        np.testing.assert_array_equal(y, _conv("forward", "NCHW", x, w, args, exact_float=True))
+        if stride == 1:
+            np.testing.assert_array_equal(dx, _conv("backward_data", "NCHW", w, dy, args, list(x.shape), True))
         np.testing.assert_array_equal(dw, filter_lanes(x, dy, stride, 1, groups))
         # within the stated bound of the exact sum: (n * oh + ow) * eps * sum |products|
         n, oh, ow = dy.shape[0], dy.shape[2], dy.shape[3]
