@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 # The most floats a stack slot of one kernel holds (the accumulators and the padded rows): beyond, the row forms.
 MAX_SLOT = 1 << 14
+# The most multiply-adds of one column step of backward_filter (taps x rows a pass): LLVM 22's loop vectorizer
+# left the step of 8 input x 2 output channels x 4 rows (144 accumulators, 576 multiply-adds) scalar (2.8 ms);
+# 1 x 8 x 8 (576) still vectorizes but runs no faster than 1 x 8 x 4 (288). The 16 x 16 3 x 3 filter of bench's
+# conv net step went from 8 x 2 x 1 a pass (1.07 ms) to 1 x 8 x 4 (0.19-0.20 ms, Zen 5, 1 thread, loaded host).
+FILTER_BODY = 288
 
 
 def conv_roles(op: cinn.ConvOp) -> tuple[bool, int, int, int, Value, Value, int, int, int]:
@@ -164,17 +169,17 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
 
 
 def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
-    """backward_filter in ow lanes (the module docstring's order): a block of CB input channels (all of the
-    group's up to 8) and OB output channels per iteration, the padded x rows of RB output rows (n, i .. i + RB - 1)
-    shared by the OB output channels (and by the rows that read the same input row) and each dy element by the
-    CB * kh * kw taps. Each lane's accumulator is loaded once, takes the RB products of its rows in order
-    (i ascending, the same sum as one row at a time) and is stored once."""
+    """backward_filter in ow lanes (the module docstring's order): one input channel and a block of OB output
+    channels per iteration, the padded x rows of RB output rows (n, i .. i + RB - 1) shared by the OB output
+    channels (and by the rows that read the same input row) and each dy element by the kh * kw taps. Each lane's
+    accumulator is loaded once, takes the RB products of its rows in order (i ascending, the same sum as one row at
+    a time) and is stored once: RB multiply-adds a load and a store."""
     g = op.geometry()
     k, out = e.k, e.outputs[0]
     x, dy = op.operands
     cg, og = g.c // g.groups, g.o // g.groups
-    cb = cg if cg <= 8 else next(r for r in (8, 4, 2, 1) if cg % r == 0)
-    ob = next(r for r in (4, 2, 1) if og % r == 0 and r * cb <= 16)
+    cb = 1  # more input channels a pass share dy's loads but leave fewer rows a pass (FILTER_BODY)
+    ob = next(r for r in (8, 4, 2, 1) if og % r == 0 and r * g.kh * g.kw <= FILTER_BODY // 4 or r == 1)
     offsets = [q * g.dilation_w - g.pad_left for q in range(g.kw)]
     lo = min(offsets)
     width = (g.ow - 1) * g.stride_w + max(offsets) - lo + 1
@@ -184,9 +189,7 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
         """The input rows the rb output rows from i read, as offsets from i * stride_h - pad_top."""
         return sorted({r * g.stride_h + p * g.dilation_h for r in range(rb) for p in range(g.kh)})
 
-    # two rows a pass halve the accumulator loads and stores (the 16 x 16 3 x 3 filter of bench's conv net step:
-    # 1.07 -> 0.38 ms); at four, LLVM 22's loop vectorizer gives up on that body (scalar code, 2.8 ms)
-    fits = [r for r in (2, 1) if g.oh % r == 0
+    fits = [r for r in (4, 2, 1) if g.oh % r == 0 and (r * len(taps) <= FILTER_BODY or r == 1)
             and len(taps) * g.ow + cb * len(source_rows(r)) * width <= MAX_SLOT]
     if not fits:
         return False
