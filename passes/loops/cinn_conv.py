@@ -11,10 +11,10 @@ all-zero sum (+0 + -0) and gives NaN where an out-of-range tap meets an infinite
 reference does); the order of the non-zero products is:
 
 - forward and backward_data (stride 1): each output element sums its taps (c, p, q) in the element-wise form's
-  order, BLOCK output channels and RB output rows (2 where the row count is even) per iteration sharing each load
-  of the weights and the padded source rows, the kh * kw taps of one input channel added to an accumulator row kept
-  in a stack slot (one load and one store per kh * kw multiply-adds);
-- backward_filter (blocks of input and output channels): dw[o, c, p, q] is the sum over the output column j
+  order, BLOCK output channels and RB output rows (the most of 4, 2, 1 dividing the row count) per iteration
+  sharing each load of the weights and the padded source rows, the kh * kw taps of one input channel added to an
+  accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
+- backward_filter (one input channel, a block of output channels, RB rows a pass): dw[o, c, p, q] is the sum over the output column j
   ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i)
   ascending: ow lanes that vectorize. Its error against the exact sum is at most (n * oh + ow) * eps * sum
   |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
@@ -107,7 +107,8 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
         return sorted({r * row_stride + roffs[p] for r in range(rb) for p in range(g.kh)})
 
     # RB output rows a pass share the weights' loads and the padded source rows they both read
-    fits = [r for r in (2, 1) if rows_out % r == 0 and r * block * cols_out + len(source_rows(r)) * width <= MAX_SLOT]
+    fits = [r for r in (4, 2, 1)
+            if rows_out % r == 0 and r * block * cols_out + len(source_rows(r)) * width <= MAX_SLOT]
     if not fits:
         return False
     rb = fits[0]
