@@ -14,10 +14,10 @@ reference does); the order of the non-zero products is:
   order, BLOCK output channels and RB output rows (the most of 4, 2, 1 dividing the row count) per iteration
   sharing each load of the weights and the padded source rows, the kh * kw taps of one input channel added to an
   accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
-- backward_filter (one input channel, a block of output channels, RB rows a pass): dw[o, c, p, q] is the sum over the output column j
-  ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i)
-  ascending: ow lanes that vectorize. Its error against the exact sum is at most (n * oh + ow) * eps * sum
-  |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
+- backward_filter (one input channel, a block of output channels, RB rows a pass): dw[o, c, p, q] is the sum over
+  the output column j ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d,
+  j * s + q * d] over (n, i) ascending: ow lanes that vectorize. Its error against the exact sum is at most
+  (n * oh + ow) * eps * sum |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
 
 The order is fixed (the same on any thread count and host).
 """
