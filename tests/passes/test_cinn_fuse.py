@@ -9,7 +9,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects import cinn
 from cvmc.passes.cinn_fuse import CinnFusePass
 from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
-from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
+from cvmc.passes.convert_cinn_to_loops import CHAIN_ELEMENTS, CHAIN_OPS, CHAINS, ConvertCinnToLoopsPass, plan_kernels
 
 PROGRAM = """
 func.func @f(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {{
@@ -210,3 +210,30 @@ def test_a_value_read_by_a_reduce_and_an_element_wise_op_of_other_groups_stays_s
     e = b.exp(b.sub(x, b.reduce(x, "max", [1], True)))
     _, plans = _fused_plans(b, [b.div(e, b.reduce(e, "sum", [1], True))])
     assert [p.root.name for p in plans] == ["cinn.reduce", "cinn.exp", "cinn.reduce", "cinn.div"]
+
+
+@pytest.mark.parametrize(("size", "length", "chains"), [
+    (CHAIN_ELEMENTS, 4, CHAINS),  # at both bounds: CHAINS elements an iteration
+    (CHAIN_ELEMENTS - CHAINS, 4, 1),  # one element under CHAIN_ELEMENTS' bound (by a multiple of CHAINS)
+    (CHAIN_ELEMENTS, 3, 1),  # one op under CHAIN_OPS
+])
+def test_a_long_element_wise_kernel_runs_independent_chains(size, length, chains):
+    pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+    import numpy as np
+
+    from cvmc import CinnBuilder
+
+    assert CHAIN_OPS == 4
+    b = CinnBuilder("chains")
+    x = b.create_input("float32", [size], "x")
+    y = b.mul(b.add(x, b.const_scalar(0.5, "a")), b.const_scalar(0.25, "m"))
+    y = b.max(b.sub(y, x), b.negative(y)) if length == 4 else b.sub(y, x)  # 5 ops or 3
+    m, plans = _fused_plans(b, [y])
+    assert len(plans[-1].inlined) + 1 == (5 if length == 4 else 3)
+    ConvertCinnToLoopsPass().apply(Context(), m)
+    kernel = list(m.ops)[-1]
+    assert isinstance(kernel, func.FuncOp)
+    assert sum(o.name == "arith.subf" for o in kernel.walk()) == chains
+    data = np.random.default_rng(6).standard_normal(size).astype(np.float32)
+    fused, unfused = (b.compile([y], device="cpu", fuse=f)(x=data)[0] for f in (True, False))
+    np.testing.assert_array_equal(fused, unfused)
