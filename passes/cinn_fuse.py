@@ -1,7 +1,8 @@
 """`cinn-fuse`: group cinn ops into kernels, so that fused intermediate values never reach memory.
 
-A producer P joins the group of the one op C that reads it (P's result is read once, by C, and not returned) when
-C reads each element of P once, so that computing P inside C costs nothing twice:
+A producer P whose result is not returned joins the group of its readers when they all belong to one group and
+each reader C reads each element of P once, so that computing P inside the group costs nothing twice (a value read
+several times in one kernel is computed once per loop body and shared by its readers, see `convert-cinn-to-loops`):
 - P element-wise and C element-wise of P's shape (a chain: one loop computes them all);
 - P element-wise and C a reduce or a bn op (the reduction's prologue: computed where the reduction loads it);
 - P a reduce and C element-wise of P's shape (the epilogue: applied to each result before its store).
@@ -13,7 +14,7 @@ and recomputed ops (`cinn-mark-views`) need no group: every kernel reads through
 
 with groups numbered 0, 1, ... in execution order (a group runs where its last member is, and that member is
 the one stored). `convert-cinn-to-loops` follows the numbers and checks them (a member other than the last must
-have one result read by one op of its group, and must not be a dot, concat or bn op).
+have one result, read only by ops of its group, and must not be a dot, concat or bn op).
 
     %m = cinn.max %x, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
     %e = cinn.exp %m : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -46,8 +47,8 @@ def _shape(op: Operation) -> tuple[int, ...]:
 
 
 def fuses_into(producer: Operation, consumer: Operation) -> bool:
-    """Whether `consumer` computes `producer` inside its own loop (the rules of the module docstring; the
-    single reader is checked by the caller)."""
+    """Whether `consumer` computes `producer` inside its own loop (the rules of the module docstring; that all
+    readers share one group is checked by the caller)."""
     if any(mark in o.attributes for mark in (VIEW, RECOMPUTE) for o in (producer, consumer)):
         return False
     if len(producer.results) != 1:
@@ -77,10 +78,11 @@ class CinnFusePass(ModulePass):
                 root.setdefault(o, o)
                 result = o.results[0] if len(o.results) == 1 else None
                 readers = {use.operation for use in result.uses} if result is not None else set()
-                if result is not None and result not in returned and len(readers) == 1:
-                    (reader,) = readers
-                    if len(list(result.uses)) == 1 and reader in root and fuses_into(o, reader):
-                        root[o] = root[reader]
+                if result is None or result in returned or not readers or not all(r in root for r in readers):
+                    continue
+                stored = {root[r] for r in readers}
+                if len(stored) == 1 and all(fuses_into(o, r) for r in readers):
+                    root[o] = stored.pop()
             numbers: dict[Operation, int] = {}
             for o in ops:
                 if o in root and root[o] is o:

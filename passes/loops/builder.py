@@ -57,6 +57,10 @@ class KernelBuilder:
 
     # ---- structure -------------------------------------------------------------------------------------
 
+    def insertion_block(self) -> Block:
+        """The block that the next op goes into."""
+        return self._b.insertion_point.block
+
     def insert(self, op: Operation) -> Operation:
         self._b.insert(op)
         return op

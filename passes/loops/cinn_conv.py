@@ -11,12 +11,13 @@ all-zero sum (+0 + -0) and gives NaN where an out-of-range tap meets an infinite
 reference does); the order of the non-zero products is:
 
 - forward and backward_data (stride 1): each output element sums its taps (c, p, q) in the element-wise form's
-  order, BLOCK output channels per iteration sharing each load of the source rows, the kh * kw taps of one input
-  channel added to an accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
-- backward_filter (blocks of input and output channels): dw[o, c, p, q] is the sum over the output column j
-  ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d, j * s + q * d] over (n, i)
-  ascending: ow lanes that vectorize. Its error against the exact sum is at most (n * oh + ow) * eps * sum
-  |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
+  order, BLOCK output channels and RB output rows (the most of 4, 2, 1 dividing the row count) per iteration
+  sharing each load of the weights and the padded source rows, the kh * kw taps of one input channel added to an
+  accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
+- backward_filter (one input channel, a block of output channels, RB rows a pass): dw[o, c, p, q] is the sum over
+  the output column j ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d,
+  j * s + q * d] over (n, i) ascending: ow lanes that vectorize. Its error against the exact sum is at most
+  (n * oh + ow) * eps * sum |products| (the element-wise order's bound is n * oh * ow * eps * sum |products|).
 
 The order is fixed (the same on any thread count and host).
 """
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
 
 # The most floats a stack slot of one kernel holds (the accumulators and the padded rows): beyond, the row forms.
 MAX_SLOT = 1 << 14
+# The most multiply-adds of one column step of backward_filter (taps x rows a pass): LLVM 22's loop vectorizer
+# left the step of 8 input x 2 output channels x 4 rows (144 accumulators, 576 multiply-adds) scalar (2.8 ms);
+# 1 x 8 x 8 (576) still vectorizes but runs no faster than 1 x 8 x 4 (288). The 16 x 16 3 x 3 filter of bench's
+# conv net step went from 8 x 2 x 1 a pass (1.07 ms) to 1 x 8 x 4 (0.19-0.20 ms, Zen 5, 1 thread, loaded host).
+FILTER_BODY = 288
 
 
 def conv_roles(op: cinn.ConvOp) -> tuple[bool, int, int, int, Value, Value, int, int, int]:
@@ -94,81 +100,109 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     lo = min(offsets)
     width = (cols_out - 1) * stride + max(offsets) - lo + 1
     block = next(r for r in (8, 4, 2, 1) if channels % r == 0) if g.groups == 1 else 1
-    if block * cols_out + g.kh * width > MAX_SLOT:
-        return False
     taps = [(p, q) for p in range(g.kh) for q in range(g.kw)]
 
+    def source_rows(rb: int) -> list[int]:
+        """The source rows that rb output rows from i read, as offsets from i * row_stride."""
+        return sorted({r * row_stride + roffs[p] for r in range(rb) for p in range(g.kh)})
+
+    # RB output rows a pass share the weights' loads and the padded source rows they both read
+    fits = [r for r in (4, 2, 1)
+            if rows_out % r == 0 and r * block * cols_out + len(source_rows(r)) * width <= MAX_SLOT]
+    if not fits:
+        return False
+    rb = fits[0]
+    offs = source_rows(rb)
+    slot_of = {d: t for t, d in enumerate(offs)}  # the buffer row of each source row offset
+
     def body(ivs: list[Value]) -> None:
-        u, i = ivs
-        acc = k.alloca(MemRefType(s.type, [block * cols_out]))
-        rows = k.alloca(MemRefType(s.type, [g.kh * width]))
+        u, i_block = ivs
+        acc = k.alloca(MemRefType(s.type, [rb * block * cols_out]))
+        rows = k.alloca(MemRefType(s.type, [len(offs) * width]))
         blocks = channels // block
         n, first_ch = k.divsi(u, k.idx(blocks)), k.muli(k.remsi(u, k.idx(blocks)), k.idx(block))
         chs = [k.addi(first_ch, k.idx(b)) if b else first_ch for b in range(block)]
+        i0 = k.muli(i_block, k.idx(rb)) if rb != 1 else i_block
         if forward:
             base = k.muli(k.divsi(chs[0], k.idx(og)), k.idx(cg))  # the group's first input channel
         else:
             base = k.muli(k.divsi(chs[0], k.idx(cg)), k.idx(og))
         ccs = chs if forward else [k.remsi(c, k.idx(cg)) for c in chs]
         zero = s.const(0)
-        k.for_(block * cols_out, lambda t: k.store(zero, acc, [t]))
+        k.for_(rb * block * cols_out, lambda t: k.store(zero, acc, [t]))
 
         def channel(c: Value) -> None:
             src_channel = k.addi(base, c)
-            for p in range(g.kh):
-                row = k.addi(k.muli(i, k.idx(row_stride)), k.idx(roffs[p])) if row_stride != 1 else \
-                    k.addi(i, k.idx(roffs[p]))
-                _padded_rows(k, s, rows, p * width, lambda r, t: e.value(source, _at(g, n, src_channel, r, t)), row,
-                             src_rows, lo, width, src_cols)
+            first = k.muli(i0, k.idx(row_stride)) if row_stride != 1 else i0
+            for d in offs:
+                _padded_rows(k, s, rows, slot_of[d] * width, lambda r, t: e.value(source, _at(g, n, src_channel, r, t)),
+                             k.addi(first, k.idx(d)), src_rows, lo, width, src_cols)
             weights = [[e.value(filt, [o, c, k.idx(p), k.idx(q)] if forward else [src_channel, cc, k.idx(p), k.idx(q)])
                         for p, q in taps] for o, cc in zip(chs, ccs)]
 
             def column(j: Value) -> None:
                 at = k.muli(j, k.idx(stride)) if stride != 1 else j
-                xs = [k.load(rows, [k.addi(at, k.idx(p * width + offsets[q] - lo))]) for p, q in taps]
-                for b, wvs in enumerate(weights):
-                    slot = k.addi(j, k.idx(b * cols_out)) if b else j
-                    a = k.load(acc, [slot])
-                    for xv, wv in zip(xs, wvs):
-                        a = s.add(a, s.mul(xv, wv))
-                    k.store(a, acc, [slot])
+                for r in range(rb):
+                    xs = [k.load(rows, [k.addi(at, k.idx(slot_of[r * row_stride + roffs[p]] * width + offsets[q]
+                                                         - lo))]) for p, q in taps]
+                    for b, wvs in enumerate(weights):
+                        slot = k.addi(j, k.idx((r * block + b) * cols_out)) if r or b else j
+                        a = k.load(acc, [slot])
+                        for xv, wv in zip(xs, wvs):
+                            a = s.add(a, s.mul(xv, wv))
+                        k.store(a, acc, [slot])
 
             k.for_(cols_out, column)
 
         k.for_(inner, channel)
 
         def store(j: Value) -> None:
-            for b, o in enumerate(chs):
-                k.store(k.load(acc, [k.addi(j, k.idx(b * cols_out)) if b else j]), out, _at(g, n, o, i, j))
+            for r in range(rb):
+                i = k.addi(i0, k.idx(r)) if r else i0
+                for b, o in enumerate(chs):
+                    slot = k.addi(j, k.idx((r * block + b) * cols_out)) if r or b else j
+                    k.store(k.load(acc, [slot]), out, _at(g, n, o, i, j))
 
         k.for_(cols_out, store)
 
-    k.parallel([g.n * channels // block, rows_out], body)
+    k.parallel([g.n * channels // block, rows_out // rb], body)
     return True
 
 
 def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
-    """backward_filter in ow lanes (the module docstring's order): a block of CB input channels (all of the
-    group's up to 8) and OB output channels per iteration, the padded x rows of one (n, i) shared by the OB
-    output channels and each dy element by the CB * kh * kw taps."""
+    """backward_filter in ow lanes (the module docstring's order): one input channel and a block of OB output
+    channels per iteration, the padded x rows of RB output rows (n, i .. i + RB - 1) shared by the OB output
+    channels (and by the rows that read the same input row) and each dy element by the kh * kw taps. Each lane's
+    accumulator is loaded once, takes the RB products of its rows in order (i ascending, the same sum as one row at
+    a time) and is stored once: RB multiply-adds a load and a store."""
     g = op.geometry()
     k, out = e.k, e.outputs[0]
     x, dy = op.operands
     cg, og = g.c // g.groups, g.o // g.groups
-    cb = cg if cg <= 8 else next(r for r in (8, 4, 2, 1) if cg % r == 0)
-    ob = next(r for r in (4, 2, 1) if og % r == 0 and r * cb <= 16)
+    cb = 1  # more input channels a pass share dy's loads but leave fewer rows a pass (FILTER_BODY)
+    ob = next(r for r in (8, 4, 2, 1) if og % r == 0 and r * g.kh * g.kw <= FILTER_BODY // 4 or r == 1)
     offsets = [q * g.dilation_w - g.pad_left for q in range(g.kw)]
     lo = min(offsets)
     width = (g.ow - 1) * g.stride_w + max(offsets) - lo + 1
     taps = [(a, b, p, q) for a in range(ob) for b in range(cb) for p in range(g.kh) for q in range(g.kw)]
-    if len(taps) * g.ow + cb * g.kh * width > MAX_SLOT:
+
+    def source_rows(rb: int) -> list[int]:
+        """The input rows the rb output rows from i read, as offsets from i * stride_h - pad_top."""
+        return sorted({r * g.stride_h + p * g.dilation_h for r in range(rb) for p in range(g.kh)})
+
+    fits = [r for r in (4, 2, 1) if g.oh % r == 0 and (r * len(taps) <= FILTER_BODY or r == 1)
+            and len(taps) * g.ow + cb * len(source_rows(r)) * width <= MAX_SLOT]
+    if not fits:
         return False
+    rb = fits[0]
+    offs = source_rows(rb)
+    slot_of = {d: t for t, d in enumerate(offs)}  # the buffer row of each source row offset
     c_blocks = cg // cb
 
     def plane(ivs: list[Value]) -> None:
         (u,) = ivs
         acc = k.alloca(MemRefType(s.type, [len(taps) * g.ow]))
-        rows = k.alloca(MemRefType(s.type, [cb * g.kh * width]))
+        rows = k.alloca(MemRefType(s.type, [cb * len(offs) * width]))
         o0, c0 = k.muli(k.divsi(u, k.idx(c_blocks)), k.idx(ob)), k.muli(k.remsi(u, k.idx(c_blocks)), k.idx(cb))
         os = [k.addi(o0, k.idx(a)) if a else o0 for a in range(ob)]
         cs = [k.addi(c0, k.idx(b)) if b else c0 for b in range(cb)]
@@ -177,25 +211,34 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
         zero = s.const(0)
         k.for_(len(taps) * g.ow, lambda t: k.store(zero, acc, [t]))
 
-        def position(n: Value, i: Value) -> None:
+        def position(n: Value, i0: Value) -> None:
+            first = k.muli(i0, k.idx(g.stride_h))
             for b, ch in enumerate(channels):
-                for p in range(g.kh):
-                    row = k.addi(k.muli(i, k.idx(g.stride_h)), k.idx(p * g.dilation_h - g.pad_top))
-                    _padded_rows(k, s, rows, (b * g.kh + p) * width,
+                for d in offs:
+                    row = k.addi(first, k.idx(d - g.pad_top))
+                    _padded_rows(k, s, rows, (b * len(offs) + slot_of[d]) * width,
                                  lambda r, t, ch=ch: e.value(x, _at(g, n, ch, r, t)), row, g.h, lo, width, g.w)
+            ii = [k.addi(i0, k.idx(r)) if r else i0 for r in range(rb)]
 
             def column(j: Value) -> None:
-                dys = [e.value(dy, _at(g, n, o, i, j)) for o in os]
+                dys = [[e.value(dy, _at(g, n, o, i, j)) for i in ii] for o in os]
                 at = k.muli(j, k.idx(g.stride_w)) if g.stride_w != 1 else j
-                xs = {(b, p, q): k.load(rows, [k.addi(at, k.idx((b * g.kh + p) * width + offsets[q] - lo))])
-                      for b in range(cb) for p in range(g.kh) for q in range(g.kw)}
+                xs = {}
+                for b in range(cb):
+                    for t, d in enumerate(offs):
+                        for q in range(g.kw):
+                            xs[b, d, q] = k.load(rows, [k.addi(at, k.idx((b * len(offs) + t) * width + offsets[q]
+                                                                         - lo))])
                 for t, (a, b, p, q) in enumerate(taps):
                     slot = k.addi(j, k.idx(t * g.ow)) if t else j
-                    k.store(s.add(k.load(acc, [slot]), s.mul(dys[a], xs[b, p, q])), acc, [slot])
+                    v = k.load(acc, [slot])
+                    for r in range(rb):
+                        v = s.add(v, s.mul(dys[a][r], xs[b, r * g.stride_h + p * g.dilation_h, q]))
+                    k.store(v, acc, [slot])
 
             k.for_(g.ow, column)
 
-        k.for_(g.n, lambda n: k.for_(g.oh, lambda i: position(n, i)))
+        k.for_(g.n, lambda n: k.for_(g.oh, lambda i: position(n, i), step=rb))
         for t, (a, b, p, q) in enumerate(taps):
             (total,) = k.for_(g.ow, lambda j, acc_, t=t: [s.add(acc_, k.load(acc, [k.addi(j, k.idx(t * g.ow))]))],
                               inits=[s.const(0)])
