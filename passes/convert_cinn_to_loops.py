@@ -48,6 +48,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder, unravel
 from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
+from cvmc.passes.loops.cinn_dot import dot_blocked
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
 Value = SSAValue
@@ -727,6 +728,8 @@ class KernelEmitter:
                 k.store(self.value(op.results[0], []), out, [])
             case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
                 self._bn(op)
+            case cinn.DotOp() if dot_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+                pass
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
             case cinn.ConvOp() if (self.conv_micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)

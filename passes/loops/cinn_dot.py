@@ -1,0 +1,96 @@
+"""The cinn path's register-blocked float 2-D Dot (`out = lhs . rhs`, lhs [m, depth], rhs [depth, n]): each
+iteration of the parallel loop owns MR rows of the output and walks their columns by panels of NR; a panel's
+MR x NR elements are accumulated as loop-carried scalars of one loop over the whole depth (k ascending), the NR
+lanes of a row unrolled so that LLVM's SLP vectorizer packs them into vector registers (NR / 16 zmm per row),
+and the panel is stored once at the end. lhs[i, k] is loaded once per (row, k) and broadcast; rhs[k, j0:j0+NR]
+is loaded once per k and shared by the MR rows. The last (m mod MR) rows and (n mod NR) columns take the same
+loops with a smaller block, so any shape works.
+
+Each element still sums its products in k order from 0: out[i, j] = (...((0 + a0 b0) + a1 b1) ...) + a_{d-1} b_{d-1}.
+- `exact_float`: the step is acc + a * b (mul, then add: two roundings), bit for bit the element-wise form's and
+  the old row form's result.
+- the default float order: the step is fma(a, b, acc) (one rounding), so the sequential sum's error bound holds,
+  |out - exact| <= depth * eps * sum_k |a_k b_k| (eps = 2^-24 for f32), each step at least as accurate as the
+  mul-then-add step. The order is fixed: the same bits on any thread count and host (the blocking only decides
+  which elements are computed together, not the order of any element's sum).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import math
+
+from cvmc.dialects import cinn
+from cvmc.passes.loops.builder import Value
+from cvmc.passes.loops.cinn_scalar import Scalar
+
+if TYPE_CHECKING:
+    from cvmc.passes.convert_cinn_to_loops import KernelEmitter
+
+# The block of the output one loop over k accumulates in registers: MR rows x NR columns (f32: NR / 16 zmm per
+# row, MR * NR / 16 accumulators of the 32 zmm registers).
+MR = 4
+NR = 32
+
+
+def _shape(v: Value) -> tuple[int, ...]:
+    return tuple(v.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
+    """Emit the 2-D float `op` as the register-blocked kernel (module docstring); False (nothing emitted) for
+    other types and ranks."""
+    lhs, rhs = op.operands
+    if len(_shape(lhs)) != 2 or len(_shape(rhs)) != 2:
+        return False
+    k, out = e.k, e.outputs[0]
+    s = Scalar(k, e.scalar_type(op), e.exact_float)
+    if not s.is_float:
+        return False
+    rows, depth = _shape(lhs)
+    cols = _shape(rhs)[1]
+
+    def step(a: Value, b: Value, acc: Value) -> Value:
+        return s.add(acc, s.mul(a, b)) if e.exact_float else s.emit(math.FmaOp(a, b, acc))
+
+    def panel(block: list[Value], j0: Value | int, width: int) -> None:
+        """out[block, j0 : j0 + width], accumulated over k ascending in loop-carried values."""
+        js = [k.addi(k.idx(j0), j) for j in range(width)]
+        zero = s.const(0)
+
+        def kstep(kk: Value, *accs: Value) -> list[Value]:
+            b = [e.value(rhs, [kk, j]) for j in js]
+            result = []
+            for r, i in enumerate(block):
+                a = e.value(lhs, [i, kk])
+                result.extend(step(a, bv, acc) for bv, acc in zip(b, accs[r * width : (r + 1) * width]))
+            return result
+
+        totals = k.for_(depth, kstep, inits=[zero] * (len(block) * width)) if depth else \
+            [zero] * (len(block) * width)
+        for r, i in enumerate(block):
+            for j, total in zip(js, totals[r * width : (r + 1) * width]):
+                k.store(total, out, [i, j])
+
+    full_cols = cols - cols % NR
+
+    def row_block(first: Value, height: int) -> None:
+        block = [k.addi(first, r) if r else first for r in range(height)]
+        if full_cols:
+            k.for_(full_cols, lambda j0: panel(block, j0, NR), step=NR)
+        if cols > full_cols:
+            panel(block, full_cols, cols - full_cols)
+
+    def body(ivs: list[Value]) -> None:
+        first = k.muli(ivs[0], k.idx(MR))
+        if rows % MR == 0:
+            row_block(first, MR)
+        elif rows < MR:
+            row_block(first, rows)
+        else:  # the last iteration owns the last (rows mod MR) rows
+            last = k.cmpi("eq", ivs[0], k.idx(rows // MR))
+            k.if_(last, lambda: row_block(first, rows % MR), lambda: row_block(first, MR))
+
+    k.parallel([-(-rows // MR)], body)
+    return True
