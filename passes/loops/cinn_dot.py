@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import math
+from xdsl.dialects.builtin import MemRefType
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import Value
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 # row, MR * NR / 16 accumulators of the 32 zmm registers).
 MR = 4
 NR = 32
+# The rows of rhs one packed panel holds (KC x NR floats, a stack slot): the k range runs by chunks of KC.
+KC = 256
 
 
 def _shape(v: Value) -> tuple[int, ...]:
@@ -54,43 +57,57 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
     def step(a: Value, b: Value, acc: Value) -> Value:
         return s.add(acc, s.mul(a, b)) if e.exact_float else s.emit(math.FmaOp(a, b, acc))
 
-    def panel(block: list[Value], j0: Value | int, width: int) -> None:
-        """out[block, j0 : j0 + width], accumulated over k ascending in loop-carried values."""
-        js = [k.addi(k.idx(j0), j) for j in range(width)]
-        zero = s.const(0)
+    def column_panel(ivs: list[Value]) -> None:
+        j0 = k.muli(ivs[0], k.idx(NR))
 
-        def kstep(kk: Value, *accs: Value) -> list[Value]:
-            b = [e.value(rhs, [kk, j]) for j in js]
-            result = []
-            for r, i in enumerate(block):
-                a = e.value(lhs, [i, kk])
-                result.extend(step(a, bv, acc) for bv, acc in zip(b, accs[r * width : (r + 1) * width]))
-            return result
+        def columns(width: int) -> None:
+            js = [k.addi(j0, j) for j in range(width)]
+            zero = s.const(0)
+            k.for_(rows, lambda i: [k.store(zero, out, [i, j]) for j in js] and None)
+            buf = k.alloca(MemRefType(s.type, [KC * width]))
 
-        totals = k.for_(depth, kstep, inits=[zero] * (len(block) * width)) if depth else \
-            [zero] * (len(block) * width)
-        for r, i in enumerate(block):
-            for j, total in zip(js, totals[r * width : (r + 1) * width]):
-                k.store(total, out, [i, j])
+            def chunk(k0: Value, depth_c: int) -> None:
+                def copy(t: Value) -> None:
+                    for j, jj in enumerate(js):
+                        k.store(e.value(rhs, [k.addi(k0, t), jj]), buf, [k.addi(k.muli(t, k.idx(width)), j)])
 
-    full_cols = cols - cols % NR
+                k.for_(depth_c, copy)
 
-    def row_block(first: Value, height: int) -> None:
-        block = [k.addi(first, r) if r else first for r in range(height)]
-        if full_cols:
-            k.for_(full_cols, lambda j0: panel(block, j0, NR), step=NR)
-        if cols > full_cols:
-            panel(block, full_cols, cols - full_cols)
+                def row_block(first: Value, height: int) -> None:
+                    block = [k.addi(first, r) if r else first for r in range(height)]
 
-    def body(ivs: list[Value]) -> None:
-        first = k.muli(ivs[0], k.idx(MR))
-        if rows % MR == 0:
-            row_block(first, MR)
-        elif rows < MR:
-            row_block(first, rows)
-        else:  # the last iteration owns the last (rows mod MR) rows
-            last = k.cmpi("eq", ivs[0], k.idx(rows // MR))
-            k.if_(last, lambda: row_block(first, rows % MR), lambda: row_block(first, MR))
+                    def kstep(t: Value, *accs: Value) -> list[Value]:
+                        at = k.muli(t, k.idx(width))
+                        b = [k.load(buf, [k.addi(at, j)]) for j in range(width)]
+                        result = []
+                        for r, i in enumerate(block):
+                            a = e.value(lhs, [i, k.addi(k0, t)])
+                            result.extend(step(a, bv, acc) for bv, acc in zip(b, accs[r * width : (r + 1) * width]))
+                        return result
 
-    k.parallel([-(-rows // MR)], body)
+                    inits = [k.load(out, [i, j]) for i in block for j in js]
+                    totals = k.for_(depth_c, kstep, inits=inits)
+                    for r, i in enumerate(block):
+                        for j, total in zip(js, totals[r * width : (r + 1) * width]):
+                            k.store(total, out, [i, j])
+
+                if rows >= MR:
+                    k.for_(rows - rows % MR, lambda i: row_block(i, MR), step=MR)
+                if rows % MR:
+                    row_block(k.idx(rows - rows % MR), rows % MR)
+
+            full = depth - depth % KC
+            if full:
+                k.for_(full, lambda k0: chunk(k0, KC), step=KC)
+            if depth > full:
+                chunk(k.idx(full), depth - full)
+
+        if cols % NR == 0:
+            columns(NR)
+        elif cols < NR:
+            columns(cols)
+        else:  # the last iteration owns the last (cols mod NR) columns
+            k.if_(k.cmpi("eq", ivs[0], k.idx(cols // NR)), lambda: columns(cols % NR), lambda: columns(NR))
+
+    k.parallel([-(-cols // NR)], column_panel)
     return True
