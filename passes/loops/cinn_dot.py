@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # The block of the output one loop over k accumulates in registers: MR rows x NR columns (f32: NR / 16 zmm per
 # row, MR * NR / 16 accumulators of the 32 zmm registers).
-MR = 4
+MR = 6
 NR = 32
 # The rows of rhs one packed panel holds (KC x NR floats, a stack slot): the k range runs by chunks of KC.
 KC = 256
