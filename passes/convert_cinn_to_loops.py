@@ -267,6 +267,7 @@ class KernelEmitter:
         values = [*plan.inputs, *plan.outputs]
         self.exact_float = exact_float
         self.conv_micro_kernels = conv_micro_kernels and not exact_float
+        self.dot_micro_kernel = conv_micro_kernels  # a CPU form too; under exact_float with the sequential bits
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
@@ -527,7 +528,8 @@ class KernelEmitter:
         k.loops(_shape(self.outputs[0]), channel, parallel=True)
 
     def _matmul(self, op: cinn.DotOp) -> None:
-        """2-D . 2-D by blocks of rows: out[i, :] = 0, then out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending,
+        """2-D . 2-D (integers; floats on the CPU: `cinn_dot`) by blocks of rows: out[i, :] = 0, then
+        out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending,
         MATMUL_UNROLL values of kk per pass over the rows, and ROWS rows (the largest of 4, 2, 1 dividing the row
         count) per pass sharing each load of rhs. Each element still sums in the order of the element-wise form,
         so the result is the same; the inner loop runs along rows of rhs and out, which the vectorizer turns into
@@ -728,7 +730,7 @@ class KernelEmitter:
                 k.store(self.value(op.results[0], []), out, [])
             case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
                 self._bn(op)
-            case cinn.DotOp() if dot_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+            case cinn.DotOp() if self.dot_micro_kernel and dot_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
                 pass
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
                 self._matmul(op)
@@ -797,8 +799,10 @@ class ConvertCinnToLoopsPass(ModulePass):
     """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring);
     `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT). `conv_micro_kernels`
     (on by default, a CPU form) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows
-    in per-thread stack buffers of up to MAX_SLOT floats; the CUDA runner turns it off (the row forms): a GPU
-    thread has no such stack to spare, and nvcc 13.0 crashes on the NHWC micro-kernel."""
+    in per-thread stack buffers of up to MAX_SLOT floats, and float 2-D dots to the register-blocked kernel of
+    `cinn_dot` (packed rhs panels in stack buffers, also under `exact_float`: the same bits as the row form); the
+    CUDA runner turns it off (the row forms): a GPU thread has no such stack to spare, and nvcc 13.0 crashes on
+    the NHWC micro-kernel."""
 
     name = "convert-cinn-to-loops"
 
