@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # The block of the output one loop over k accumulates in registers: MR rows x NR columns (f32: NR / 16 zmm per
 # row, MR * NR / 16 accumulators of the 32 zmm registers).
-MR = 6
+MR = 8
 NR = 32
 # The rows of rhs one packed panel holds (KC x NR floats, a stack slot): the k range runs by chunks of KC.
 KC = 256
@@ -62,11 +62,10 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
 
         def columns(width: int) -> None:
             js = [k.addi(j0, j) for j in range(width)]
-            zero = s.const(0)
-            k.for_(rows, lambda i: [k.store(zero, out, [i, j]) for j in js] and None)
             buf = k.alloca(MemRefType(s.type, [KC * width]))
 
-            def chunk(k0: Value, depth_c: int) -> None:
+            def chunk(k0: Value, depth_c: int, first: bool) -> None:
+                """rhs[k0 : k0 + depth_c] added to out (`first`: to 0, out not read)."""
                 def copy(t: Value) -> None:
                     for j, jj in enumerate(js):
                         k.store(e.value(rhs, [k.addi(k0, t), jj]), buf, [k.addi(k.muli(t, k.idx(width)), j)])
@@ -85,7 +84,7 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
                             result.extend(step(a, bv, acc) for bv, acc in zip(b, accs[r * width : (r + 1) * width]))
                         return result
 
-                    inits = [k.load(out, [i, j]) for i in block for j in js]
+                    inits = [s.const(0) if first else k.load(out, [i, j]) for i in block for j in js]
                     totals = k.for_(depth_c, kstep, inits=inits)
                     for r, i in enumerate(block):
                         for j, total in zip(js, totals[r * width : (r + 1) * width]):
@@ -96,11 +95,12 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
                 if rows % MR:
                     row_block(k.idx(rows - rows % MR), rows % MR)
 
+            chunk(k.idx(0), min(depth, KC), True)
             full = depth - depth % KC
-            if full:
-                k.for_(full, lambda k0: chunk(k0, KC), step=KC)
-            if depth > full:
-                chunk(k.idx(full), depth - full)
+            if full > KC:
+                k.for_(full, lambda k0: chunk(k0, KC, False), lb=KC, step=KC)
+            if depth > max(full, KC):
+                chunk(k.idx(full), depth - full, False)
 
         if cols % NR == 0:
             columns(NR)
