@@ -66,14 +66,15 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
 
             def chunk(k0: Value, depth_c: int, first: bool) -> None:
                 """rhs[k0 : k0 + depth_c] added to out (`first`: to 0, out not read)."""
+
                 def copy(t: Value) -> None:
                     for j, jj in enumerate(js):
                         k.store(e.value(rhs, [k.addi(k0, t), jj]), buf, [k.addi(k.muli(t, k.idx(width)), j)])
 
                 k.for_(depth_c, copy)
 
-                def row_block(first: Value, height: int) -> None:
-                    block = [k.addi(first, r) if r else first for r in range(height)]
+                def row_block(top: Value, height: int) -> None:
+                    block = [k.addi(top, r) if r else top for r in range(height)]
 
                     def kstep(t: Value, *accs: Value) -> list[Value]:
                         at = k.muli(t, k.idx(width))

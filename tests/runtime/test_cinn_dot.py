@@ -31,7 +31,7 @@ def sequential(x, w):
 
 
 SHAPES = [(1, 1, 1), (1, 7, 1), (1, 300, 5), (5, 3, 1), (MR, KC, NR), (MR + 1, KC + 1, NR + 1),
-          (MR - 1, KC - 1, NR - 1), (2 * MR + 1, 2 * KC + 3, 2 * NR + 7), (13, 17, 19), (37, 5, 97)]
+          (MR - 1, KC - 1, NR - 1), (2 * MR + 1, 2 * KC + 3, 2 * NR + 7), (13, 17, 19), (37, 5, 97), (3, 3 * KC, 5)]
 
 
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
