@@ -1,18 +1,25 @@
-"""The cinn path's register-blocked float 2-D Dot (`out = lhs . rhs`, lhs [m, depth], rhs [depth, n]): each
-iteration of the parallel loop owns MR rows of the output and walks their columns by panels of NR; a panel's
-MR x NR elements are accumulated as loop-carried scalars of one loop over the whole depth (k ascending), the NR
-lanes of a row unrolled so that LLVM's SLP vectorizer packs them into vector registers (NR / 16 zmm per row),
-and the panel is stored once at the end. lhs[i, k] is loaded once per (row, k) and broadcast; rhs[k, j0:j0+NR]
-is loaded once per k and shared by the MR rows. The last (m mod MR) rows and (n mod NR) columns take the same
-loops with a smaller block, so any shape works.
+"""The cinn path's register-blocked float 2-D Dot (`out = lhs . rhs`, lhs [m, depth], rhs [depth, n]), a CPU
+form (`ConvertCinnToLoopsPass.conv_micro_kernels`; the CUDA runner keeps `KernelEmitter._matmul`'s row form).
 
-Each element still sums its products in k order from 0: out[i, j] = (...((0 + a0 b0) + a1 b1) ...) + a_{d-1} b_{d-1}.
-- `exact_float`: the step is acc + a * b (mul, then add: two roundings), bit for bit the element-wise form's and
-  the old row form's result.
-- the default float order: the step is fma(a, b, acc) (one rounding), so the sequential sum's error bound holds,
-  |out - exact| <= depth * eps * sum_k |a_k b_k| (eps = 2^-24 for f32), each step at least as accurate as the
-  mul-then-add step. The order is fixed: the same bits on any thread count and host (the blocking only decides
-  which elements are computed together, not the order of any element's sum).
+Schedule: the outer parallel loop runs over panels of NR columns (the last one narrower when NR does not divide
+n). A panel walks k by chunks of KC: it copies rhs[k0 : k0 + KC, j0 : j0 + NR] into a stack slot (k-major, NR
+floats a row: contiguous vector loads whatever rhs's layout), then for each block of MR rows (the last block
+narrower) carries the MR x NR accumulators through the chunk's k loop as loop values; the NR lanes of a row are
+unrolled scalars, which LLVM's SLP vectorizer packs into NR / 16 zmm (f32), each step loading NR / 16 vectors of
+the panel, broadcasting MR values of lhs and issuing MR * NR / 16 vector fmas, no load or store of the
+accumulators (checked on the asm: `vfmadd231ps` on zmm, the 16 accumulators in registers). The first chunk
+starts from 0, each later one from the value the previous chunk stored in `out` (a store and a load of a float
+are exact, so chunking does not change a bit). Any shape: 1 x K, K x 1, primes, depth 0 (zeros).
+
+Order: every element sums its products over k ascending from +0.0:
+out[i, j] = (...((0 + a_0 b_0) + a_1 b_1) ...) + a_{d-1} b_{d-1}.
+- default float mode: each step is fma(a, b, acc), one rounding instead of two, so the sequential order's bound
+  holds, |out - exact| <= depth * eps * sum_k |a_k b_k| (eps = 2^-24 for f32, 2^-53 for f64), each step at
+  least as accurate as mul-then-add;
+- `exact_float`: each step is acc + a * b (mul, then add), bit for bit the element-wise form's (and the row
+  form's) result.
+The blocking only decides which elements are computed together, never the order of one element's sum: the bits
+are the same on any thread count and host (and for any MR, NR, KC).
 """
 
 from __future__ import annotations
@@ -29,10 +36,10 @@ from cvmc.passes.loops.cinn_scalar import Scalar
 if TYPE_CHECKING:
     from cvmc.passes.convert_cinn_to_loops import KernelEmitter
 
-# The block of the output one loop over k accumulates in registers: MR rows x NR columns (f32: NR / 16 zmm per
-# row, MR * NR / 16 accumulators of the 32 zmm registers).
+# The block of the output one loop over k accumulates in registers: MR rows x NR columns, NR = NR_BYTES of
+# elements (two zmm a row: 32 f32, 16 f64), so MR * 2 = 16 accumulators of AVX-512's 32 zmm.
 MR = 8
-NR = 32
+NR_BYTES = 128
 # The rows of rhs one packed panel holds (KC x NR floats, a stack slot): the k range runs by chunks of KC.
 KC = 256
 
@@ -52,13 +59,14 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
     if not s.is_float:
         return False
     rows, depth = _shape(lhs)
+    nr = max(1, min(32, NR_BYTES * 8 // cinn.bit_width(s.element)))
     cols = _shape(rhs)[1]
 
     def step(a: Value, b: Value, acc: Value) -> Value:
         return s.add(acc, s.mul(a, b)) if e.exact_float else s.emit(math.FmaOp(a, b, acc))
 
     def column_panel(ivs: list[Value]) -> None:
-        j0 = k.muli(ivs[0], k.idx(NR))
+        j0 = k.muli(ivs[0], k.idx(nr))
 
         def columns(width: int) -> None:
             js = [k.addi(j0, j) for j in range(width)]
@@ -103,12 +111,12 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
             if depth > max(full, KC):
                 chunk(k.idx(full), depth - full, False)
 
-        if cols % NR == 0:
-            columns(NR)
-        elif cols < NR:
+        if cols % nr == 0:
+            columns(nr)
+        elif cols < nr:
             columns(cols)
-        else:  # the last iteration owns the last (cols mod NR) columns
-            k.if_(k.cmpi("eq", ivs[0], k.idx(cols // NR)), lambda: columns(cols % NR), lambda: columns(NR))
+        else:  # the last iteration owns the last (cols mod nr) columns
+            k.if_(k.cmpi("eq", ivs[0], k.idx(cols // nr)), lambda: columns(cols % nr), lambda: columns(nr))
 
-    k.parallel([-(-cols // NR)], column_panel)
+    k.parallel([-(-cols // nr)], column_panel)
     return True

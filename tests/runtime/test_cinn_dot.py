@@ -6,27 +6,28 @@ import numpy as np
 import pytest
 
 from cvmc import CinnBuilder
-from cvmc.passes.loops.cinn_dot import KC, MR, NR
+from cvmc.passes.loops.cinn_dot import KC, MR, NR_BYTES
 
 pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
 
 RNG = np.random.default_rng(27)
-EPS32 = 2.0**-24
+NR = NR_BYTES // 4  # the f32 panel width
+EPS = {np.float32: 2.0**-24, np.float64: 2.0**-53}
 
 
 def run(x, w, *, exact_float=False, threads=1, transpose=(False, False)):
     b = CinnBuilder("k")
-    u, v = b.create_input("float32", x.shape, "x"), b.create_input("float32", w.shape, "w")
+    u, v = b.create_input(x.dtype.name, x.shape, "x"), b.create_input(w.dtype.name, w.shape, "w")
     u = b.transpose(u, [1, 0]) if transpose[0] else u
     v = b.transpose(v, [1, 0]) if transpose[1] else v
     return b.compile([b.dot(u, v)], device="cpu", exact_float=exact_float, threads=threads)(x=x, w=w)[0]
 
 
 def sequential(x, w):
-    """out[i, j] = (...((0 + x[i, 0] w[0, j]) + x[i, 1] w[1, j]) ...), each product and sum rounded to f32."""
-    acc = np.zeros((x.shape[0], w.shape[1]), np.float32)
+    """out[i, j] = (...((0 + x[i, 0] w[0, j]) + x[i, 1] w[1, j]) ...), each product and sum rounded."""
+    acc = np.zeros((x.shape[0], w.shape[1]), x.dtype)
     for t in range(x.shape[1]):
-        acc = acc + np.outer(x[:, t], w[t, :]).astype(np.float32)
+        acc = acc + np.outer(x[:, t], w[t, :]).astype(x.dtype)
     return acc
 
 
@@ -35,21 +36,26 @@ SHAPES = [(1, 1, 1), (1, 7, 1), (1, 300, 5), (5, 3, 1), (MR, KC, NR), (MR + 1, K
 
 
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
-def test_default_order_within_the_sequential_bound_and_the_same_on_two_threads(m, k, n):
-    x = RNG.uniform(-1, 1, (m, k)).astype(np.float32)
-    w = RNG.uniform(-1, 1, (k, n)).astype(np.float32)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_default_order_within_the_sequential_bound_and_the_same_on_two_threads(m, k, n, dtype):
+    """Against numpy's float64 product: for f32 its error is far below the bound; for f64 it has a bound of its
+    own (numpy's order), so there the two bounds add up."""
+    x = RNG.uniform(-1, 1, (m, k)).astype(dtype)
+    w = RNG.uniform(-1, 1, (k, n)).astype(dtype)
     got = run(x, w)
     exact = x.astype(np.float64) @ w.astype(np.float64)
-    bound = k * EPS32 * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64))
-    assert got.dtype == np.float32 and got.shape == (m, n)
+    magnitude = np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64)
+    bound = (1 if dtype == np.float32 else 2) * k * EPS[dtype] * magnitude
+    assert got.dtype == dtype and got.shape == (m, n)
     assert np.all(np.abs(got - exact) <= bound)
     np.testing.assert_array_equal(run(x, w, threads=2), got)
 
 
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
-def test_exact_float_is_the_sequential_mul_then_add(m, k, n):
-    x = RNG.uniform(-3, 3, (m, k)).astype(np.float32)
-    w = RNG.uniform(-3, 3, (k, n)).astype(np.float32)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_float_is_the_sequential_mul_then_add(m, k, n, dtype):
+    x = RNG.uniform(-3, 3, (m, k)).astype(dtype)
+    w = RNG.uniform(-3, 3, (k, n)).astype(dtype)
     want = sequential(x, w)
     np.testing.assert_array_equal(run(x, w, exact_float=True), want)
     np.testing.assert_array_equal(run(x, w, exact_float=True, threads=2), want)
