@@ -7,8 +7,10 @@ element of the input at an index the op's attributes give. Such an op whose resu
 
 and `convert-cinn-to-loops` then emits no kernel for it: a kernel reading the result reads the op's input
 through the index map instead (a chain of views composes). A returned value is stored, so it stays a kernel; so
-does a transpose that a dot reads (the dot's inner loop runs along rows of its operands: through a transposed view
-it would stride across memory, and copying the operand once costs less).
+does a transpose that an integer dot reads (the dot's inner loop runs along rows of its operands: through a
+transposed view it would stride across memory, and copying the operand once costs less). A float 2-D dot reads a
+transpose as a view: its micro-kernel (`cvmc.passes.loops.cinn_dot`) copies rhs by panels into a stack slot
+anyway and broadcasts single elements of lhs, so the copy kernel would only add a pass over memory.
 
 A cheap element-wise op (add, sub, mul, max, min, negative) of several readers, each of them element-wise or a
 reduce (which read each element once), whose operands are function arguments, views, constants or smaller
@@ -63,6 +65,15 @@ def _recomputes(op: Operation, returned: set[SSAValue]) -> bool:
                or isinstance(owner, cinn.ConstScalarOp) or math.prod(_shape(v)) < size for v in op.operands)
 
 
+def _copied_for(reader: Operation) -> bool:
+    """Whether `reader` wants a transpose it reads stored: an integer dot or one not 2-D (see the module doc)."""
+    if not isinstance(reader, cinn.DotOp):
+        return False
+    x, y = reader.operands
+    float_2d = cinn.is_float(x.type.element_type) and len(x.type.get_shape()) == 2 == len(y.type.get_shape())  # pyright: ignore
+    return not float_2d
+
+
 @dataclass(frozen=True)
 class CinnMarkViewsPass(ModulePass):
     """Mark the element-moving cinn ops of every function whose result is not returned with `cinn.view`."""
@@ -77,8 +88,7 @@ class CinnMarkViewsPass(ModulePass):
                 if _recomputes(o, returned):
                     o.attributes[RECOMPUTE] = UnitAttr()
                     continue
-                read_by_dot = any(isinstance(use.operation, cinn.DotOp) for use in o.results[0].uses)
-                if isinstance(o, cinn.TransposeOp) and read_by_dot:
+                if isinstance(o, cinn.TransposeOp) and any(_copied_for(use.operation) for use in o.results[0].uses):
                     continue
                 if isinstance(o, VIEW_OPS) and o.results[0] not in returned:
                     o.attributes[VIEW] = UnitAttr()

@@ -48,7 +48,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder, unravel
 from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
-from cvmc.passes.loops.cinn_dot import matmul_blocked
+from cvmc.passes.loops.cinn_dot import dot_blocked
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
 
 Value = SSAValue
@@ -277,7 +277,8 @@ class KernelEmitter:
         values = [*plan.inputs, *plan.outputs]
         self.exact_float = exact_float
         self.vector_bytes = vector_bytes
-        self.micro_kernels = micro_kernels and not exact_float
+        self.micro_kernels = micro_kernels and not exact_float  # the conv micro-kernels: default float order only
+        self.dot_micro_kernel = micro_kernels  # a CPU form too; under exact_float with the sequential bits
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
         self.plan = plan
         self.memory: dict[Value, Value] = {}
@@ -553,7 +554,8 @@ class KernelEmitter:
         k.loops(_shape(self.outputs[0]), channel, parallel=True)
 
     def _matmul(self, op: cinn.DotOp) -> None:
-        """2-D . 2-D by blocks of rows: out[i, :] = 0, then out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending,
+        """2-D . 2-D (integers; floats on the CPU: `cinn_dot`) by blocks of rows: out[i, :] = 0, then
+        out[i, :] += lhs[i, kk] * rhs[kk, :] for kk ascending,
         MATMUL_UNROLL values of kk per pass over the rows, and ROWS rows (the largest of 4, 2, 1 dividing the row
         count) per pass sharing each load of rhs. Each element still sums in the order of the element-wise form,
         so the result is the same; the inner loop runs along rows of rhs and out, which the vectorizer turns into
@@ -754,9 +756,10 @@ class KernelEmitter:
                 k.store(self.value(op.results[0], []), out, [])
             case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
                 self._bn(op)
+            case cinn.DotOp() if self.dot_micro_kernel and dot_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+                pass
             case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
-                if not self.micro_kernels or not matmul_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
-                    self._matmul(op)
+                self._matmul(op)
             case cinn.ConvOp() if (self.micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
                 pass
             case cinn.ConcatOp():
@@ -850,10 +853,11 @@ class ConvertCinnToLoopsPass(ModulePass):
     """Replace every func.func of cinn ops by one loop-level kernel per op (see the module docstring);
     `exact_float` keeps every float reduction in the sequential order (see FLOAT_SPLIT). `micro_kernels` (on by
     default, CPU forms) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows in
-    per-thread stack buffers of up to MAX_SLOT floats, and float 2-D Dots to the register-blocked micro-kernel of
-    `cinn_dot` (MR x NR accumulators a thread), blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64:
-    AVX-512's 32 zmm); the CUDA runner turns it off (the row forms): a GPU thread has no such stack or registers to
-    spare, and nvcc 13.0 crashes on the NHWC conv micro-kernel."""
+    per-thread stack buffers of up to MAX_SLOT floats, and float 2-D dots to the register-blocked kernel of
+    `cinn_dot` (packed rhs panels in stack buffers; also under `exact_float`: the same bits as the row form),
+    blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64: AVX-512's 32 zmm); the CUDA runner turns it
+    off (the row forms): a GPU thread has no such stack or registers to spare, and nvcc 13.0 crashes on the NHWC
+    conv micro-kernel."""
 
     name = "convert-cinn-to-loops"
 

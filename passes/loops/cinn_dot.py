@@ -1,20 +1,32 @@
-"""The cinn path's fast float 2-D Dot (the default float order; `exact_float` keeps the row form of
-`cvmc.passes.convert_cinn_to_loops`, `KernelEmitter._matmul`): a register-blocked micro-kernel. Each unit of the
-outer parallel loop is a block of MR rows of the output; within it, for each block of NR columns, the MR x NR
-accumulators are carried through the whole k loop as loop values (LLVM's SLP vectorizer packs them into vector
-registers), and each step adds a[i, k] * b[k, j] to them with one fused multiply-add.
-The columns past the last full block run the same way one column at a time.
+"""The cinn path's register-blocked float 2-D Dot (`out = lhs . rhs`, lhs [m, depth], rhs [depth, n]), a CPU
+form (`ConvertCinnToLoopsPass.micro_kernels`; the CUDA runner keeps `KernelEmitter._matmul`'s row form).
 
-Order: every output element sums its products over k ascending from +0.0, one fma a step (one rounding each
-instead of the product's and the sum's), so it is within k * eps * sum |products| of the exact sum, as the
-sequential order is (each step is at least as accurate). The same on any thread count and host.
+Schedule: the outer parallel loop runs over panels of NR columns (the last one narrower when NR does not divide
+n). A panel walks k by chunks of KC: it copies rhs[k0 : k0 + KC, j0 : j0 + NR] into a stack slot (k-major, NR
+floats a row: contiguous vector loads whatever rhs's layout), then for each block of MR rows (the last block
+narrower) carries the MR x NR accumulators through the chunk's k loop as loop values; the NR lanes of a row are
+unrolled scalars, which LLVM's SLP vectorizer packs into two registers a row, each step loading two vectors of
+the panel, broadcasting MR values of lhs and issuing 2 MR vector fmas, no load or store of the accumulators
+(checked on the asm: `vfmadd231ps` on zmm, the 16 accumulators in registers; on AVX2 12 of the 16 ymm). The first chunk
+starts from 0, each later one from the value the previous chunk stored in `out` (a store and a load of a float
+are exact, so chunking does not change a bit). Any shape: 1 x K, K x 1, primes, depth 0 (zeros).
+
+Order: every element sums its products over k ascending from +0.0:
+out[i, j] = (...((0 + a_0 b_0) + a_1 b_1) ...) + a_{d-1} b_{d-1}.
+- default float mode: each step is fma(a, b, acc), one rounding instead of two, so the sequential order's bound
+  holds, |out - exact| <= depth * eps * sum_k |a_k b_k| (eps = 2^-24 for f32, 2^-53 for f64), each step at
+  least as accurate as mul-then-add;
+- `exact_float`: each step is acc + a * b (mul, then add), bit for bit the element-wise form's (and the row
+  form's) result.
+The blocking only decides which elements are computed together, never the order of one element's sum: the bits
+are the same on any thread count and host (and for any MR, NR, KC).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import builtin
+from xdsl.dialects.builtin import MemRefType
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import Value
@@ -23,54 +35,85 @@ from cvmc.passes.loops.cinn_scalar import Scalar
 if TYPE_CHECKING:
     from cvmc.passes.convert_cinn_to_loops import KernelEmitter
 
-# MR, the rows of a block: the largest of these dividing the row count, by register width (bytes). NR is two
-# registers of columns, so a block holds 2 MR accumulator registers: 16 of AVX-512's 32 zmm, 12 of AVX2's 16 ymm
-# (8 rows of AVX2 spilled), each step loading 2 registers of b and broadcasting MR values of a.
-ROWS = {64: (8, 4, 2, 1), 32: (6, 4, 2, 1)}
+# The block of the output one loop over k accumulates in registers: MR rows x NR columns, NR two vector registers
+# of elements (`vector_bytes` of the pass: 32 f32 on AVX-512, 16 on AVX2), so 2 MR accumulators: 16 of AVX-512's
+# 32 zmm, 12 of AVX2's 16 ymm (8 rows of AVX2 spilled).
+MR = {64: 8, 32: 6, 16: 4}
+# The rows of rhs one packed panel holds (KC x NR floats, a stack slot): the k range runs by chunks of KC.
+KC = 256
 
 
 def _shape(v: Value) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, builtin.TensorType)
-    return tuple(t.get_shape())
+    return tuple(v.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
 
 
-def matmul_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
-    """Emit the 2-D `op` as the micro-kernel (see the module docstring); False (nothing emitted) for the forms it
-    does not cover: integer types, fewer columns than one block."""
-    k, out = e.k, e.outputs[0]
+def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
+    """Emit the 2-D float `op` as the register-blocked kernel (module docstring); False (nothing emitted) for
+    other types and ranks."""
     lhs, rhs = op.operands
-    s = Scalar(k, e.scalar_type(op), exact_float=False)
+    if len(_shape(lhs)) != 2 or len(_shape(rhs)) != 2:
+        return False
+    k, out = e.k, e.outputs[0]
+    s = Scalar(k, e.scalar_type(op), e.exact_float)
     if not s.is_float:
         return False
-    depth, cols = _shape(rhs)
-    count = _shape(op.results[0])[0]
-    nr = 2 * e.vector_bytes // (cinn.bit_width(s.element) // 8)
-    if cols < nr:
-        return False
-    mr = next(r for r in ROWS.get(e.vector_bytes, (4, 2, 1)) if count % r == 0)
-    full = cols - cols % nr
+    rows, depth = _shape(lhs)
+    nr = 2 * e.vector_bytes * 8 // cinn.bit_width(s.element)
+    mr = MR[e.vector_bytes]
+    cols = _shape(rhs)[1]
 
-    def block_of_rows(ivs: list[Value]) -> None:
-        first = k.muli(ivs[0], k.idx(mr))
-        rows = [k.addi(first, r) if r else first for r in range(mr)]
+    def column_panel(ivs: list[Value]) -> None:
+        j0 = k.muli(ivs[0], k.idx(nr))
 
-        def columns(j0: Value, width: int) -> None:
-            js = [k.addi(j0, t) if t else j0 for t in range(width)]
+        def columns(width: int) -> None:
+            js = [k.addi(j0, j) for j in range(width)]
+            buf = k.alloca(MemRefType(s.type, [KC * width]))
 
-            def step(kk: Value, *accs: Value) -> list[Value]:
-                a = [e.value(lhs, [i, kk]) for i in rows]
-                b = [e.value(rhs, [kk, j]) for j in js]
-                return [s.madd(accs[r * width + t], a[r], b[t]) for r in range(mr) for t in range(width)]
+            def chunk(k0: Value, depth_c: int, first: bool) -> None:
+                """rhs[k0 : k0 + depth_c] added to out (`first`: to 0, out not read)."""
 
-            accs = k.for_(depth, step, inits=[s.const(0)] * (mr * width))
-            for r, i in enumerate(rows):
-                for t, j in enumerate(js):
-                    k.store(accs[r * width + t], out, [i, j])
+                def copy(t: Value) -> None:
+                    for j, jj in enumerate(js):
+                        k.store(e.value(rhs, [k.addi(k0, t), jj]), buf, [k.addi(k.muli(t, k.idx(width)), j)])
 
-        k.for_(full, lambda j0: columns(j0, nr), step=nr)
-        if cols > full:
-            k.for_(cols, lambda j: columns(j, 1), lb=full)
+                k.for_(depth_c, copy)
 
-    k.parallel([count // mr], block_of_rows)
+                def row_block(top: Value, height: int) -> None:
+                    block = [k.addi(top, r) if r else top for r in range(height)]
+
+                    def kstep(t: Value, *accs: Value) -> list[Value]:
+                        at = k.muli(t, k.idx(width))
+                        b = [k.load(buf, [k.addi(at, j)]) for j in range(width)]
+                        result = []
+                        for r, i in enumerate(block):
+                            a = e.value(lhs, [i, k.addi(k0, t)])
+                            result.extend(s.madd(acc, a, bv) for bv, acc in zip(b, accs[r * width : (r + 1) * width]))
+                        return result
+
+                    inits = [s.const(0) if first else k.load(out, [i, j]) for i in block for j in js]
+                    totals = k.for_(depth_c, kstep, inits=inits)
+                    for r, i in enumerate(block):
+                        for j, total in zip(js, totals[r * width : (r + 1) * width]):
+                            k.store(total, out, [i, j])
+
+                if rows >= mr:
+                    k.for_(rows - rows % mr, lambda i: row_block(i, mr), step=mr)
+                if rows % mr:
+                    row_block(k.idx(rows - rows % mr), rows % mr)
+
+            chunk(k.idx(0), min(depth, KC), True)
+            full = depth - depth % KC
+            if full > KC:
+                k.for_(full, lambda k0: chunk(k0, KC, False), lb=KC, step=KC)
+            if depth > max(full, KC):
+                chunk(k.idx(full), depth - full, False)
+
+        if cols % nr == 0:
+            columns(nr)
+        elif cols < nr:
+            columns(cols)
+        else:  # the last iteration owns the last (cols mod nr) columns
+            k.if_(k.cmpi("eq", ivs[0], k.idx(cols // nr)), lambda: columns(cols % nr), lambda: columns(nr))
+
+    k.parallel([-(-cols // nr)], column_panel)
     return True

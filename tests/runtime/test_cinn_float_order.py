@@ -2,7 +2,6 @@
 
 import ctypes
 import ctypes.util
-import math
 import re
 
 import numpy as np
@@ -346,7 +345,8 @@ def _dot(a: np.ndarray, b: np.ndarray, *, exact_float=False, threads=1) -> np.nd
 
 
 def fma_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The documented order of the Dot micro-kernel (passes/loops/cinn_dot.py): out[i, j] from +0.0, one fused
+    """The documented order of the Dot micro-kernel (passes/loops/cinn_dot.py; its bound and `exact_float` are in
+    tests/runtime/test_cinn_dot.py): out[i, j] from +0.0, one fused
     multiply-add a step over k ascending (libm's fmaf: correctly rounded)."""
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
     fmaf = libm.fmaf
@@ -374,7 +374,7 @@ def test_float_dot_sums_in_the_documented_fma_order(m, k, n):
 
 
 def test_float_dot_does_not_depend_on_the_register_width(monkeypatch):
-    """AVX2 blocks (16 columns, up to 6 rows) and AVX-512 ones (32, up to 8) sum each element alike."""
+    """AVX2 blocks (16 columns, 6 rows) and AVX-512 ones (32, 8) sum each element alike."""
     from cvmc.runtime import target
 
     a = RNG.standard_normal((24, 70)).astype(np.float32)
@@ -384,25 +384,6 @@ def test_float_dot_does_not_depend_on_the_register_width(monkeypatch):
         monkeypatch.setattr(target, "host_vector_bytes", lambda width=width: width)
         got.append(_dot(a, b))
     np.testing.assert_array_equal(got[0], got[1])
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_float_dot_within_the_stated_bound_and_exact_float_the_sequential_order(dtype):
-    """Within k * eps * sum |products| of the exact sum; `exact_float` keeps the product and the sum rounded
-    apart, k ascending (the element-wise order)."""
-    m, k, n = 16, 300, 70
-    a, b = RNG.standard_normal((m, k)).astype(dtype), RNG.standard_normal((k, n)).astype(dtype)
-    exact = a.astype(np.float64) @ b.astype(np.float64)
-    if dtype == np.float64:
-        exact = np.array([[math.fsum(float(x) * float(y) for x, y in zip(a[i], b[:, j])) for j in range(n)]
-                          for i in range(m)])
-    magnitude = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-    eps = float(np.finfo(dtype).eps)
-    assert np.all(np.abs(_dot(a, b) - exact) <= k * eps * magnitude)
-    seq = np.zeros((m, n), dtype)
-    for kk in range(k):
-        seq = seq + np.multiply(a[:, kk : kk + 1], b[kk : kk + 1, :])
-    np.testing.assert_array_equal(_dot(a, b, exact_float=True), seq)
 
 
 @pytest.mark.parametrize(("c", "o", "k", "oh"), [(16, 16, 3, 8), (3, 16, 3, 8), (4, 4, 5, 8), (8, 8, 1, 4)])

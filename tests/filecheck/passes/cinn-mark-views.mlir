@@ -30,14 +30,27 @@ func.func @views(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<8x2xf32>, te
 // LOOPS:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
 // LOOPS-NEXT:      %{{.*}} = memref.load %b[%[[J]]] : memref<8xf32>
 
-// A transpose a dot reads is copied once, not viewed: the dot's inner loop runs along rows of its operands.
-func.func @dot_of_transpose(%x: tensor<4x8xf32>, %w: tensor<4x8xf32>) -> tensor<4x4xf32> {
-  %t = cinn.transpose %w {axis = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
-  %y = cinn.dot %x, %t : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
-  func.return %y : tensor<4x4xf32>
+// A transpose an integer dot reads is copied once, not viewed: the dot's inner loop runs along rows of its operands.
+func.func @dot_of_transpose(%x: tensor<4x8xi32>, %w: tensor<4x8xi32>) -> tensor<4x4xi32> {
+  %t = cinn.transpose %w {axis = array<i64: 1, 0>} : (tensor<4x8xi32>) -> tensor<8x4xi32>
+  %y = cinn.dot %x, %t : (tensor<4x8xi32>, tensor<8x4xi32>) -> tensor<4x4xi32>
+  func.return %y : tensor<4x4xi32>
 }
 
 // CHECK-LABEL: func.func @dot_of_transpose
 // CHECK:       %t = cinn.transpose %w {axis = array<i64: 1, 0>} :
 // LOOPS-LABEL: func.func @dot_of_transpose_0_transpose(
 // LOOPS-LABEL: func.func @dot_of_transpose_1_dot(
+
+// A float 2-D dot reads it as a view (its micro-kernel packs rhs panels): no transpose kernel.
+func.func @float_dot_of_transpose(%x: tensor<4x8xf32>, %w: tensor<4x8xf32>) -> tensor<4x4xf32> {
+  %t = cinn.transpose %w {axis = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %y = cinn.dot %x, %t : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  func.return %y : tensor<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @float_dot_of_transpose
+// CHECK:       %t = cinn.transpose %w {cinn.view, axis = array<i64: 1, 0>} :
+// LOOPS-NOT:   func.func @float_dot_of_transpose_0_transpose(
+// LOOPS-LABEL: func.func @float_dot_of_transpose_1_dot(
+// LOOPS:         memref.load %w[%{{.*}}, %{{.*}}] : memref<4x8xf32>
