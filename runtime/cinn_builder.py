@@ -17,6 +17,7 @@ a `CVMLogicError` when it is made, never a numpy MemoryError when it runs.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,8 +91,8 @@ def _compile_cpu(
     function: func.FuncOp, fuse: bool = True, threads: int = 1, exact_float: bool = False
 ) -> Callable[[list[np.ndarray]], list]:
     """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
-    convert-cinn-to-loops), JIT them, and run them in order on numpy buffers, one per stored SSA value; each
-    kernel's outer parallel loop is split over `threads` threads."""
+    convert-cinn-to-loops), JIT them, and run them with a `CinnRunner` (each kernel's outer parallel loop shared by
+    `threads` threads)."""
     from cvmc.passes.cinn_fuse import CinnFusePass
     from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
     from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
@@ -112,44 +113,90 @@ def _compile_cpu(
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
+    steps = [(kernel, plan.inputs, plan.outputs) for plan, kernel in zip(plans, kernels)]
+    return CinnRunner(steps, list(annotated.args), list(ret.arguments), threads)
 
-    # What each call needs, read from the IR once: a call then costs a few microseconds a kernel. The kernels'
-    # arguments need none of the per-call checks of `Kernel.__call__`: the inputs were checked by
-    # `CompiledFunction` (dtype, shape, C order) and every other buffer is made here, of the kernel's types.
-    from cvmc.runtime.jit import PreparedCall
 
-    params, returns = list(annotated.args), list(ret.arguments)
-    steps = [
-        (kernel, plan.inputs, [(r, r.type.get_shape(), numpy_dtype(r.type)) for r in plan.outputs])  # pyright: ignore
-        for plan, kernel in zip(plans, kernels)
-    ]
+class CinnRunner:
+    """Runs the kernels of one compiled CINN function in order: `runner(arrays) -> outputs`.
 
-    def step(env: dict[SSAValue, np.ndarray], kernel: Any, inputs: Sequence[SSAValue], outputs: list) -> None:
-        results = [np.empty(shape, dtype) for _, shape, dtype in outputs]
-        buffers = (*[env[v] for v in inputs], *results)
-        call = PreparedCall(kernel, buffers, [a.__array_interface__["data"][0] for a in buffers])
-        if threads > 1:
-            call.launch(threads)
-        else:
-            call()
-        env.update((v, a) for (v, _, _), a in zip(outputs, results))
+    Everything a call needs is made once, here, from the IR: a buffer per intermediate value (kept and reused by
+    every call), every kernel's argument table (`PreparedCall`), and, where the native runner works
+    (`program.Program`), one program of all the calls, each kernel's outer parallel loop (its units, `trip`)
+    shared by `threads` threads with one hand-off per call of the function, none per kernel. A call only writes
+    the addresses of that call's inputs (used in place, never written) and of fresh output arrays into the tables,
+    and runs the program. A kernel of no input (a const_scalar) gives the same values every call: it runs once,
+    here, and its buffer is only read later (a copy is returned). One call at a time (a lock): the calls share
+    the intermediate buffers and the tables; the results do not depend on the thread count (units are
+    independent, and the float orders are fixed per unit)."""
 
-    # A kernel of no input (a const_scalar) gives the same values every call: it runs once, here, and its
-    # buffers are only read later (a copy is returned)
-    fixed: dict[SSAValue, np.ndarray] = {}
-    for kernel, inputs, outputs in steps:
-        if not inputs:
-            step(fixed, kernel, inputs, outputs)
-    steps = [s for s in steps if s[1]]
-    kept = set(params) | set(fixed)
+    def __init__(self, steps: Sequence[tuple[Any, Sequence[SSAValue], Sequence[SSAValue]]],
+                 params: Sequence[SSAValue], returns: Sequence[SSAValue], threads: int):
+        from cvmc.runtime.jit import PreparedCall, Program, program_runner_available
 
-    def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        env: dict[SSAValue, np.ndarray] = {**fixed, **dict(zip(params, arrays))}
+        def empty(v: SSAValue) -> np.ndarray:
+            return np.empty(v.type.get_shape(), numpy_dtype(v.type))  # pyright: ignore
+
+        def prepared(kernel: Any, arrays: Sequence[np.ndarray | None]) -> PreparedCall:
+            # the arguments need none of `Kernel.prepare`'s checks: the inputs were checked by `CompiledFunction`
+            # (dtype, shape, C order) and every other buffer is made here, of the kernel's types
+            kept = tuple(a for a in arrays if a is not None)
+            return PreparedCall(kernel, kept, [0 if a is None else a.__array_interface__["data"][0] for a in arrays])
+
+        self.params, self.returns = list(params), list(returns)
+        buffers: dict[SSAValue, np.ndarray] = {}
         for kernel, inputs, outputs in steps:
-            step(env, kernel, inputs, outputs)
-        return [env[v].copy() if v in kept else env[v] for v in returns]
+            if not inputs:
+                results = [empty(v) for v in outputs]
+                prepared(kernel, results)()
+                buffers.update(zip(outputs, results))
+        self.kept = set(self.params) | set(buffers)  # returned as a copy
+        # the kernels' results returned: a fresh array each call (the caller owns it); the others are kept
+        self.fresh = [v for v in dict.fromkeys(self.returns) if v not in self.kept]
+        steps = [s for s in steps if s[1]]
+        for _, _, outputs in steps:
+            buffers.update((v, empty(v)) for v in outputs if v not in self.fresh)
+        # (table, index) of every argument written per call: the inputs', then the fresh outputs'
+        slots: dict[SSAValue, list[tuple[Any, int]]] = {v: [] for v in (*self.params, *self.fresh)}
+        self.calls: list[PreparedCall] = []
+        for kernel, inputs, outputs in steps:
+            args = [*inputs, *outputs]
+            call = prepared(kernel, [buffers.get(v) for v in args])
+            for i, v in enumerate(args):
+                if v in slots:
+                    slots[v].append((call._table, i))
+            self.calls.append(call)
+        self.slots = [(v, slots[v]) for v in (*self.params, *self.fresh)]
+        self.buffers = buffers
+        self.threads = threads
+        self._splits = [call.kernel.trip > 1 for call in self.calls]
+        self.native = Program(list(zip(self.calls, self._splits)), threads) if (
+            self.calls and program_runner_available()) else None
+        self._lock = threading.Lock()
 
-    return run
+    def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        values: dict[SSAValue, np.ndarray] = dict(zip(self.params, arrays))
+        values.update((v, np.empty(v.type.get_shape(), numpy_dtype(v.type))) for v in self.fresh)  # pyright: ignore
+        with self._lock:
+            for v, slots in self.slots:
+                address = values[v].__array_interface__["data"][0]
+                for table, i in slots:
+                    table[i] = address
+            if self.native is not None:
+                self.native()
+            else:
+                for call, split in zip(self.calls, self._splits):
+                    if split and self.threads > 1:
+                        call.launch(self.threads)
+                    else:
+                        call()
+        outputs = []
+        for v in self.returns:
+            if v in self.kept:  # an input, or a constant kernel's buffer
+                outputs.append((values[v] if v in values else self.buffers[v]).copy())
+            else:
+                outputs.append(values[v])
+        return outputs
 
 
 class CinnBuilder:
