@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,34 @@ def _compile_cpu(
     return CinnRunner(steps, list(annotated.args), list(ret.arguments), threads)
 
 
+def _intermediate_buffers(
+    steps: Sequence[tuple[Any, Sequence[SSAValue], Sequence[SSAValue]]], skip: set[SSAValue]
+) -> dict[SSAValue, np.ndarray]:
+    """A buffer for every result of `steps` but those in `skip`, made once; results whose lives do not overlap
+    share one (a result lives from its kernel to the last kernel that reads it; a kernel's results never share a
+    buffer with its inputs): a long chain of kernels then keeps a small working set, in cache."""
+    from cvmc.runtime.cpu import _aligned_bytes
+
+    last = {v: i for i, (_, inputs, outputs) in enumerate(steps) for v in (*inputs, *outputs)}
+    free: list[np.ndarray] = []  # raw bytes no live result holds
+    held: dict[SSAValue, np.ndarray] = {}
+    buffers: dict[SSAValue, np.ndarray] = {}
+    for i, (_, inputs, outputs) in enumerate(steps):
+        for v in outputs:
+            if v in skip:
+                continue
+            dtype, shape = numpy_dtype(v.type), v.type.get_shape()  # pyright: ignore
+            size = prod(shape) * dtype.itemsize
+            fits = [j for j, raw in enumerate(free) if raw.size >= size]  # the smallest that fits, else a new one
+            raw = free.pop(min(fits, key=lambda j: free[j].size)) if fits else _aligned_bytes(size)
+            held[v] = raw
+            buffers[v] = raw[:size].view(dtype).reshape(shape)
+        for v in dict.fromkeys((*inputs, *outputs)):
+            if last[v] == i and v in held:
+                free.append(held.pop(v))
+    return buffers
+
+
 class CinnRunner:
     """Runs the kernels of one compiled CINN function in order: `runner(arrays) -> outputs`.
 
@@ -154,8 +183,7 @@ class CinnRunner:
         # the kernels' results returned: a fresh array each call (the caller owns it); the others are kept
         self.fresh = [v for v in dict.fromkeys(self.returns) if v not in self.kept]
         steps = [s for s in steps if s[1]]
-        for _, _, outputs in steps:
-            buffers.update((v, empty(v)) for v in outputs if v not in self.fresh)
+        buffers.update(_intermediate_buffers(steps, set(self.fresh)))
         # (table, index) of every argument written per call: the inputs', then the fresh outputs'
         slots: dict[SSAValue, list[tuple[Any, int]]] = {v: [] for v in (*self.params, *self.fresh)}
         self.calls: list[PreparedCall] = []

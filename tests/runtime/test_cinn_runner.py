@@ -119,3 +119,25 @@ def test_inputs_are_not_written_and_outputs_are_not_shared(threads):
     for a in first:
         a[...] = 7
     assert_bits(fn(**first_args), saved)
+
+
+def test_intermediates_share_buffers_only_when_their_lives_do_not_overlap():
+    """One kernel per primitive: a chain whose first values stay live to the end (read by the last kernels) while
+    the middle ones die early. Integer math, so the result is exact: a buffer shared by two live values would
+    show; and the buffers are fewer than the intermediates."""
+    x = RNG.integers(-1000, 1000, (9, 11)).astype(np.int32)
+    runs = []
+    for device in ("reference", "cpu"):
+        b = CinnBuilder("net")
+        v = b.create_input("int32", [9, 11], "x")
+        keep = b.mul(v, v)  # live to the end
+        y = keep
+        for _ in range(6):
+            y = b.sub(b.add(y, v), b.const_scalar(3, "three"))
+        z = b.add(b.transpose(b.add(y, keep), [1, 0]), b.transpose(keep, [1, 0]))
+        fn = b.compile([z, b.reduce(keep, "sum", [1])], device=device, fuse=False, threads=2)
+        runs.append(fn(x=x))
+    assert_bits(runs[1], runs[0])
+    buffers = [a for a in fn._run.buffers.values() if a.ndim]  # the intermediates (the constant is rank 0)
+    distinct = [a for i, a in enumerate(buffers) if not any(np.shares_memory(a, c) for c in buffers[:i])]
+    assert len(distinct) < len(buffers)
