@@ -38,6 +38,7 @@ Variable = SSAValue
 DEVICES = ("reference", "cpu", "cuda")
 MAX_RANK = 8
 MAX_ELEMENTS = MAX_SIZE  # 2**30
+Step = tuple[Any, Sequence[SSAValue], Sequence[SSAValue], int]  # a kernel, the values it reads, writes, its work
 
 
 def _check_shape(shape: Sequence[int], what: str) -> None:
@@ -107,6 +108,7 @@ def _compile_cpu(
     annotated = module.body.block.first_op
     assert isinstance(annotated, func.FuncOp)
     plans = plan_kernels(annotated)
+    works = [sum(_op_work(op) for op in (plan.root, *plan.inlined)) for plan in plans]  # before the ops are lowered
     kernels = []
     if plans:  # a program of no primitive returns its inputs
         ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes()).apply(Context(), module)
@@ -114,23 +116,45 @@ def _compile_cpu(
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
-    steps = [(kernel, plan.inputs, plan.outputs) for plan, kernel in zip(plans, kernels)]
+    steps = [(kernel, plan.inputs, plan.outputs, work) for plan, kernel, work in zip(plans, kernels, works)]
     return CinnRunner(steps, list(annotated.args), list(ret.arguments), threads)
 
 
-def _intermediate_buffers(
-    steps: Sequence[tuple[Any, Sequence[SSAValue], Sequence[SSAValue]]], skip: set[SSAValue]
-) -> dict[SSAValue, np.ndarray]:
+def _empty(v: SSAValue) -> np.ndarray:
+    return np.empty(v.type.get_shape(), numpy_dtype(v.type))  # pyright: ignore
+
+
+def _elements(v: SSAValue) -> int:
+    return prod(v.type.get_shape()) if isinstance(v.type, TensorType) else 1
+
+
+def _op_work(op: Operation) -> int:
+    """About how many element operations `op` makes (the multiply-adds of a dot or a conv), the measure the
+    runner decides by whether to share a kernel with other threads."""
+    largest = max(map(_elements, (*op.operands, *op.results)), default=1)
+    if isinstance(op, cinn.DotOp):
+        shape = op.lhs.type.get_shape()  # pyright: ignore
+        return max(largest, _elements(op.result) * (shape[-1] if shape else 1))
+    if isinstance(op, cinn.ConvOp):  # the (n, o, oh, ow) tensor times the filter's c / groups * kh * kw
+        kind = op.conv_type.data
+        grad, weights = {cinn.ConvType.FORWARD: (op.result, op.rhs), cinn.ConvType.BACKWARD_DATA: (op.rhs, op.lhs),
+                         cinn.ConvType.BACKWARD_FILTER: (op.rhs, op.result)}[kind]  # fmt: skip
+        outputs = weights.type.get_shape()[0]  # pyright: ignore
+        return max(largest, _elements(grad) * (_elements(weights) // max(1, outputs)))
+    return largest
+
+
+def _intermediate_buffers(steps: Sequence[Step], skip: set[SSAValue]) -> dict[SSAValue, np.ndarray]:
     """A buffer for every result of `steps` but those in `skip`, made once; results whose lives do not overlap
     share one (a result lives from its kernel to the last kernel that reads it; a kernel's results never share a
     buffer with its inputs): a long chain of kernels then keeps a small working set, in cache."""
     from cvmc.runtime.cpu import _aligned_bytes
 
-    last = {v: i for i, (_, inputs, outputs) in enumerate(steps) for v in (*inputs, *outputs)}
+    last = {v: i for i, (_, inputs, outputs, _) in enumerate(steps) for v in (*inputs, *outputs)}
     free: list[np.ndarray] = []  # raw bytes no live result holds
     held: dict[SSAValue, np.ndarray] = {}
     buffers: dict[SSAValue, np.ndarray] = {}
-    for i, (_, inputs, outputs) in enumerate(steps):
+    for i, (_, inputs, outputs, _) in enumerate(steps):
         for v in outputs:
             if v in skip:
                 continue
@@ -149,22 +173,22 @@ def _intermediate_buffers(
 class CinnRunner:
     """Runs the kernels of one compiled CINN function in order: `runner(arrays) -> outputs`.
 
-    Everything a call needs is made once, here, from the IR: a buffer per intermediate value (kept and reused by
-    every call), every kernel's argument table (`PreparedCall`), and, where the native runner works
-    (`program.Program`), one program of all the calls, each kernel's outer parallel loop (its units, `trip`)
-    shared by `threads` threads with one hand-off per call of the function, none per kernel. A call only writes
-    the addresses of that call's inputs (used in place, never written) and of fresh output arrays into the tables,
+    Everything a call needs is made once, here, from the IR: the intermediate buffers (`_intermediate_buffers`),
+    every kernel's argument table (`PreparedCall`), and, where the native runner works (`program.Program`), one
+    program of all the calls, run with one hand-off to the helper threads per call of the function, none per
+    kernel. A kernel of at least `cpu.NATIVE_SPLIT_WORK` (`_op_work`) and more than one unit (the iterations of its
+    outer parallel loop, `trip`) is shared by `threads` threads, in a program whose shared kernels hold
+    `cpu.SPLIT_WORK` in all (waking a helper costs more than a small program's run). A call only writes the
+    addresses of that call's inputs (used in place, never written) and of fresh output arrays into the tables,
     and runs the program. A kernel of no input (a const_scalar) gives the same values every call: it runs once,
     here, and its buffer is only read later (a copy is returned). One call at a time (a lock): the calls share
-    the intermediate buffers and the tables; the results do not depend on the thread count (units are
+    the intermediate buffers and the tables. The results do not depend on the thread count (units are
     independent, and the float orders are fixed per unit)."""
 
-    def __init__(self, steps: Sequence[tuple[Any, Sequence[SSAValue], Sequence[SSAValue]]],
-                 params: Sequence[SSAValue], returns: Sequence[SSAValue], threads: int):
+    def __init__(self, steps: Sequence[Step], params: Sequence[SSAValue], returns: Sequence[SSAValue],
+                 threads: int):
+        from cvmc.runtime import cpu
         from cvmc.runtime.jit import PreparedCall, Program, program_runner_available
-
-        def empty(v: SSAValue) -> np.ndarray:
-            return np.empty(v.type.get_shape(), numpy_dtype(v.type))  # pyright: ignore
 
         def prepared(kernel: Any, arrays: Sequence[np.ndarray | None]) -> PreparedCall:
             # the arguments need none of `Kernel.prepare`'s checks: the inputs were checked by `CompiledFunction`
@@ -174,9 +198,9 @@ class CinnRunner:
 
         self.params, self.returns = list(params), list(returns)
         buffers: dict[SSAValue, np.ndarray] = {}
-        for kernel, inputs, outputs in steps:
+        for kernel, inputs, outputs, _ in steps:
             if not inputs:
-                results = [empty(v) for v in outputs]
+                results = [_empty(v) for v in outputs]
                 prepared(kernel, results)()
                 buffers.update(zip(outputs, results))
         self.kept = set(self.params) | set(buffers)  # returned as a copy
@@ -187,7 +211,7 @@ class CinnRunner:
         # (table, index) of every argument written per call: the inputs', then the fresh outputs'
         slots: dict[SSAValue, list[tuple[Any, int]]] = {v: [] for v in (*self.params, *self.fresh)}
         self.calls: list[PreparedCall] = []
-        for kernel, inputs, outputs in steps:
+        for kernel, inputs, outputs, _ in steps:
             args = [*inputs, *outputs]
             call = prepared(kernel, [buffers.get(v) for v in args])
             for i, v in enumerate(args):
@@ -196,15 +220,17 @@ class CinnRunner:
             self.calls.append(call)
         self.slots = [(v, slots[v]) for v in (*self.params, *self.fresh)]
         self.buffers = buffers
-        self.threads = threads
-        self._splits = [call.kernel.trip > 1 for call in self.calls]
-        self.native = Program(list(zip(self.calls, self._splits)), threads) if (
+        self.splits = [work >= cpu.NATIVE_SPLIT_WORK and call.kernel.trip > 1 for call, (*_, work) in
+                       zip(self.calls, steps)]  # fmt: skip
+        shared = sum(work for split, (*_, work) in zip(self.splits, steps) if split)
+        self.threads = threads if shared >= cpu.SPLIT_WORK else 1
+        self.native = Program(list(zip(self.calls, self.splits)), self.threads) if (
             self.calls and program_runner_available()) else None
         self._lock = threading.Lock()
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         values: dict[SSAValue, np.ndarray] = dict(zip(self.params, arrays))
-        values.update((v, np.empty(v.type.get_shape(), numpy_dtype(v.type))) for v in self.fresh)  # pyright: ignore
+        values.update((v, _empty(v)) for v in self.fresh)
         with self._lock:
             for v, slots in self.slots:
                 address = values[v].__array_interface__["data"][0]
@@ -213,7 +239,7 @@ class CinnRunner:
             if self.native is not None:
                 self.native()
             else:
-                for call, split in zip(self.calls, self._splits):
+                for call, split in zip(self.calls, self.splits):
                     if split and self.threads > 1:
                         call.launch(self.threads)
                     else:
