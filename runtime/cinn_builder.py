@@ -67,17 +67,18 @@ class CompiledFunction:
         self.function = function
         self.names = list(names)
         self._run = run
+        types = function.function_type.inputs.data
+        assert all(isinstance(t, TensorType) for t in types)
+        self._types = [(name, numpy_dtype(t), t.get_shape()) for name, t in zip(self.names, types)]  # pyright: ignore
 
     def __call__(self, **inputs: np.ndarray) -> list[np.ndarray]:
-        missing = [n for n in self.names if n not in inputs]
-        extra = [n for n in inputs if n not in self.names]
-        if missing or extra:
+        if len(inputs) != len(self.names) or any(n not in inputs for n in self.names):
+            missing = [n for n in self.names if n not in inputs]
+            extra = [n for n in inputs if n not in self.names]
             raise CVMLogicError(f"expected inputs {self.names}, missing {missing}, unexpected {extra}")
         arrays = []
-        for name, t in zip(self.names, self.function.function_type.inputs):
-            assert isinstance(t, TensorType)
+        for name, want_dtype, want_shape in self._types:
             array = np.asarray(inputs[name])
-            want_dtype, want_shape = numpy_dtype(t), t.get_shape()
             if array.dtype != want_dtype or array.shape != want_shape:
                 raise CVMLogicError(
                     f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
@@ -218,8 +219,12 @@ class CinnRunner:
                 if v in slots:
                     slots[v].append((call._table, i))
             self.calls.append(call)
-        self.slots = [(v, slots[v]) for v in (*self.params, *self.fresh)]
+        self.slots = [slots[v] for v in (*self.params, *self.fresh)]  # in the order of a call's arrays
         self.buffers = buffers
+        self._fresh_types = [(v.type.get_shape(), numpy_dtype(v.type)) for v in self.fresh]  # pyright: ignore
+        # where each result comes from: (0, i) the i-th input, (1, j) the j-th fresh array, (2, array) a constant
+        self._picks = [(0, self.params.index(v)) if v in self.params else
+                       (1, self.fresh.index(v)) if v in self.fresh else (2, buffers[v]) for v in self.returns]
         self.splits = [work >= cpu.NATIVE_SPLIT_WORK and call.kernel.trip > 1 for call, (*_, work) in
                        zip(self.calls, steps)]  # fmt: skip
         shared = sum(work for split, (*_, work) in zip(self.splits, steps) if split)
@@ -229,11 +234,10 @@ class CinnRunner:
         self._lock = threading.Lock()
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        values: dict[SSAValue, np.ndarray] = dict(zip(self.params, arrays))
-        values.update((v, _empty(v)) for v in self.fresh)
+        fresh = [np.empty(shape, dtype) for shape, dtype in self._fresh_types]
         with self._lock:
-            for v, slots in self.slots:
-                address = values[v].__array_interface__["data"][0]
+            for array, slots in zip((*arrays, *fresh), self.slots):
+                address = array.__array_interface__["data"][0]
                 for table, i in slots:
                     table[i] = address
             if self.native is not None:
@@ -244,13 +248,8 @@ class CinnRunner:
                         call.launch(self.threads)
                     else:
                         call()
-        outputs = []
-        for v in self.returns:
-            if v in self.kept:  # an input, or a constant kernel's buffer
-                outputs.append((values[v] if v in values else self.buffers[v]).copy())
-            else:
-                outputs.append(values[v])
-        return outputs
+        # an input or a constant kernel's buffer is returned as a copy
+        return [fresh[at] if kind == 1 else (arrays[at] if kind == 0 else at).copy() for kind, at in self._picks]
 
 
 class CinnBuilder:
