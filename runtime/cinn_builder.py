@@ -303,9 +303,10 @@ class CinnBuilder:
         exact_float: bool = False,
     ) -> CompiledFunction:
         """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`; on "cpu", `fuse`
-        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), each kernel runs on `threads`
-        threads, and float reductions run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound
-        of `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`), f32 exp, log, tanh and erf as vector arithmetic
+        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), the kernels run as one program on
+        `threads` threads (a small program on the calling thread alone, see `CinnRunner`), and float reductions
+        run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound of
+        `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`), f32 exp, log, tanh and erf as vector arithmetic
         (within EXP_ULPS, LOG_ULPS, TANH_ULPS, ERF_ULPS of `cvmc.passes.loops.cinn_scalar`) and float convs
         as the micro-kernels of `cvmc.passes.loops.cinn_conv`, unless `exact_float` keeps the sequential order
         and libm (today's bits)."""
