@@ -204,9 +204,9 @@ class CinnRunner:
                 results = [_empty(v) for v in outputs]
                 prepared(kernel, results)()
                 buffers.update(zip(outputs, results))
-        self.kept = set(self.params) | set(buffers)  # returned as a copy
-        # the kernels' results returned: a fresh array each call (the caller owns it); the others are kept
-        self.fresh = [v for v in dict.fromkeys(self.returns) if v not in self.kept]
+        # the kernels' results returned: a fresh array each call (the caller owns it); the others are kept (an
+        # input or a constant returned: a copy)
+        self.fresh = [v for v in dict.fromkeys(self.returns) if v not in self.params and v not in buffers]
         steps = [s for s in steps if s[1]]
         buffers.update(_intermediate_buffers(steps, set(self.fresh)))
         # (table, index) of every argument written per call: the inputs', then the fresh outputs'
