@@ -17,7 +17,9 @@ a `CVMLogicError` when it is made, never a numpy MemoryError when it runs.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ Variable = SSAValue
 DEVICES = ("reference", "cpu", "cuda")
 MAX_RANK = 8
 MAX_ELEMENTS = MAX_SIZE  # 2**30
+Step = tuple[Any, Sequence[SSAValue], Sequence[SSAValue], int]  # a kernel, the values it reads, writes, its work
 
 
 def _check_shape(shape: Sequence[int], what: str) -> None:
@@ -64,17 +67,18 @@ class CompiledFunction:
         self.function = function
         self.names = list(names)
         self._run = run
+        types = function.function_type.inputs.data
+        assert all(isinstance(t, TensorType) for t in types)
+        self._types = [(name, numpy_dtype(t), t.get_shape()) for name, t in zip(self.names, types)]  # pyright: ignore
 
     def __call__(self, **inputs: np.ndarray) -> list[np.ndarray]:
-        missing = [n for n in self.names if n not in inputs]
-        extra = [n for n in inputs if n not in self.names]
-        if missing or extra:
+        if len(inputs) != len(self.names) or any(n not in inputs for n in self.names):
+            missing = [n for n in self.names if n not in inputs]
+            extra = [n for n in inputs if n not in self.names]
             raise CVMLogicError(f"expected inputs {self.names}, missing {missing}, unexpected {extra}")
         arrays = []
-        for name, t in zip(self.names, self.function.function_type.inputs):
-            assert isinstance(t, TensorType)
+        for name, want_dtype, want_shape in self._types:
             array = np.asarray(inputs[name])
-            want_dtype, want_shape = numpy_dtype(t), t.get_shape()
             if array.dtype != want_dtype or array.shape != want_shape:
                 raise CVMLogicError(
                     f"input '{name}': expected {want_dtype} {list(want_shape)}, got {array.dtype} {list(array.shape)}"
@@ -90,8 +94,8 @@ def _compile_cpu(
     function: func.FuncOp, fuse: bool = True, threads: int = 1, exact_float: bool = False
 ) -> Callable[[list[np.ndarray]], list]:
     """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
-    convert-cinn-to-loops), JIT them, and run them in order on numpy buffers, one per stored SSA value; each
-    kernel's outer parallel loop is split over `threads` threads."""
+    convert-cinn-to-loops), JIT them, and run them with a `CinnRunner` (each kernel's outer parallel loop shared by
+    `threads` threads)."""
     from cvmc.passes.cinn_fuse import CinnFusePass
     from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
     from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
@@ -105,6 +109,7 @@ def _compile_cpu(
     annotated = module.body.block.first_op
     assert isinstance(annotated, func.FuncOp)
     plans = plan_kernels(annotated)
+    works = [sum(_op_work(op) for op in (plan.root, *plan.inlined)) for plan in plans]  # before the ops are lowered
     kernels = []
     if plans:  # a program of no primitive returns its inputs
         ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes()).apply(Context(), module)
@@ -112,44 +117,139 @@ def _compile_cpu(
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
+    steps = [(kernel, plan.inputs, plan.outputs, work) for plan, kernel, work in zip(plans, kernels, works)]
+    return CinnRunner(steps, list(annotated.args), list(ret.arguments), threads)
 
-    # What each call needs, read from the IR once: a call then costs a few microseconds a kernel. The kernels'
-    # arguments need none of the per-call checks of `Kernel.__call__`: the inputs were checked by
-    # `CompiledFunction` (dtype, shape, C order) and every other buffer is made here, of the kernel's types.
-    from cvmc.runtime.jit import PreparedCall
 
-    params, returns = list(annotated.args), list(ret.arguments)
-    steps = [
-        (kernel, plan.inputs, [(r, r.type.get_shape(), numpy_dtype(r.type)) for r in plan.outputs])  # pyright: ignore
-        for plan, kernel in zip(plans, kernels)
-    ]
+def _empty(v: SSAValue) -> np.ndarray:
+    return np.empty(v.type.get_shape(), numpy_dtype(v.type))  # pyright: ignore
 
-    def step(env: dict[SSAValue, np.ndarray], kernel: Any, inputs: Sequence[SSAValue], outputs: list) -> None:
-        results = [np.empty(shape, dtype) for _, shape, dtype in outputs]
-        buffers = (*[env[v] for v in inputs], *results)
-        call = PreparedCall(kernel, buffers, [a.__array_interface__["data"][0] for a in buffers])
-        if threads > 1:
-            call.launch(threads)
-        else:
-            call()
-        env.update((v, a) for (v, _, _), a in zip(outputs, results))
 
-    # A kernel of no input (a const_scalar) gives the same values every call: it runs once, here, and its
-    # buffers are only read later (a copy is returned)
-    fixed: dict[SSAValue, np.ndarray] = {}
-    for kernel, inputs, outputs in steps:
-        if not inputs:
-            step(fixed, kernel, inputs, outputs)
-    steps = [s for s in steps if s[1]]
-    kept = set(params) | set(fixed)
+def _elements(v: SSAValue) -> int:
+    return prod(v.type.get_shape()) if isinstance(v.type, TensorType) else 1
 
-    def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        env: dict[SSAValue, np.ndarray] = {**fixed, **dict(zip(params, arrays))}
-        for kernel, inputs, outputs in steps:
-            step(env, kernel, inputs, outputs)
-        return [env[v].copy() if v in kept else env[v] for v in returns]
 
-    return run
+def _op_work(op: Operation) -> int:
+    """About how many element operations `op` makes (the multiply-adds of a dot or a conv), the measure the
+    runner decides by whether to share a kernel with other threads."""
+    largest = max(map(_elements, (*op.operands, *op.results)), default=1)
+    if isinstance(op, cinn.DotOp):
+        shape = op.lhs.type.get_shape()  # pyright: ignore
+        return max(largest, _elements(op.result) * (shape[-1] if shape else 1))
+    if isinstance(op, cinn.ConvOp):  # the (n, o, oh, ow) tensor times the filter's c / groups * kh * kw
+        kind = op.conv_type.data
+        grad, weights = {cinn.ConvType.FORWARD: (op.result, op.rhs), cinn.ConvType.BACKWARD_DATA: (op.rhs, op.lhs),
+                         cinn.ConvType.BACKWARD_FILTER: (op.rhs, op.result)}[kind]  # fmt: skip
+        outputs = weights.type.get_shape()[0]  # pyright: ignore
+        return max(largest, _elements(grad) * (_elements(weights) // max(1, outputs)))
+    return largest
+
+
+def _intermediate_buffers(steps: Sequence[Step], skip: set[SSAValue]) -> dict[SSAValue, np.ndarray]:
+    """A buffer for every result of `steps` but those in `skip`, made once; results whose lives do not overlap
+    share one (a result lives from its kernel to the last kernel that reads it; a kernel's results never share a
+    buffer with its inputs): a long chain of kernels then keeps a small working set, in cache."""
+    from cvmc.runtime.cpu import _aligned_bytes
+
+    last = {v: i for i, (_, inputs, outputs, _) in enumerate(steps) for v in (*inputs, *outputs)}
+    free: list[np.ndarray] = []  # raw bytes no live result holds
+    held: dict[SSAValue, np.ndarray] = {}
+    buffers: dict[SSAValue, np.ndarray] = {}
+    for i, (_, inputs, outputs, _) in enumerate(steps):
+        for v in outputs:
+            if v in skip:
+                continue
+            dtype, shape = numpy_dtype(v.type), v.type.get_shape()  # pyright: ignore
+            size = prod(shape) * dtype.itemsize
+            fits = [j for j, raw in enumerate(free) if raw.size >= size]  # the smallest that fits, else a new one
+            raw = free.pop(min(fits, key=lambda j: free[j].size)) if fits else _aligned_bytes(size)
+            held[v] = raw
+            buffers[v] = raw[:size].view(dtype).reshape(shape)
+        for v in dict.fromkeys((*inputs, *outputs)):
+            if last[v] == i and v in held:
+                free.append(held.pop(v))
+    return buffers
+
+
+class CinnRunner:
+    """Runs the kernels of one compiled CINN function in order: `runner(arrays) -> outputs`.
+
+    Everything a call needs is made once, here, from the IR: the intermediate buffers (`_intermediate_buffers`),
+    every kernel's argument table (`PreparedCall`), and, where the native runner works (`program.Program`), one
+    program of all the calls, run with one hand-off to the helper threads per call of the function, none per
+    kernel. A kernel of at least `cpu.NATIVE_SPLIT_WORK` (`_op_work`) and more than one unit (the iterations of its
+    outer parallel loop, `trip`) is shared by `threads` threads, in a program whose shared kernels hold
+    `cpu.SPLIT_WORK` in all (waking a helper costs more than a small program's run). A call only writes the
+    addresses of that call's inputs (used in place, never written) and of fresh output arrays into the tables,
+    and runs the program. A kernel of no input (a const_scalar) gives the same values every call: it runs once,
+    here, and its buffer is only read later (a copy is returned). One call at a time (a lock): the calls share
+    the intermediate buffers and the tables. The results do not depend on the thread count (units are
+    independent, and the float orders are fixed per unit)."""
+
+    def __init__(self, steps: Sequence[Step], params: Sequence[SSAValue], returns: Sequence[SSAValue],
+                 threads: int):
+        from cvmc.runtime import cpu
+        from cvmc.runtime.jit import PreparedCall, Program, program_runner_available
+
+        def prepared(kernel: Any, arrays: Sequence[np.ndarray | None]) -> PreparedCall:
+            # the arguments need none of `Kernel.prepare`'s checks: the inputs were checked by `CompiledFunction`
+            # (dtype, shape, C order) and every other buffer is made here, of the kernel's types
+            kept = tuple(a for a in arrays if a is not None)
+            return PreparedCall(kernel, kept, [0 if a is None else a.__array_interface__["data"][0] for a in arrays])
+
+        self.params, self.returns = list(params), list(returns)
+        buffers: dict[SSAValue, np.ndarray] = {}
+        for kernel, inputs, outputs, _ in steps:
+            if not inputs:
+                results = [_empty(v) for v in outputs]
+                prepared(kernel, results)()
+                buffers.update(zip(outputs, results))
+        # the kernels' results returned: a fresh array each call (the caller owns it); the others are kept (an
+        # input or a constant returned: a copy)
+        self.fresh = [v for v in dict.fromkeys(self.returns) if v not in self.params and v not in buffers]
+        steps = [s for s in steps if s[1]]
+        buffers.update(_intermediate_buffers(steps, set(self.fresh)))
+        # (table, index) of every argument written per call: the inputs', then the fresh outputs'
+        slots: dict[SSAValue, list[tuple[Any, int]]] = {v: [] for v in (*self.params, *self.fresh)}
+        self.calls: list[PreparedCall] = []
+        for kernel, inputs, outputs, _ in steps:
+            args = [*inputs, *outputs]
+            call = prepared(kernel, [buffers.get(v) for v in args])
+            for i, v in enumerate(args):
+                if v in slots:
+                    slots[v].append((call._table, i))
+            self.calls.append(call)
+        self.slots = [slots[v] for v in (*self.params, *self.fresh)]  # in the order of a call's arrays
+        self.buffers = buffers
+        self._fresh_types = [(v.type.get_shape(), numpy_dtype(v.type)) for v in self.fresh]  # pyright: ignore
+        # where each result comes from: (0, i) the i-th input, (1, j) the j-th fresh array, (2, array) a constant
+        self._picks = [(0, self.params.index(v)) if v in self.params else
+                       (1, self.fresh.index(v)) if v in self.fresh else (2, buffers[v]) for v in self.returns]
+        self.splits = [work >= cpu.NATIVE_SPLIT_WORK and call.kernel.trip > 1 for call, (*_, work) in
+                       zip(self.calls, steps)]  # fmt: skip
+        shared = sum(work for split, (*_, work) in zip(self.splits, steps) if split)
+        self.threads = threads if shared >= cpu.SPLIT_WORK else 1
+        self.native = Program(list(zip(self.calls, self.splits)), self.threads) if (
+            self.calls and program_runner_available()) else None
+        self._lock = threading.Lock()
+
+    def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        fresh = [np.empty(shape, dtype) for shape, dtype in self._fresh_types]
+        with self._lock:
+            for array, slots in zip((*arrays, *fresh), self.slots):
+                address = array.__array_interface__["data"][0]
+                for table, i in slots:
+                    table[i] = address
+            if self.native is not None:
+                self.native()
+            else:
+                for call, split in zip(self.calls, self.splits):
+                    if split and self.threads > 1:
+                        call.launch(self.threads)
+                    else:
+                        call()
+        # an input or a constant kernel's buffer is returned as a copy
+        return [fresh[at] if kind == 1 else (arrays[at] if kind == 0 else at).copy() for kind, at in self._picks]
 
 
 class CinnBuilder:
@@ -203,9 +303,10 @@ class CinnBuilder:
         exact_float: bool = False,
     ) -> CompiledFunction:
         """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`; on "cpu", `fuse`
-        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), each kernel runs on `threads`
-        threads, and float reductions run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound
-        of `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`), f32 exp, log, tanh and erf as vector arithmetic
+        runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), the kernels run as one program on
+        `threads` threads (a small program on the calling thread alone, see `CinnRunner`), and float reductions
+        run in FLOAT_SPLIT lanes of a fixed order (deterministic, within the bound of
+        `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`), f32 exp, log, tanh and erf as vector arithmetic
         (within EXP_ULPS, LOG_ULPS, TANH_ULPS, ERF_ULPS of `cvmc.passes.loops.cinn_scalar`) and float convs
         as the micro-kernels of `cvmc.passes.loops.cinn_conv`, unless `exact_float` keeps the sequential order
         and libm (today's bits)."""
