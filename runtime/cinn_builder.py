@@ -223,7 +223,7 @@ class CinnRunner:
         self.buffers = buffers
         self._fresh_types = [(v.type.get_shape(), numpy_dtype(v.type)) for v in self.fresh]  # pyright: ignore
         # where each result comes from: (0, i) the i-th input, (1, j) the j-th fresh array, (2, array) a constant
-        self._picks = [(0, self.params.index(v)) if v in self.params else
+        self._picks: list[tuple[int, Any]] = [(0, self.params.index(v)) if v in self.params else
                        (1, self.fresh.index(v)) if v in self.fresh else (2, buffers[v]) for v in self.returns]
         self.splits = [work >= cpu.NATIVE_SPLIT_WORK and call.kernel.trip > 1 for call, (*_, work) in
                        zip(self.calls, steps)]  # fmt: skip

@@ -167,12 +167,12 @@ def test_a_kernel_is_shared_from_native_split_work_and_a_program_from_split_work
         return b.compile([b.exp(x), b.dot(u, v)], device="cpu", threads=2)._run
 
     assert (runner(SPLIT_WORK, 16).threads, runner(SPLIT_WORK - 1, 16).threads) == (2, 1)
-    assert runner(SPLIT_WORK, NATIVE_SPLIT_WORK).splits == [True, True]
-    assert runner(SPLIT_WORK, NATIVE_SPLIT_WORK - 1).splits == [True, False]
-    # 32 x 4 results of 64 multiply-adds each: NATIVE_SPLIT_WORK, though no array holds more than 2048 elements
-    assert NATIVE_SPLIT_WORK == 32 * 4 * 64
-    assert runner(SPLIT_WORK, 32, depth=64, cols=4).splits == [True, True]
-    assert runner(SPLIT_WORK, 31, depth=64, cols=4).splits == [True, False]
+    # 2 x 64 results of 64 multiply-adds each: NATIVE_SPLIT_WORK, though no array holds more than 4096 elements;
+    # 64 columns: at least two column panels of the float Dot's micro-kernel (its units), on AVX2 and AVX-512
+    assert NATIVE_SPLIT_WORK == 2 * 64 * 64
+    assert runner(SPLIT_WORK, 2, depth=64, cols=64).splits == [True, True]
+    assert runner(SPLIT_WORK, 2, depth=63, cols=64).splits == [True, False]  # 2 x 64 x 63 < NATIVE_SPLIT_WORK
+    assert runner(SPLIT_WORK, NATIVE_SPLIT_WORK, cols=1).splits == [True, False]  # one column panel: one unit
 
 
 def test_the_work_of_a_conv_is_its_multiply_adds_in_each_form():
