@@ -8,12 +8,15 @@ The input rows a tap reads are first copied into a zero-padded row buffer (a sta
 the whole output row: taps outside the input contribute x_padded * w = 0 * w, as in the reference
 (`cvmc.runtime.cinn_reference.conv`, which zero-pads), instead of being skipped. That changes only the sign of an
 all-zero sum (+0 + -0) and gives NaN where an out-of-range tap meets an infinite or NaN weight (as the
-reference does); the order of the non-zero products is:
+reference does). Each product is added by one fused multiply-add (`Scalar.madd`: one rounding a step instead of
+two, each step at least as accurate as mul-then-add, so each order's bound below holds as for mul-then-add); the
+order of the products is:
 
 - forward and backward_data (stride 1): each output element sums its taps (c, p, q) in the element-wise form's
-  order, BLOCK output channels and RB output rows (the most of 4, 2, 1 dividing the row count) per iteration
-  sharing each load of the weights and the padded source rows, the kh * kw taps of one input channel added to an
-  accumulator row kept in a stack slot (one load and one store per kh * kw multiply-adds);
+  order (within taps * eps * sum |products| of the exact sum, as that order is), BLOCK output channels and RB
+  output rows (the most of 4, 2, 1 dividing the row count) per iteration sharing each load of the weights and the
+  padded source rows, the kh * kw taps of one input channel added to an accumulator row kept in a stack slot (one
+  load and one store per kh * kw multiply-adds);
 - backward_filter (one input channel, a block of output channels, RB rows a pass): dw[o, c, p, q] is the sum over
   the output column j ascending of lane j, where lane j sums dy[n, o, i, j] * x_padded[n, c, i * s + p * d,
   j * s + q * d] over (n, i) ascending: ow lanes that vectorize. Its error against the exact sum is at most
@@ -82,7 +85,7 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     it does not cover: backward_data at a stride other than 1, non-float types, buffers over MAX_SLOT."""
     g = op.geometry()
     kind = op.conv_type.data
-    s = Scalar(e.k, e.scalar_type(op))
+    s = Scalar(e.k, e.scalar_type(op), exact_float=False)  # only the default float order comes here
     if not s.is_float:
         return False
     if kind == cinn.ConvType.BACKWARD_FILTER:
@@ -149,7 +152,7 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
                         slot = k.addi(j, k.idx((r * block + b) * cols_out)) if r or b else j
                         a = k.load(acc, [slot])
                         for xv, wv in zip(xs, wvs):
-                            a = s.add(a, s.mul(xv, wv))
+                            a = s.madd(a, xv, wv)
                         k.store(a, acc, [slot])
 
             k.for_(cols_out, column)
@@ -233,7 +236,7 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
                     slot = k.addi(j, k.idx(t * g.ow)) if t else j
                     v = k.load(acc, [slot])
                     for r in range(rb):
-                        v = s.add(v, s.mul(dys[a][r], xs[b, r * g.stride_h + p * g.dilation_h, q]))
+                        v = s.madd(v, dys[a][r], xs[b, r * g.stride_h + p * g.dilation_h, q])
                     k.store(v, acc, [slot])
 
             k.for_(g.ow, column)

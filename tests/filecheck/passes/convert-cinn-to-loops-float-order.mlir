@@ -74,7 +74,7 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 // The default float order: padded-row micro-kernels (passes/loops/cinn_conv.py). One (n, block of output
 // channels, output row) per parallel iteration, two stack slots (the accumulator row, kh padded input rows), the
 // row cleared; per input channel the kh rows copied (zero outside the input, scf.if per row), the kh * kw weights
-// loaded once, then one loop over the whole output row doing kh * kw multiply-adds per accumulator load and store;
+// loaded once, then one loop over the whole output row doing kh * kw fused multiply-adds per accumulator load and store;
 // the accumulators stored to y at the end.
 // CHECK-LABEL: func.func @conv_0_conv(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x5x5xf32>) {
 // CHECK:         "scf.parallel"
@@ -91,7 +91,7 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 // CHECK:             scf.for
 // CHECK-COUNT-9:       memref.load %[[ROWS]]
 // CHECK:               memref.load %[[ACC]]
-// CHECK-COUNT-9:       arith.addf
+// CHECK-COUNT-9:       math.fma
 // CHECK:               memref.store %{{.*}}, %[[ACC]]
 // CHECK:           scf.for
 // CHECK-NEXT:        memref.load %[[ACC]]
