@@ -17,7 +17,10 @@ cvmc against numpy within 1e-3 relative. cvmc runs with its default float order 
 sequential order and libm instead (`CinnBuilder.compile(..., exact_float=True)`); `--cvmc-only` times cvmc alone
 (to compare two checkouts in one run: run this file with each checkout's python).
 
-    python bench/cinn_programs.py [--repeat N] [--exact-float] [--cvmc-only] [--only NAME,...]
+    python bench/cinn_programs.py [--repeat N] [--exact-float] [--cvmc-only] [--only NAME,...] [--kernels]
+
+`--kernels` prints, instead of the table, each program's kernels one by one at 1 thread (median of `repeat` x 5
+runs of the kernel alone, on the buffers of the call before): where a program's time goes, on whatever host.
 """
 
 from __future__ import annotations
@@ -355,6 +358,26 @@ def _close(got, want) -> bool:
     return ok
 
 
+def kernels(repeat: int, exact_float: bool = False, only: str = "") -> int:
+    """Each program's kernels timed alone at 1 thread (see the module docstring)."""
+    for key, make in PROGRAMS.items():
+        if only and key not in only.split(","):
+            continue
+        name, _, arrays, cinn, _ = make()
+        b = CinnBuilder("prog")
+        vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
+        fn = b.compile(list(cinn(b, *vs)), device="cpu", threads=1, exact_float=exact_float)
+        feed = {f"a{i}": a for i, a in enumerate(arrays)}
+        kept = fn(**feed)  # fills every kernel's argument table; the fresh outputs stay alive while timed
+        times = [(call.kernel.name, _interleaved({"k": call}, repeat, cooldown=0.0)["k"]) for call in fn._run.calls]
+        total = sum(t for _, t in times)
+        print(f"\n{name}: {len(times)} kernels, {total * 1e3:.3f} ms in all (1 thread)")
+        for kernel, t in sorted(times, key=lambda kt: -kt[1]):
+            print(f"  {t * 1e6:9.1f} us {100 * t / total:5.1f}%  {kernel}")
+        del kept
+    return 0
+
+
 def _optional(name: str, why: str):
     try:
         return __import__(name)
@@ -437,5 +460,8 @@ if __name__ == "__main__":
     ap.add_argument("--exact-float", action="store_true", help="float reductions and exp in the sequential order")
     ap.add_argument("--cvmc-only", action="store_true", help="time cvmc alone (no PyTorch, ONNX Runtime, numpy)")
     ap.add_argument("--only", default="", help=f"programs to run, comma-separated, of {','.join(PROGRAMS)}")
+    ap.add_argument("--kernels", action="store_true", help="each program's kernels timed alone at 1 thread")
     args = ap.parse_args()
+    if args.kernels:
+        raise SystemExit(kernels(args.repeat, args.exact_float, args.only))
     raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only))

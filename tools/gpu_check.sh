@@ -12,7 +12,8 @@
 # device among them) beside the corpus checker on device="cuda" and 300 fuzzer graphs on cuda against reference,
 # all at once (16 host cores); the bench and digits models timed with CUDA events (bench/gpu_time.py, alone on the
 # machine); the CPU tiers of the GPU machine's host: the tier tests, then for each int8 tier it runs (CVMC_ISA) the
-# corpus and 420 fuzzer graphs on cpu, then bench/int8_peers.py at 1 and 2 threads.
+# corpus and 420 fuzzer graphs on cpu, then bench/int8_peers.py at 1 and 2 threads; the C API row; the CINN
+# programs' table and their kernels one by one (bench/cinn_programs.py --kernels).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -118,6 +119,11 @@ done
 
 # the C API row: an object of the host target, run by a C client, on this host's best tier
 CVMC_AOT_VERBOSE=1 step aot-bench 120 $PY bench/aot.py --repeat 200 2>&1 | tee -a "$OUT/cpu_tiers.txt"
+
+# the CINN programs on the host's CPU: the table against PyTorch and ONNX Runtime, then where each one's time goes
+step cinn-programs 240 $PY bench/cinn_programs.py --repeat 10 2>&1 | grep -v -E "^WARNING|Serializing" \
+    | tee "$OUT/cinn.txt" | tail -n 17
+step cinn-kernels 120 $PY bench/cinn_programs.py --kernels --repeat 10 >> "$OUT/cinn.txt" 2>&1
 
 echo "=== done, status $status"
 exit $status
