@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     Signedness,
     TensorType,
     i1,
@@ -107,6 +108,13 @@ def bit_width(t: Attribute) -> int:
 
 
 Shape = tuple[int, ...]
+
+
+def shape_of(v: SSAValue) -> Shape:
+    """The static shape of a tensor value (or of the memref a lowering holds it in)."""
+    t = v.type
+    assert isinstance(t, TensorType | MemRefType), t
+    return tuple(t.get_shape())
 
 
 def _tensor(field: str, t: Attribute, kind: ElementKind = ANY) -> TensorType:

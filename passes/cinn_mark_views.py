@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -48,11 +48,6 @@ from cvmc.passes.convert_cinn_to_loops import RECOMPUTE, VIEW, VIEW_OPS, cinn_fu
 CHEAP = (cinn.AddOp, cinn.SubOp, cinn.MulOp, cinn.MaxOp, cinn.MinOp, cinn.NegativeOp)
 
 
-def _shape(v: SSAValue) -> tuple[int, ...]:
-    assert isinstance(v.type, TensorType)
-    return v.type.get_shape()
-
-
 def _recomputes(op: Operation, returned: set[SSAValue]) -> bool:
     """Whether `op` is recomputed in its readers (the module docstring's rule)."""
     if not isinstance(op, CHEAP) or op.results[0] in returned:
@@ -60,9 +55,9 @@ def _recomputes(op: Operation, returned: set[SSAValue]) -> bool:
     readers = {use.operation for use in op.results[0].uses}
     if len(readers) < 2 or not all(is_elementwise(r) or isinstance(r, cinn.ReduceOp) for r in readers):
         return False
-    size = math.prod(_shape(op.results[0]))
+    size = math.prod(cinn.shape_of(op.results[0]))
     return all(not isinstance(owner := v.owner, Operation) or VIEW in owner.attributes
-               or isinstance(owner, cinn.ConstScalarOp) or math.prod(_shape(v)) < size for v in op.operands)
+               or isinstance(owner, cinn.ConstScalarOp) or math.prod(cinn.shape_of(v)) < size for v in op.operands)
 
 
 def _copied_for(reader: Operation) -> bool:
@@ -70,7 +65,7 @@ def _copied_for(reader: Operation) -> bool:
     if not isinstance(reader, cinn.DotOp):
         return False
     x, y = reader.operands
-    float_2d = cinn.is_float(x.type.element_type) and len(x.type.get_shape()) == 2 == len(y.type.get_shape())  # pyright: ignore
+    float_2d = cinn.is_float(x.type.element_type) and len(cinn.shape_of(x)) == 2 == len(cinn.shape_of(y))  # pyright: ignore
     return not float_2d
 
 

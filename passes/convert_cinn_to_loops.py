@@ -82,12 +82,6 @@ def cinn_functions(module: ModuleOp) -> Iterator[tuple[list[Operation], set[SSAV
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _shape(v: Value) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, MemRefType | TensorType)
-    return t.get_shape()
-
-
 def _broadcast_index(k: KernelBuilder, ivs: Sequence[Value], shape: Sequence[int]) -> list[Value]:
     """The index into an operand of `shape` that numpy-broadcasts to the iteration space of `ivs`."""
     offset = len(ivs) - len(shape)
@@ -329,7 +323,7 @@ class KernelEmitter:
             return self.values(op.operands[i], [index(p) for p in points])
 
         def broadcast(i: int) -> list[Value]:
-            return operand(i, lambda p: _broadcast_index(k, p, _shape(op.operands[i])))
+            return operand(i, lambda p: _broadcast_index(k, p, cinn.shape_of(op.operands[i])))
 
         if isinstance(op, cinn.UnaryOp):
             return [unary(s, op, x) for x in broadcast(0)]
@@ -343,13 +337,13 @@ class KernelEmitter:
             case cinn.SelectOp():
                 return [s.emit(arith.SelectOp(c, a, b)) for c, a, b in zip(broadcast(0), broadcast(1), broadcast(2))]
             case cinn.BroadcastToOp():
-                axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], _shape(op.operands[0])
+                axes, shape = [int(v) for v in op.broadcast_axes.iter_values()], cinn.shape_of(op.operands[0])
                 return operand(0, lambda p: [k.idx(0) if d == 1 else p[a] for a, d in zip(axes, shape)])
             case cinn.ReshapeOp():
-                source, target = _shape(op.operands[0]), _shape(op.results[0])
+                source, target = cinn.shape_of(op.operands[0]), cinn.shape_of(op.results[0])
                 return operand(0, lambda p: unravel(k, _ravel(k, p, target), source))
             case cinn.ReverseOp():
-                axes, shape = set(op.axes()), _shape(op.results[0])
+                axes, shape = set(op.axes()), cinn.shape_of(op.results[0])
                 flip = lambda d, v: k.subi(k.idx(shape[d] - 1), v) if d in axes else v  # noqa: E731
                 return operand(0, lambda p: [flip(d, v) for d, v in enumerate(p)])
             case cinn.SliceOp():
@@ -371,7 +365,7 @@ class KernelEmitter:
 
     def _reduce(self, op: cinn.ReduceOp, s: Scalar, points: Sequence[Sequence[Value]]) -> list[Value]:
         k, x = self.k, op.operands[0]
-        shape = _shape(x)
+        shape = cinn.shape_of(x)
         axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
         kept = [d for d in range(len(shape)) if d not in axes]
         keep_dim = bool(op.keep_dim.value.data)
@@ -412,7 +406,7 @@ class KernelEmitter:
         others) of at least 2 * FLOAT_SPLIT elements, not `exact_float`. Max and min stay as they are (LLVM
         vectorizes them, being order-free), and so do reductions over outer axes only (their kernels vectorize
         across adjacent outputs, REDUCE_LANES, each in order)."""
-        shape = _shape(op.operands[0])
+        shape = cinn.shape_of(op.operands[0])
         axes = cinn.reduce_axes(shape, [int(v) for v in op.dim.iter_values()])
         return (not self.exact_float and cinn.is_float(self.scalar_type(op)) and bool(axes)
                 and axes[-1] == len(shape) - 1 and shape[-1] >= 2 * FLOAT_SPLIT
@@ -453,7 +447,7 @@ class KernelEmitter:
 
     def _dot(self, op: cinn.DotOp, s: Scalar, ivs: Sequence[Value]) -> Value:
         lhs, rhs = op.operands
-        lhs_rank, depth = len(_shape(lhs)), _shape(lhs)[-1]
+        lhs_rank, depth = len(cinn.shape_of(lhs)), cinn.shape_of(lhs)[-1]
 
         def step(kk: list[Value], acc: Value) -> list[Value]:
             a = self.value(lhs, [*ivs[: lhs_rank - 1], kk[0]])
@@ -533,7 +527,7 @@ class KernelEmitter:
         s = Scalar(k, self.scalar_type(op))
         x = op.operands[0]
         grad, mean = (op.operands[1], op.operands[2]) if len(op.operands) == 3 else (None, None)
-        n, _, h, w = _shape(x)
+        n, _, h, w = cinn.shape_of(x)
 
         def channel(ivs: list[Value]) -> None:
             (c,) = ivs
@@ -551,7 +545,7 @@ class KernelEmitter:
             for total, result in zip(totals, self.outputs):
                 k.store(total, result, [c])
 
-        k.loops(_shape(self.outputs[0]), channel, parallel=True)
+        k.loops(cinn.shape_of(self.outputs[0]), channel, parallel=True)
 
     def _matmul(self, op: cinn.DotOp) -> None:
         """2-D . 2-D (integers; floats on the CPU: `cinn_dot`) by blocks of rows: out[i, :] = 0, then
@@ -563,8 +557,8 @@ class KernelEmitter:
         k, out = self.k, self.outputs[0]
         lhs, rhs = op.operands
         s = Scalar(k, self.scalar_type(op), self.exact_float)
-        depth, cols = _shape(rhs)
-        count = _shape(out)[0]
+        depth, cols = cinn.shape_of(rhs)
+        count = cinn.shape_of(out)[0]
         # Narrow integers stay one row and one k per pass: LLVM's vectorizer (maximize-bandwidth) takes seconds
         # on the unrolled form of i8 and i16 code.
         wide = s.is_float or cinn.bit_width(s.element) >= 32
@@ -758,7 +752,7 @@ class KernelEmitter:
                 self._bn(op)
             case cinn.DotOp() if self.dot_micro_kernel and dot_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
                 pass
-            case cinn.DotOp() if len(_shape(op.operands[0])) == 2 == len(_shape(op.operands[1])):
+            case cinn.DotOp() if len(cinn.shape_of(op.operands[0])) == 2 == len(cinn.shape_of(op.operands[1])):
                 self._matmul(op)
             case cinn.ConvOp() if (self.micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
                 pass
@@ -770,14 +764,14 @@ class KernelEmitter:
                         at = [k.addi(v, k.idx(offset)) if d == axis and offset else v for d, v in enumerate(ivs)]
                         k.store(self.value(x, ivs), out, at)
 
-                    k.loops(_shape(x), copy, parallel=True)
-                    offset += _shape(x)[axis]
+                    k.loops(cinn.shape_of(x), copy, parallel=True)
+                    offset += cinn.shape_of(x)[axis]
             case cinn.ReshapeOp() if not self.plan.inlined:
-                count = pymath.prod(_shape(out))
+                count = pymath.prod(cinn.shape_of(out))
 
                 def move(ivs: list[Value]) -> None:
-                    source = unravel(k, ivs[0], _shape(op.operands[0]))
-                    k.store(self.value(op.operands[0], source), out, unravel(k, ivs[0], _shape(out)))
+                    source = unravel(k, ivs[0], cinn.shape_of(op.operands[0]))
+                    k.store(self.value(op.operands[0], source), out, unravel(k, ivs[0], cinn.shape_of(out)))
 
                 k.loops([count], move, parallel=True)
             case _ if self._lanes() > 1:
@@ -785,7 +779,8 @@ class KernelEmitter:
             case _ if (axis := self._chain_axis()) is not None:
                 self._store_chains(axis)
             case _:
-                k.loops(_shape(out), lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs), parallel=True)
+                store = lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs)  # noqa: E731
+                k.loops(cinn.shape_of(out), store, parallel=True)
         return k.finish()
 
     def _lanes(self) -> int:
@@ -799,7 +794,7 @@ class KernelEmitter:
         assert isinstance(t, TensorType)
         if not cinn.is_float(t.element_type) and cinn.bit_width(t.element_type) < 32:
             return 1  # as in _matmul: the vectorizer takes seconds on lanes of narrow integers
-        dims = [d for d in _shape(root.results[0]) if d > 1]
+        dims = [d for d in cinn.shape_of(root.results[0]) if d > 1]
         return next((r for r in (REDUCE_LANES, 4, 2) if dims and dims[-1] % r == 0), 1)
 
     def _chain_axis(self) -> int | None:
@@ -808,7 +803,7 @@ class KernelEmitter:
         ops = [self.plan.root, *self.plan.inlined]
         if len(ops) < CHAIN_OPS or not all(is_elementwise(o) or isinstance(o, VIEW_OPS) for o in ops):
             return None
-        shape = _shape(self.outputs[0])
+        shape = cinn.shape_of(self.outputs[0])
         if pymath.prod(shape) < CHAIN_ELEMENTS:
             return None
         return next((d for d, n in enumerate(shape) if n % CHAINS == 0 and n >= 4 * CHAINS), None)
@@ -817,7 +812,7 @@ class KernelEmitter:
         """Each iteration computes CHAINS elements CHAINS-th of the axis apart (each with the ops of one element:
         the same values), so that the vectorized loop carries CHAINS independent dependency chains."""
         k, out, root = self.k, self.outputs[0], self.plan.root
-        shape = list(_shape(out))
+        shape = list(cinn.shape_of(out))
         shape[axis] //= CHAINS
 
         def body(ivs: list[Value]) -> None:
@@ -830,7 +825,7 @@ class KernelEmitter:
 
     def _store_lanes(self, lanes: int) -> None:
         k, out, root = self.k, self.outputs[0], self.plan.root
-        shape = list(_shape(out))
+        shape = list(cinn.shape_of(out))
         axis = max(d for d, n in enumerate(shape) if n > 1)
         shape[axis] //= lanes
 

@@ -43,24 +43,20 @@ MR = {64: 8, 32: 6, 16: 4}
 KC = 256
 
 
-def _shape(v: Value) -> tuple[int, ...]:
-    return tuple(v.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
-
-
 def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
     """Emit the 2-D float `op` as the register-blocked kernel (module docstring); False (nothing emitted) for
     other types and ranks."""
     lhs, rhs = op.operands
-    if len(_shape(lhs)) != 2 or len(_shape(rhs)) != 2:
+    if len(cinn.shape_of(lhs)) != 2 or len(cinn.shape_of(rhs)) != 2:
         return False
     k, out = e.k, e.outputs[0]
     s = Scalar(k, e.scalar_type(op), e.exact_float)
     if not s.is_float:
         return False
-    rows, depth = _shape(lhs)
+    rows, depth = cinn.shape_of(lhs)
     nr = 2 * e.vector_bytes * 8 // cinn.bit_width(s.element)
     mr = MR[e.vector_bytes]
-    cols = _shape(rhs)[1]
+    cols = cinn.shape_of(rhs)[1]
 
     def column_panel(ivs: list[Value]) -> None:
         j0 = k.muli(ivs[0], k.idx(nr))
