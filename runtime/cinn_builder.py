@@ -146,29 +146,34 @@ def _op_work(op: Operation) -> int:
 
 
 def _intermediate_buffers(steps: Sequence[Step], skip: set[SSAValue]) -> dict[SSAValue, np.ndarray]:
-    """A buffer for every result of `steps` but those in `skip`, made once; results whose lives do not overlap
-    share one (a result lives from its kernel to the last kernel that reads it; a kernel's results never share a
-    buffer with its inputs): a long chain of kernels then keeps a small working set, in cache."""
-    from cvmc.runtime.cpu import _aligned_bytes
+    """A buffer for every result of `steps` but those in `skip`, made once, in one 64-byte aligned arena placed by
+    the CVM buffer planner's first fit (`loops.arena.Occupancy`): results whose lives do not overlap share bytes
+    (a result lives from its kernel to the last kernel that reads it, so a kernel's results never share with its
+    inputs): a long chain of kernels then keeps a small working set, in cache."""
+    from cvmc.passes.loops.arena import Occupancy
+    from cvmc.runtime.cpu import _ALIGN, _aligned_bytes
 
-    last = {v: i for i, (_, inputs, outputs, _) in enumerate(steps) for v in (*inputs, *outputs)}
-    free: list[np.ndarray] = []  # raw bytes no live result holds
-    held: dict[SSAValue, np.ndarray] = {}
-    buffers: dict[SSAValue, np.ndarray] = {}
+    first: dict[SSAValue, int] = {}
+    last: dict[SSAValue, int] = {}
     for i, (_, inputs, outputs, _) in enumerate(steps):
         for v in outputs:
-            if v in skip:
-                continue
-            dtype, shape = numpy_dtype(v.type), v.type.get_shape()  # pyright: ignore
-            size = prod(shape) * dtype.itemsize
-            fits = [j for j, raw in enumerate(free) if raw.size >= size]  # the smallest that fits, else a new one
-            raw = free.pop(min(fits, key=lambda j: free[j].size)) if fits else _aligned_bytes(size)
-            held[v] = raw
-            buffers[v] = raw[:size].view(dtype).reshape(shape)
-        for v in dict.fromkeys((*inputs, *outputs)):
-            if last[v] == i and v in held:
-                free.append(held.pop(v))
-    return buffers
+            first.setdefault(v, i)
+        for v in (*inputs, *outputs):
+            last[v] = i
+    occupancy = Occupancy(max(1, len(steps)))
+    placed: dict[SSAValue, int] = {}
+    for v, start in first.items():
+        if v not in skip:
+            size = -(-max(1, _nbytes(v)) // _ALIGN) * _ALIGN
+            placed[v] = occupancy.first_fit(start, last[v], size)
+            occupancy.add(start, last[v], placed[v], placed[v] + size)
+    arena = _aligned_bytes(max((at + _nbytes(v) for v, at in placed.items()), default=0))
+    return {v: arena[at:at + _nbytes(v)].view(numpy_dtype(v.type)).reshape(v.type.get_shape())  # pyright: ignore
+            for v, at in placed.items()}
+
+
+def _nbytes(v: SSAValue) -> int:
+    return _elements(v) * numpy_dtype(v.type).itemsize  # pyright: ignore
 
 
 class CinnRunner:
