@@ -11,16 +11,23 @@ same math in PyTorch eager, torch.compile (where it works here), ONNX Runtime (t
 torch.onnx.export, run with as many intra-op threads; where onnxruntime is installed: the bench extra) and numpy
 (its own threading; numpy has no thread knob at run time). The systems of one program and thread count run in
 interleaved rounds of 5 calls, each after 0.1 s idle (so no peer's still-spinning threads share the cores with the
-next one); medians of all calls. Prints the median time, GFLOP/s and the ratios; checks
-cvmc against numpy within 1e-3 relative. cvmc runs with its default float order (sums over the innermost axis in
-16 lanes, exp, log, tanh, erf as vector arithmetic, convs as padded-row micro-kernels); `--exact-float` times the
-sequential order and libm instead (`CinnBuilder.compile(..., exact_float=True)`); `--cvmc-only` times cvmc alone
-(to compare two checkouts in one run: run this file with each checkout's python).
+next one); numpy, a reference rather than a peer, runs alone after them (its BLAS threads spin on every core, a
+hyperthread sibling of the measured one among them, for longer than that idle); medians of all calls. Prints the
+median time, GFLOP/s and the ratios; checks cvmc against numpy within 1e-3 relative. cvmc runs with its default
+float order (sums over the innermost axis in 16 lanes, exp, log, tanh, erf as vector arithmetic, convs as
+padded-row micro-kernels); `--exact-float` times the sequential order and libm instead (`CinnBuilder.compile(...,
+exact_float=True)`); `--cvmc-only` times cvmc alone (to compare two checkouts in one run: run this file with each
+checkout's python).
 
     python bench/cinn_programs.py [--repeat N] [--exact-float] [--cvmc-only] [--only NAME,...] [--kernels]
+                                  [--dot-block MR,NR,KC]
 
-`--kernels` prints, instead of the table, each program's kernels one by one at 1 thread (median of `repeat` x 5
-runs of the kernel alone, on the buffers of the call before): where a program's time goes, on whatever host.
+`--kernels` prints, instead of the table, each program's kernels one by one at 1 thread: the median of `repeat` x 5
+runs of the kernel alone (its data hot in cache), then of its runs in the program's order (the kernels run one
+by one after a call of the program, on its buffers: the data as the kernels before left it), and the call's own
+median: where a program's time goes, on whatever host.
+`--dot-block` compiles cvmc's float Dots with another register block than this host's default (see
+bench/cinn_dot_blocks.py, which ranks them).
 """
 
 from __future__ import annotations
@@ -359,7 +366,7 @@ def _close(got, want) -> bool:
 
 
 def kernels(repeat: int, exact_float: bool = False, only: str = "") -> int:
-    """Each program's kernels timed alone at 1 thread (see the module docstring)."""
+    """Each program's kernels timed alone at 1 thread, then in the program's order (see the module docstring)."""
     for key, make in PROGRAMS.items():
         if only and key not in only.split(","):
             continue
@@ -369,11 +376,25 @@ def kernels(repeat: int, exact_float: bool = False, only: str = "") -> int:
         fn = b.compile(list(cinn(b, *vs)), device="cpu", threads=1, exact_float=exact_float)
         feed = {f"a{i}": a for i, a in enumerate(arrays)}
         kept = fn(**feed)  # fills every kernel's argument table; the fresh outputs stay alive while timed
-        times = [(call.kernel.name, _interleaved({"k": call}, repeat, cooldown=0.0)["k"]) for call in fn._run.calls]
-        total = sum(t for _, t in times)
-        print(f"\n{name}: {len(times)} kernels, {total * 1e3:.3f} ms in all (1 thread)")
-        for kernel, t in sorted(times, key=lambda kt: -kt[1]):
-            print(f"  {t * 1e6:9.1f} us {100 * t / total:5.1f}%  {kernel}")
+        calls = fn._run.calls
+        alone = [_interleaved({"k": call}, repeat, cooldown=0.0)["k"] for call in calls]
+        in_order: list[list[float]] = [[] for _ in calls]
+        whole = []
+        for _ in range(5 * repeat):
+            t = time.perf_counter()
+            kept = fn(**feed)  # the tables now point at these outputs, kept alive while the kernels write them
+            whole.append(time.perf_counter() - t)
+            for call, times in zip(calls, in_order):
+                t = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - t)
+        after = [statistics.median(times) for times in in_order]
+        call_time = statistics.median(whole)
+        print(f"\n{name}: {len(calls)} kernels, {sum(alone) * 1e3:.3f} ms alone, {sum(after) * 1e3:.3f} ms in order, "
+              f"a call {call_time * 1e3:.3f} ms (1 thread)")
+        print(f"  {'alone':>9} {'in order':>11}")
+        for kernel, t, u in sorted(zip((c.kernel.name for c in calls), alone, after), key=lambda ktu: -ktu[2]):
+            print(f"  {t * 1e6:6.1f} us {u * 1e6:8.1f} us {100 * u / sum(after):5.1f}%  {kernel}")
         del kept
     return 0
 
@@ -386,7 +407,8 @@ def _optional(name: str, why: str):
         return None
 
 
-def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, only: str = "") -> int:
+def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, only: str = "",
+         cooldown: float = 0.1) -> int:
     torch = ort = None
     if not cvmc_only:
         torch = _optional("torch", "pip install -e '.[bench]'")
@@ -406,8 +428,6 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
             fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float)
             ok &= _close(fn(**feed), want)
             systems: dict[str, object] = {f"cvmc{threads}": lambda fn=fn: fn(**feed)}
-            if not cvmc_only and threads == 1:
-                systems["numpy"] = lambda: math(_Numpy, *arrays)
             if torch is not None:
                 torch.set_num_threads(threads)
                 t_shim, targs = _torch_shim(torch), [torch.from_numpy(a) for a in arrays]
@@ -427,9 +447,11 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
                         systems[f"ort{threads}"] = run
                         if not _close(run(), want):
                             row["ort_error"] = "ONNX Runtime's results differ from numpy's"
-                    row.update(_interleaved(systems, repeat))
+                    row.update(_interleaved(systems, repeat, cooldown=cooldown))
             else:
-                row.update(_interleaved(systems, repeat))
+                row.update(_interleaved(systems, repeat, cooldown=cooldown))
+        if not cvmc_only:  # on its own, last: its threads spin on every core a while after a call
+            row.update(_interleaved({"numpy": lambda: math(_Numpy, *arrays)}, repeat, cooldown=cooldown))
         rows.append(row)
 
     def ms(t):
@@ -461,7 +483,14 @@ if __name__ == "__main__":
     ap.add_argument("--cvmc-only", action="store_true", help="time cvmc alone (no PyTorch, ONNX Runtime, numpy)")
     ap.add_argument("--only", default="", help=f"programs to run, comma-separated, of {','.join(PROGRAMS)}")
     ap.add_argument("--kernels", action="store_true", help="each program's kernels timed alone at 1 thread")
+    ap.add_argument("--cooldown", type=float, default=0.1, help="idle seconds before each block of 5 calls")
+    ap.add_argument("--dot-block", default="", help="MR,NR,KC of the float Dot kernels (default: cinn_dot.BLOCK)")
     args = ap.parse_args()
+    if args.dot_block:
+        from cvmc.passes.loops import cinn_dot
+        from cvmc.runtime.target import host_vector_bytes
+
+        cinn_dot.BLOCK[host_vector_bytes()] = tuple(int(v) for v in args.dot_block.split(","))  # pyright: ignore[reportArgumentType]
     if args.kernels:
         raise SystemExit(kernels(args.repeat, args.exact_float, args.only))
-    raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only))
+    raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only, args.cooldown))

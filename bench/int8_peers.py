@@ -89,6 +89,17 @@ _AVX2 = {  # no VNNI: u8 x s8 as cvmc's micro-kernel does it (vpmaddubsw, widene
 }
 
 
+def fma_kind() -> dict[str, tuple[str, str, str, str, int]]:
+    """The float limit the cinn path's Dot and convs are measured against (bench/cinn_dot_blocks.py): a fused
+    multiply-add of f32 vectors a step (2 flops a lane), 16 lanes with AVX-512, else AVX2's 8 (12 chains)."""
+    from cvmc.runtime.target import host_vector_bytes
+
+    lanes = host_vector_bytes() // 4
+    v, name = f"<{lanes} x float>", f"v{lanes}f32"
+    return {"vfmadd231ps": (f"  {{n}} = call {v} @llvm.fma.{name}({v} %x, {v} %y, {v} {{a}})",
+                            f"declare {v} @llvm.fma.{name}({v}, {v}, {v})", v, v, lanes)}
+
+
 def limit_kinds() -> dict[str, tuple[str, str, str, str, int]]:
     """The chains of every tier this host runs: AVX512-VNNI's (`vpdpbusd` first), then AVX2's (`vpmaddubsw`)."""
     from cvmc.runtime.target import host_has
@@ -99,7 +110,8 @@ def limit_kinds() -> dict[str, tuple[str, str, str, str, int]]:
 def _peak_ir(step: str, declare: str, pair: str, acc: str, chains: int) -> str:
     accs = "\n".join(f"  %a{k} = phi {acc} [zeroinitializer, %entry], [%n{k}, %loop]" for k in range(chains))
     steps = "\n".join(step.format(a=f"%a{k}", n=f"%n{k}") for k in range(chains))
-    total = "\n".join(f"  %s{k} = add {acc} %s{k - 1}, %n{k}" for k in range(1, chains))
+    add = "fadd" if "float" in acc else "add"
+    total = "\n".join(f"  %s{k} = {add} {acc} %s{k - 1}, %n{k}" for k in range(1, chains))
     return f"""
 {declare}
 define void @peak(ptr %io, i64 %n) {{
@@ -116,7 +128,7 @@ loop:
   %c = icmp ult i64 %i1, %n
   br i1 %c, label %loop, label %exit
 exit:
-  %s0 = add {acc} zeroinitializer, %n0
+  %s0 = {add} {acc} zeroinitializer, %n0
 {total}
   store {acc} %s{chains - 1}, ptr %io, align 1
   ret void
@@ -124,23 +136,23 @@ exit:
 """
 
 
-def vnni_limit(threads: int, seconds: float = 0.004, repeat: int = 60) -> dict[str, float]:
+def vnni_limit(threads: int, seconds: float = 0.004, repeat: int = 60, kinds: dict | None = None) -> dict[str, float]:
     """Measured GMAC/s of this host's int8 and int16 multiply-add chains (`limit_kinds`: `vpdpbusd` and
-    `vpdpwssd` with AVX512-VNNI, else AVX2's `vpmaddubsw` + `vpmaddwd` and `vpmaddwd`) on `threads` threads at
-    once (each its own chains), the best of `repeat` runs of about `seconds` each (short runs, many: on a shared
-    machine some run alone on its core)."""
+    `vpdpwssd` with AVX512-VNNI, else AVX2's `vpmaddubsw` + `vpmaddwd` and `vpmaddwd`; or of the chains `kinds`,
+    such as `fma_kind()`) on `threads` threads at once (each its own chains), the best of `repeat` runs of about
+    `seconds` each (short runs, many: on a shared machine some run alone on its core)."""
     import llvmlite.binding as llvm
 
     triple, cpu, features = host_target()
     out: dict[str, float] = {}
-    for name, (step, declare, pair, acc, per_step) in limit_kinds().items():
+    for name, (step, declare, pair, acc, per_step) in (kinds or limit_kinds()).items():
         chains = _CHAINS if acc.startswith("<16") else 12  # AVX2 has 16 vector registers: 12 chains, no spill
         mod = llvm.parse_assembly(_peak_ir(step, declare, pair, acc, chains))
         tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
         fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("peak"))
-        bufs = [np.ones(128, np.int8) for _ in range(threads)]
+        bufs = [np.ones(32, np.float32) for _ in range(threads)]  # 1.0: a float chain stays normal, no assist
         n = 1 << 16
         while True:  # calibrate n to about `seconds` on one thread
             t = time.perf_counter()

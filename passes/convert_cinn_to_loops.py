@@ -255,11 +255,18 @@ REDUCE_LANES = 8
 # default: `cinn_scalar.VECTOR_MATH` on f32) and the row and element-wise forms of conv (the default: `cinn_conv`).
 FLOAT_SPLIT = 16
 # An element-wise kernel of at least CHAIN_OPS ops (a dependency chain per element) and CHAIN_ELEMENTS elements
-# computes CHAINS elements an iteration, a quarter of an axis apart: LLVM's vectorizer interleaves no such loop, and
-# one chain runs at its latency (bench's chain of 20 ops x 1M: 0.43 -> 0.32 ms, Zen 5, 1 thread). Same values.
+# computes CHAINS elements an iteration, each a CHAINS-th of an axis apart: LLVM's vectorizer interleaves no such
+# loop, and one chain runs at its latency; LONG_CHAINS from LONG_CHAIN_OPS ops (bench's chain of 16 ops x 1M, Zen 5,
+# 1 thread: 0.43 ms as one chain, 0.31 as 4, 0.24 as 8, 0.31 as 16; a layer norm's 5-op kernel of 256 x 1024 took
+# 19 us as 1 to 4 chains and 23 as 8: more streams of memory than its short chain pays for). Same values.
 CHAINS = 4
 CHAIN_OPS = 4
+LONG_CHAINS = 8
+LONG_CHAIN_OPS = 12
 CHAIN_ELEMENTS = 1 << 16
+# The largest `dot_block` (MR rows, NR vector registers, KC depth) the pass takes: MR x NR accumulators past a
+# machine's 32 vector registers spill, and a KC x NR panel is a stack slot (at most 1024 x 4 zmm: 256 KiB).
+DOT_BLOCK = (32, 4, 1024)
 
 
 class KernelEmitter:
@@ -267,10 +274,11 @@ class KernelEmitter:
     argument or computed by the inlined op that makes v."""
 
     def __init__(self, plan: KernelPlan, exact_float: bool = False, micro_kernels: bool = True,
-                 vector_bytes: int = 32):
+                 vector_bytes: int = 32, dot_block: tuple[int, int, int] | None = None):
         values = [*plan.inputs, *plan.outputs]
         self.exact_float = exact_float
         self.vector_bytes = vector_bytes
+        self.dot_block = dot_block  # (MR, NR registers, KC) of `cinn_dot`; None: its BLOCK for vector_bytes
         self.micro_kernels = micro_kernels and not exact_float  # the conv micro-kernels: default float order only
         self.dot_micro_kernel = micro_kernels  # a CPU form too; under exact_float with the sequential bits
         self.k = KernelBuilder(plan.name, [memref_type(v.type) for v in values])
@@ -776,8 +784,8 @@ class KernelEmitter:
                 k.loops([count], move, parallel=True)
             case _ if self._lanes() > 1:
                 self._store_lanes(self._lanes())
-            case _ if (axis := self._chain_axis()) is not None:
-                self._store_chains(axis)
+            case _ if (chain := self._chain_axis()) is not None:
+                self._store_chains(*chain)
             case _:
                 store = lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs)  # noqa: E731
                 k.loops(cinn.shape_of(out), store, parallel=True)
@@ -797,27 +805,29 @@ class KernelEmitter:
         dims = [d for d in cinn.shape_of(root.results[0]) if d > 1]
         return next((r for r in (REDUCE_LANES, 4, 2) if dims and dims[-1] % r == 0), 1)
 
-    def _chain_axis(self) -> int | None:
-        """The axis that `_store_chains` splits: the outermost one of at least 4 * CHAINS elements that CHAINS
-        divides, in an element-wise kernel of at least CHAIN_OPS ops and CHAIN_ELEMENTS elements (None: one chain)."""
+    def _chain_axis(self) -> tuple[int, int] | None:
+        """(axis, chains) for `_store_chains`: CHAINS, or LONG_CHAINS in a kernel of at least LONG_CHAIN_OPS ops, and
+        the outermost axis of at least 4 chains' elements that the chains divide, in an element-wise kernel of at
+        least CHAIN_OPS ops and CHAIN_ELEMENTS elements (None: one chain)."""
         ops = [self.plan.root, *self.plan.inlined]
         if len(ops) < CHAIN_OPS or not all(is_elementwise(o) or isinstance(o, VIEW_OPS) for o in ops):
             return None
         shape = cinn.shape_of(self.outputs[0])
         if pymath.prod(shape) < CHAIN_ELEMENTS:
             return None
-        return next((d for d, n in enumerate(shape) if n % CHAINS == 0 and n >= 4 * CHAINS), None)
+        chains = LONG_CHAINS if len(ops) >= LONG_CHAIN_OPS else CHAINS
+        return next(((d, chains) for d, n in enumerate(shape) if n % chains == 0 and n >= 4 * chains), None)
 
-    def _store_chains(self, axis: int) -> None:
-        """Each iteration computes CHAINS elements CHAINS-th of the axis apart (each with the ops of one element:
-        the same values), so that the vectorized loop carries CHAINS independent dependency chains."""
+    def _store_chains(self, axis: int, chains: int) -> None:
+        """Each iteration computes `chains` elements a `chains`-th of the axis apart (each with the ops of one
+        element: the same values), so that the vectorized loop carries that many independent dependency chains."""
         k, out, root = self.k, self.outputs[0], self.plan.root
         shape = list(cinn.shape_of(out))
-        shape[axis] //= CHAINS
+        shape[axis] //= chains
 
         def body(ivs: list[Value]) -> None:
             points = [[*ivs[:axis], k.addi(ivs[axis], k.idx(r * shape[axis])) if r else ivs[axis], *ivs[axis + 1 :]]
-                      for r in range(CHAINS)]
+                      for r in range(chains)]
             for point, v in zip(points, self.values(root.results[0], points)):
                 k.store(v, out, point)
 
@@ -850,7 +860,9 @@ class ConvertCinnToLoopsPass(ModulePass):
     default, CPU forms) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows in
     per-thread stack buffers of up to MAX_SLOT floats, and float 2-D dots to the register-blocked kernel of
     `cinn_dot` (packed rhs panels in stack buffers; also under `exact_float`: the same bits as the row form),
-    blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64: AVX-512's 32 zmm); the CUDA runner turns it
+    blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64: AVX-512's 32 zmm) as `cinn_dot.BLOCK` says, or
+    as `dot_block` (MR rows, NR in vector registers, KC: `{dot_block=8,2,256}`; a tuning choice that changes no
+    bit, only the speed: `bench/cinn_dot_blocks.py` times them); the CUDA runner turns it
     off (the row forms): a GPU thread has no such stack or registers to spare, and nvcc 13.0 crashes on the NHWC
     conv micro-kernel."""
 
@@ -859,17 +871,24 @@ class ConvertCinnToLoopsPass(ModulePass):
     exact_float: bool = False
     micro_kernels: bool = True
     vector_bytes: int = 32
+    dot_block: tuple[int, ...] | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.vector_bytes not in (16, 32, 64):
             raise PassFailedException(f"expected the option vector_bytes in 16, 32, 64, got {self.vector_bytes}")
+        block = self.dot_block
+        if block is not None and (len(block) != 3 or not all(1 <= v <= bound for v, bound in zip(block, DOT_BLOCK))):
+            raise PassFailedException(f"expected the option dot_block as MR,NR,KC (MR in 1..{DOT_BLOCK[0]}, NR "
+                                      f"in 1..{DOT_BLOCK[1]} vector registers, KC in 1..{DOT_BLOCK[2]}), "
+                                      f"got {','.join(map(str, block))}")
         for function in list(op.ops):
             if not isinstance(function, func.FuncOp):
                 continue
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [KernelEmitter(plan, self.exact_float, self.micro_kernels, self.vector_bytes).emit()
+            kernels = [KernelEmitter(plan, self.exact_float, self.micro_kernels, self.vector_bytes,
+                                     block).emit()  # pyright: ignore[reportArgumentType] (checked: 3 ints)
                        for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()

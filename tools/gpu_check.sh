@@ -7,6 +7,9 @@
 #   the GPU machine's image has numpy, llvmlite, cuda-bindings, NVRTC, pytest(-xdist), onnx and onnxruntime.
 # There (no network), from the checkout with .whl carried:       tools/gpu_check.sh [--quick]
 #   --quick (fits one 10-minute call): only the host's best int8 tier for the tier corpus, fuzzer and peers.
+#   --cinn: the GPU tests of the cinn path, then the CINN programs on the host's CPU only: the float Dot's register
+#   blocks ranked (bench/cinn_dot_blocks.py, all cores, then the four fastest alone), the programs' kernels and
+#   table with the fastest block, and cvmc's default block beside it.
 #
 # Steps, in order: the machine (GPU, CPU flags, versions); the tests that skip without a GPU (the corpus on the
 # device among them) beside the corpus checker on device="cuda" and 300 fuzzer graphs on cuda against reference,
@@ -30,6 +33,7 @@ if [ "${1:-}" = "--wheels" ]; then
 fi
 
 QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
+CINN=0; [ "${1:-}" = "--cinn" ] && CINN=1
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
@@ -61,6 +65,25 @@ export PYTHONPATH=$SITE
 # -P: the checkout's cvmc/ folder (the package's root files only) must not shadow the installed package.
 PY="python3 -P"
 $PY -c "import cvmc, llvmlite.binding as l; print('cvmc', cvmc.__version__, 'from', cvmc.__file__, '| host CPU', l.get_host_cpu_name())"
+
+if [ $CINN = 1 ]; then
+    step gpu-cinn-tests 120 $PY -m pytest -rs -n 10 -p no:cacheprovider tests/runtime/test_cuda_device.py \
+        tests/runtime/test_cinn_builder.py > "$OUT/tests.txt" 2>&1; tail -n 3 "$OUT/tests.txt"
+    step cinn-blocks 180 $PY bench/cinn_dot_blocks.py --jobs 14 --repeat 5 | tee "$OUT/cinn_blocks.txt"
+    TOP=$(awk '/MR,NR,KC/ {f = 1; next} f && NF {print $1}' "$OUT/cinn_blocks.txt" | head -n 4 | tr '\n' ';')
+    step cinn-blocks-alone 120 $PY bench/cinn_dot_blocks.py --jobs 1 --repeat 10 --blocks "$TOP" \
+        | tee -a "$OUT/cinn_blocks.txt"
+    BEST=$(awk '/MR,NR,KC/ {getline; print $1}' "$OUT/cinn_blocks.txt" | tail -n 1)
+    echo "=== the fastest block alone: ${BEST:-none}"
+    step cinn-kernels 120 $PY bench/cinn_programs.py --kernels --repeat 10 ${BEST:+--dot-block $BEST} \
+        > "$OUT/cinn.txt" 2>&1
+    step cinn-programs 300 $PY bench/cinn_programs.py --repeat 10 ${BEST:+--dot-block $BEST} 2>&1 \
+        | grep -v -E "^WARNING|Serializing" | tee -a "$OUT/cinn.txt" | tail -n 17
+    step cinn-default 90 $PY bench/cinn_programs.py --cvmc-only --repeat 10 --only mlp,transformer,convnet_step 2>&1 \
+        | tee -a "$OUT/cinn.txt" | tail -n 8
+    echo "=== done, status $status"
+    exit $status
+fi
 
 # --- 1: tests, corpus checker and fuzzer at once ----------------------------------------------------------------
 (step gpu-tests 240 $PY -m pytest -rs -n 10 -p no:cacheprovider tests/runtime/test_cuda_device.py \

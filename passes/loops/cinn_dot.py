@@ -35,12 +35,12 @@ from cvmc.passes.loops.cinn_scalar import Scalar
 if TYPE_CHECKING:
     from cvmc.passes.convert_cinn_to_loops import KernelEmitter
 
-# The block of the output one loop over k accumulates in registers: MR rows x NR columns, NR two vector registers
-# of elements (`vector_bytes` of the pass: 32 f32 on AVX-512, 16 on AVX2), so 2 MR accumulators: 16 of AVX-512's
-# 32 zmm, 12 of AVX2's 16 ymm (8 rows of AVX2 spilled).
-MR = {64: 8, 32: 6, 16: 4}
-# The rows of rhs one packed panel holds (KC x NR floats, a stack slot): the k range runs by chunks of KC.
-KC = 256
+# The block of the output one loop over k accumulates in registers, MR rows x NR columns, and the rows of rhs one
+# packed panel holds (KC x NR floats, a stack slot: the k range runs by chunks of KC), by the pass's
+# `vector_bytes`: (MR, NR in vector registers, KC). NR two registers of elements (32 f32 on AVX-512, 16 on AVX2),
+# so 2 MR accumulators: 16 of AVX-512's 32 zmm, 12 of AVX2's 16 ymm (8 rows of AVX2 spilled). The pass option
+# `dot_block` replaces it (`bench/cinn_dot_blocks.py` times the choices on a host).
+BLOCK = {64: (8, 2, 256), 32: (6, 2, 256), 16: (4, 2, 256)}
 
 
 def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
@@ -54,8 +54,8 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
     if not s.is_float:
         return False
     rows, depth = cinn.shape_of(lhs)
-    nr = 2 * e.vector_bytes * 8 // cinn.bit_width(s.element)
-    mr = MR[e.vector_bytes]
+    mr, registers, kc = e.dot_block or BLOCK[e.vector_bytes]
+    nr = registers * e.vector_bytes * 8 // cinn.bit_width(s.element)
     cols = cinn.shape_of(rhs)[1]
 
     def column_panel(ivs: list[Value]) -> None:
@@ -63,7 +63,7 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
 
         def columns(width: int) -> None:
             js = [k.addi(j0, j) for j in range(width)]
-            buf = k.alloca(MemRefType(s.type, [KC * width]))
+            buf = k.alloca(MemRefType(s.type, [kc * width]))
 
             def chunk(k0: Value, depth_c: int, first: bool) -> None:
                 """rhs[k0 : k0 + depth_c] added to out (`first`: to 0, out not read)."""
@@ -97,11 +97,11 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
                 if rows % mr:
                     row_block(k.idx(rows - rows % mr), rows % mr)
 
-            chunk(k.idx(0), min(depth, KC), True)
-            full = depth - depth % KC
-            if full > KC:
-                k.for_(full, lambda k0: chunk(k0, KC, False), lb=KC, step=KC)
-            if depth > max(full, KC):
+            chunk(k.idx(0), min(depth, kc), True)
+            full = depth - depth % kc
+            if full > kc:
+                k.for_(full, lambda k0: chunk(k0, kc, False), lb=kc, step=kc)
+            if depth > max(full, kc):
                 chunk(k.idx(full), depth - full, False)
 
         if cols % nr == 0:

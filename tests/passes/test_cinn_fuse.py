@@ -9,7 +9,15 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects import cinn
 from cvmc.passes.cinn_fuse import CinnFusePass
 from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
-from cvmc.passes.convert_cinn_to_loops import CHAIN_ELEMENTS, CHAIN_OPS, CHAINS, ConvertCinnToLoopsPass, plan_kernels
+from cvmc.passes.convert_cinn_to_loops import (
+    CHAIN_ELEMENTS,
+    CHAIN_OPS,
+    CHAINS,
+    LONG_CHAIN_OPS,
+    LONG_CHAINS,
+    ConvertCinnToLoopsPass,
+    plan_kernels,
+)
 
 PROGRAM = """
 func.func @f(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {{
@@ -212,28 +220,30 @@ def test_a_value_read_by_a_reduce_and_an_element_wise_op_of_other_groups_stays_s
     assert [p.root.name for p in plans] == ["cinn.reduce", "cinn.exp", "cinn.reduce", "cinn.div"]
 
 
-@pytest.mark.parametrize(("size", "length", "chains"), [
-    (CHAIN_ELEMENTS, 4, CHAINS),  # at both bounds: CHAINS elements an iteration
-    (CHAIN_ELEMENTS - CHAINS, 4, 1),  # one element under CHAIN_ELEMENTS' bound (by a multiple of CHAINS)
-    (CHAIN_ELEMENTS, 3, 1),  # one op under CHAIN_OPS
+@pytest.mark.parametrize(("size", "ops", "chains"), [
+    (CHAIN_ELEMENTS, CHAIN_OPS, CHAINS),  # at both bounds: CHAINS elements an iteration
+    (CHAIN_ELEMENTS - CHAINS, CHAIN_OPS, 1),  # one element under CHAIN_ELEMENTS' bound (by a multiple of CHAINS)
+    (CHAIN_ELEMENTS, CHAIN_OPS - 1, 1),  # one op under CHAIN_OPS
+    (CHAIN_ELEMENTS, LONG_CHAIN_OPS, LONG_CHAINS),  # at LONG_CHAIN_OPS' bound
+    (CHAIN_ELEMENTS, LONG_CHAIN_OPS - 1, CHAINS),  # one op under it
 ])
-def test_a_long_element_wise_kernel_runs_independent_chains(size, length, chains):
+def test_a_long_element_wise_kernel_runs_independent_chains(size, ops, chains):
     pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
     import numpy as np
 
     from cvmc import CinnBuilder
 
-    assert CHAIN_OPS == 4
     b = CinnBuilder("chains")
     x = b.create_input("float32", [size], "x")
-    y = b.mul(b.add(x, b.const_scalar(0.5, "a")), b.const_scalar(0.25, "m"))
-    y = b.max(b.sub(y, x), b.negative(y)) if length == 4 else b.sub(y, x)  # 5 ops or 3
+    y = x
+    for _ in range(ops):  # a dependency chain of `ops` adds per element
+        y = b.add(y, x)
     m, plans = _fused_plans(b, [y])
-    assert len(plans[-1].inlined) + 1 == (5 if length == 4 else 3)
+    assert len(plans) == 1 and len(plans[0].inlined) + 1 == ops
     ConvertCinnToLoopsPass().apply(Context(), m)
     kernel = list(m.ops)[-1]
     assert isinstance(kernel, func.FuncOp)
-    assert sum(o.name == "arith.subf" for o in kernel.walk()) == chains
+    assert sum(o.name == "arith.addf" for o in kernel.walk()) == ops * chains
     data = np.random.default_rng(6).standard_normal(size).astype(np.float32)
     fused, unfused = (b.compile([y], device="cpu", fuse=f)(x=data)[0] for f in (True, False))
     np.testing.assert_array_equal(fused, unfused)

@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 
 from cvmc import CinnBuilder
-from cvmc.passes.loops import cinn_dot
-from cvmc.passes.loops.cinn_dot import KC
+from cvmc.passes.loops.cinn_dot import BLOCK
 from cvmc.runtime.target import host_vector_bytes
 
 pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
 
 RNG = np.random.default_rng(27)
-MR = cinn_dot.MR[host_vector_bytes()]  # the block this host's compile takes: rows,
-NR = 2 * host_vector_bytes() // 4  # and f32 columns (two vector registers)
+MR, _REGISTERS, KC = BLOCK[host_vector_bytes()]  # the block this host's compile takes: rows, depth,
+NR = _REGISTERS * host_vector_bytes() // 4  # and f32 columns
 EPS = {np.float32: 2.0**-24, np.float64: 2.0**-53}
 
 

@@ -399,6 +399,19 @@ def test_float_dot_does_not_depend_on_the_register_width(monkeypatch):
     np.testing.assert_array_equal(got[0], got[1])
 
 
+@pytest.mark.parametrize("block", [(1, 1, 1), (3, 1, 7), (5, 3, 16), (14, 2, 64), (32, 4, 1024)])
+def test_float_dot_does_not_depend_on_the_block(monkeypatch, block):
+    """Any register block (MR rows, NR vector registers, KC depth: the pass option `dot_block`, its bounds
+    among them) sums each element in the documented order: blocks decide which elements go together, not how."""
+    from cvmc.passes.loops import cinn_dot
+    from cvmc.runtime.target import host_vector_bytes
+
+    monkeypatch.setitem(cinn_dot.BLOCK, host_vector_bytes(), block)
+    a = RNG.standard_normal((13, 40)).astype(np.float32)
+    b = RNG.standard_normal((40, 50)).astype(np.float32)
+    np.testing.assert_array_equal(_dot(a, b, threads=2), fma_order(a, b))
+
+
 @pytest.mark.parametrize(("c", "o", "k", "oh"), [(16, 16, 3, 8), (3, 16, 3, 8), (4, 4, 5, 8), (8, 8, 1, 4)])
 def test_backward_filter_column_steps_vectorize(c, o, k, oh):
     """The column step of backward_filter (FILTER_BODY multiply-adds at most) stays in LLVM's loop vectorizer's
