@@ -1,15 +1,16 @@
 """The cinn path's float Dot kernels under each register block, on this host, against its measured fma limit.
 
 A block is (MR rows, NR columns in vector registers, KC depth of a packed rhs panel): the pass option
-`convert-cinn-to-loops{dot_block=MR,NR,KC}` (passes/loops/cinn_dot.py; its `BLOCK` holds the default for each
-register width). The block changes no bit, only the speed; this bench is how a default is chosen on a host. For
-every block of the grid (those whose MR x NR accumulators, NR panel vectors and a broadcast fit the host's vector
-registers: 32 with AVX-512, 16 with AVX2) it compiles the Dot kernels of bench/cinn_programs.py's programs (the
-MLP's five and the transformer block's seven: square, skinny and transposed operands) and times each alone at 1
-thread (median of `repeat` rounds of 5 calls), on `jobs` processes at once, each pinned to a core of its own (all
-cores busy: the figures rank blocks; time the chosen one alone with bench/cinn_programs.py). Prints the blocks
-fastest first: the Dots' time per program, their GFLOP/s, the % of the host's fma limit (`vfmadd231ps` chains,
-bench/int8_peers.py, measured first, alone), the default block marked.
+`convert-cinn-to-loops{dot_block=MR,NR,KC}`, or `CinnBuilder.compile(..., dot_block=(MR, NR, KC))`
+(passes/loops/cinn_dot.py; its `BLOCK` holds the default for each register width). The block changes no bit, only
+the speed; this bench is how a default is chosen on a host. For every block of the grid (those whose MR x NR
+accumulators, NR panel vectors and a broadcast fit the host's vector registers: 32 with AVX-512, 16 with AVX2) it
+compiles the Dot kernels of bench/cinn_programs.py's programs (the MLP's five and the transformer block's seven:
+square, skinny and transposed operands) and times each alone at 1 thread (median of `repeat` rounds of 5 calls), on
+`jobs` processes at once, each pinned to a core of its own (all cores busy: the figures rank blocks; time the chosen
+one alone with bench/cinn_programs.py). Prints the blocks fastest first: the Dots' time per program, their GFLOP/s,
+the % of the host's fma limit (`vfmadd231ps` chains, bench/int8_peers.py, measured first, alone), the default block
+marked.
 
     python bench/cinn_dot_blocks.py [--jobs N] [--repeat N] [--blocks MR,NR,KC;...]
 """
@@ -41,15 +42,12 @@ def _pin(cpus: list[int], counter) -> None:
 
 
 def dot_times(block: tuple[int, int, int], repeat: int) -> dict[str, tuple[int, float]]:
-    """{program: (flops, seconds) of its Dot kernels} compiled with `block` (this process's default changed)."""
+    """{program: (flops, seconds) of its Dot kernels} compiled with `block`."""
     import cinn_programs as bench
 
     from cvmc import CinnBuilder
     from cvmc.dialects import cinn
-    from cvmc.passes.loops import cinn_dot
-    from cvmc.runtime.target import host_vector_bytes
 
-    cinn_dot.BLOCK[host_vector_bytes()] = block
     out = {}
     for key in PROGRAMS:
         _, _, arrays, program, _ = getattr(bench, key)()
@@ -58,7 +56,7 @@ def dot_times(block: tuple[int, int, int], repeat: int) -> dict[str, tuple[int, 
         outs = list(program(b, *vs))
         flops = sum(2 * prod(cinn.shape_of(op.lhs)) * cinn.shape_of(op.result)[-1]
                     for op in b.build(outs).walk() if isinstance(op, cinn.DotOp))
-        fn = b.compile(outs, device="cpu", threads=1)
+        fn = b.compile(outs, device="cpu", threads=1, dot_block=block)
         kept = fn(**{f"a{i}": a for i, a in enumerate(arrays)})  # fills the kernels' tables (see --kernels)
         seconds = sum(bench._interleaved({"k": call}, repeat, cooldown=0.0)["k"]
                       for call in fn._run.calls if call.kernel.name.endswith("_dot"))

@@ -365,7 +365,8 @@ def _close(got, want) -> bool:
     return ok
 
 
-def kernels(repeat: int, exact_float: bool = False, only: str = "") -> int:
+def kernels(repeat: int, exact_float: bool = False, only: str = "",
+            dot_block: tuple[int, int, int] | None = None) -> int:
     """Each program's kernels timed alone at 1 thread, then in the program's order (see the module docstring)."""
     for key, make in PROGRAMS.items():
         if only and key not in only.split(","):
@@ -373,7 +374,7 @@ def kernels(repeat: int, exact_float: bool = False, only: str = "") -> int:
         name, _, arrays, cinn, _ = make()
         b = CinnBuilder("prog")
         vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
-        fn = b.compile(list(cinn(b, *vs)), device="cpu", threads=1, exact_float=exact_float)
+        fn = b.compile(list(cinn(b, *vs)), device="cpu", threads=1, exact_float=exact_float, dot_block=dot_block)
         feed = {f"a{i}": a for i, a in enumerate(arrays)}
         kept = fn(**feed)  # fills every kernel's argument table; the fresh outputs stay alive while timed
         calls = fn._run.calls
@@ -408,7 +409,7 @@ def _optional(name: str, why: str):
 
 
 def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, only: str = "",
-         cooldown: float = 0.1) -> int:
+         cooldown: float = 0.1, dot_block: tuple[int, int, int] | None = None) -> int:
     torch = ort = None
     if not cvmc_only:
         torch = _optional("torch", "pip install -e '.[bench]'")
@@ -425,7 +426,7 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
         outs = list(cinn(b, *vs))
         feed = {f"a{i}": a for i, a in enumerate(arrays)}
         for threads in (1, 2):
-            fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float)
+            fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float, dot_block=dot_block)
             ok &= _close(fn(**feed), want)
             systems: dict[str, object] = {f"cvmc{threads}": lambda fn=fn: fn(**feed)}
             if torch is not None:
@@ -486,11 +487,7 @@ if __name__ == "__main__":
     ap.add_argument("--cooldown", type=float, default=0.1, help="idle seconds before each block of 5 calls")
     ap.add_argument("--dot-block", default="", help="MR,NR,KC of the float Dot kernels (default: cinn_dot.BLOCK)")
     args = ap.parse_args()
-    if args.dot_block:
-        from cvmc.passes.loops import cinn_dot
-        from cvmc.runtime.target import host_vector_bytes
-
-        cinn_dot.BLOCK[host_vector_bytes()] = tuple(int(v) for v in args.dot_block.split(","))  # pyright: ignore[reportArgumentType]
+    block = tuple(int(v) for v in args.dot_block.split(",")) if args.dot_block else None
     if args.kernels:
-        raise SystemExit(kernels(args.repeat, args.exact_float, args.only))
-    raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only, args.cooldown))
+        raise SystemExit(kernels(args.repeat, args.exact_float, args.only, block))  # pyright: ignore[reportArgumentType]
+    raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only, args.cooldown, block))  # pyright: ignore[reportArgumentType]

@@ -848,6 +848,14 @@ class KernelEmitter:
         k.loops(shape, body, parallel=True)
 
 
+def dot_block_error(block: Sequence[int]) -> str | None:
+    """What is wrong with `block` as a `dot_block` (three ints within DOT_BLOCK), or None."""
+    if len(block) == 3 and all(1 <= v <= bound for v, bound in zip(block, DOT_BLOCK)):
+        return None
+    return (f"dot_block as MR,NR,KC (MR in 1..{DOT_BLOCK[0]}, NR in 1..{DOT_BLOCK[1]} vector registers, KC in "
+            f"1..{DOT_BLOCK[2]}), got {','.join(map(str, block))}")
+
+
 def lower_op(op: Operation, name: str, exact_float: bool = False) -> func.FuncOp:
     """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
     return KernelEmitter(KernelPlan(name, op, [], list(op.operands)), exact_float).emit()
@@ -877,10 +885,8 @@ class ConvertCinnToLoopsPass(ModulePass):
         if self.vector_bytes not in (16, 32, 64):
             raise PassFailedException(f"expected the option vector_bytes in 16, 32, 64, got {self.vector_bytes}")
         block = self.dot_block
-        if block is not None and (len(block) != 3 or not all(1 <= v <= bound for v, bound in zip(block, DOT_BLOCK))):
-            raise PassFailedException(f"expected the option dot_block as MR,NR,KC (MR in 1..{DOT_BLOCK[0]}, NR "
-                                      f"in 1..{DOT_BLOCK[1]} vector registers, KC in 1..{DOT_BLOCK[2]}), "
-                                      f"got {','.join(map(str, block))}")
+        if block is not None and (error := dot_block_error(block)):
+            raise PassFailedException(f"expected the option {error}")
         for function in list(op.ops):
             if not isinstance(function, func.FuncOp):
                 continue

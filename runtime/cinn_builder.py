@@ -91,11 +91,12 @@ class CompiledFunction:
 
 
 def _compile_cpu(
-    function: func.FuncOp, fuse: bool = True, threads: int = 1, exact_float: bool = False
+    function: func.FuncOp, fuse: bool = True, threads: int = 1, exact_float: bool = False,
+    dot_block: tuple[int, int, int] | None = None,
 ) -> Callable[[list[np.ndarray]], list]:
     """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
-    convert-cinn-to-loops), JIT them, and run them with a `CinnRunner` (each kernel's outer parallel loop shared by
-    `threads` threads)."""
+    convert-cinn-to-loops with `dot_block`), JIT them, and run them with a `CinnRunner` (each kernel's outer
+    parallel loop shared by `threads` threads)."""
     from cvmc.passes.cinn_fuse import CinnFusePass
     from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
     from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
@@ -112,7 +113,8 @@ def _compile_cpu(
     works = [sum(_op_work(op) for op in (plan.root, *plan.inlined)) for plan in plans]  # before the ops are lowered
     kernels = []
     if plans:  # a program of no primitive returns its inputs
-        ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes()).apply(Context(), module)
+        ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes(),
+                               dot_block=dot_block).apply(Context(), module)
         engine = compile_module(module)
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op
@@ -306,6 +308,7 @@ class CinnBuilder:
         fuse: bool = True,
         threads: int = 1,
         exact_float: bool = False,
+        dot_block: tuple[int, int, int] | None = None,
     ) -> CompiledFunction:
         """A callable `fn(**inputs) -> list[np.ndarray]` computing `outputs` on `device`; on "cpu", `fuse`
         runs cinn-mark-views and cinn-fuse (off: one kernel per primitive), the kernels run as one program on
@@ -314,9 +317,15 @@ class CinnBuilder:
         `cvmc.passes.convert_cinn_to_loops.FLOAT_SPLIT`), f32 exp, log, tanh and erf as vector arithmetic
         (within EXP_ULPS, LOG_ULPS, TANH_ULPS, ERF_ULPS of `cvmc.passes.loops.cinn_scalar`) and float convs
         as the micro-kernels of `cvmc.passes.loops.cinn_conv`, unless `exact_float` keeps the sequential order
-        and libm (today's bits)."""
+        and libm (today's bits). `dot_block` (MR rows, NR vector registers, KC depth) replaces the register block
+        of the float 2-D Dot kernel on "cpu" (`cvmc.passes.loops.cinn_dot.BLOCK`): a tuning choice that changes
+        no bit (bench/cinn_dot_blocks.py ranks blocks on a host)."""
+        from cvmc.passes.convert_cinn_to_loops import dot_block_error
+
         if threads < 1:
             raise CVMLogicError(f"expected 'threads' >= 1, got {threads}")
+        if dot_block is not None and (error := dot_block_error(dot_block)):
+            raise CVMLogicError(f"expected {error}")
         if device not in DEVICES:
             raise CVMLogicError(f"expected 'device' in {list(DEVICES)}, got {device!r}")
         function = self.build(outputs).body.block.first_op
@@ -325,7 +334,7 @@ class CinnBuilder:
         if device == "reference":
             return CompiledFunction(function, names, lambda arrays: run_function(function, arrays))
         if device == "cpu":
-            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads, exact_float))
+            return CompiledFunction(function, names, _compile_cpu(function, fuse, threads, exact_float, dot_block))
         from cvmc.runtime.cuda import CinnCudaRunner
 
         return CompiledFunction(function, names, CinnCudaRunner(function))

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from cvmc import CinnBuilder
+from cvmc import CinnBuilder, CVMLogicError
 from cvmc.passes.convert_cinn_to_loops import FLOAT_SPLIT
 from cvmc.passes.loops.cinn_conv import MAX_SLOT
 from cvmc.passes.loops.cinn_scalar import ERF_SMALL, ERF_ULPS, EXP_ULPS, LOG_ULPS, TANH_SMALL, TANH_ULPS
@@ -351,10 +351,11 @@ def test_constant_kernels_run_once_and_return_copies():
     assert float(again) == 2.5 and y.tolist() == [5.0] * 3
 
 
-def _dot(a: np.ndarray, b: np.ndarray, *, exact_float=False, threads=1) -> np.ndarray:
+def _dot(a: np.ndarray, b: np.ndarray, *, exact_float=False, threads=1, dot_block=None) -> np.ndarray:
     bld = CinnBuilder("k")
     va, vb = bld.create_input(a.dtype.name, a.shape, "a"), bld.create_input(b.dtype.name, b.shape, "b")
-    return bld.compile([bld.dot(va, vb)], device="cpu", exact_float=exact_float, threads=threads)(a=a, b=b)[0]
+    fn = bld.compile([bld.dot(va, vb)], device="cpu", exact_float=exact_float, threads=threads, dot_block=dot_block)
+    return fn(a=a, b=b)[0]
 
 
 def fma_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -400,16 +401,20 @@ def test_float_dot_does_not_depend_on_the_register_width(monkeypatch):
 
 
 @pytest.mark.parametrize("block", [(1, 1, 1), (3, 1, 7), (5, 3, 16), (14, 2, 64), (32, 4, 1024)])
-def test_float_dot_does_not_depend_on_the_block(monkeypatch, block):
-    """Any register block (MR rows, NR vector registers, KC depth: the pass option `dot_block`, its bounds
-    among them) sums each element in the documented order: blocks decide which elements go together, not how."""
-    from cvmc.passes.loops import cinn_dot
-    from cvmc.runtime.target import host_vector_bytes
-
-    monkeypatch.setitem(cinn_dot.BLOCK, host_vector_bytes(), block)
+def test_float_dot_does_not_depend_on_the_block(block):
+    """Any register block (MR rows, NR vector registers, KC depth: `dot_block`, its bounds among them) sums each
+    element in the documented order: blocks decide which elements go together, not how."""
     a = RNG.standard_normal((13, 40)).astype(np.float32)
     b = RNG.standard_normal((40, 50)).astype(np.float32)
-    np.testing.assert_array_equal(_dot(a, b, threads=2), fma_order(a, b))
+    np.testing.assert_array_equal(_dot(a, b, threads=2, dot_block=block), fma_order(a, b))
+
+
+@pytest.mark.parametrize("block", [(33, 4, 1024), (32, 5, 1024), (32, 4, 1025), (0, 1, 1), (8, 2)])
+def test_a_dot_block_past_its_bounds_is_refused(block):
+    a = np.ones((2, 3), np.float32)
+    with pytest.raises(CVMLogicError, match=r"expected dot_block as MR,NR,KC \(MR in 1..32, NR in 1..4 vector "
+                       rf"registers, KC in 1..1024\), got {','.join(map(str, block))}$"):
+        _dot(a, a.T, dot_block=block)
 
 
 @pytest.mark.parametrize(("c", "o", "k", "oh"), [(16, 16, 3, 8), (3, 16, 3, 8), (4, 4, 5, 8), (8, 8, 1, 4)])
