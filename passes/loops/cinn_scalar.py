@@ -102,10 +102,26 @@ class Scalar:
         return self.add(acc, self.mul(a, b))
 
     def max(self, a: Value, b: Value) -> Value:
+        """IEEE 754-2019 maximum on floats (NaN-propagating, -0 < +0: exact in any order, what reductions use)."""
         return self.pick(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp, a, b)
 
     def min(self, a: Value, b: Value) -> Value:
         return self.pick(arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp, a, b)
+
+    def larger(self, a: Value, b: Value) -> Value:
+        """The element-wise Max: on floats in the default float mode numpy's maximum, bit for bit: a if a is NaN,
+        else a if a > b, else b (a NaN b, and the second of equal values, -0 and +0 among them); three vector
+        instructions (max, an unordered compare, a blend) where IEEE maximum's signed zeros take six. The same
+        values as `max` but for the sign of a zero max(+0, -0) and which NaN; `exact_float` keeps `max`."""
+        return self._numpy_pick("ogt", a, b) if self.is_float and not self.exact_float else self.max(a, b)
+
+    def smaller(self, a: Value, b: Value) -> Value:
+        """The element-wise Min, as `larger` with a < b (numpy's minimum)."""
+        return self._numpy_pick("olt", a, b) if self.is_float and not self.exact_float else self.min(a, b)
+
+    def _numpy_pick(self, order: str, a: Value, b: Value) -> Value:
+        first = self.emit(arith.SelectOp(self.emit(arith.CmpfOp(a, b, order)), a, b))
+        return self.emit(arith.SelectOp(self.emit(arith.CmpfOp(a, a, "uno")), a, first))
 
     def rem(self, a: Value, b: Value) -> Value:
         """C remainder (sign of a); integer x % 0 = 0 by the loop level."""
@@ -371,8 +387,8 @@ BINARY: dict[type[Operation], Callable[[Scalar, Value, Value], Value]] = {
     cinn.ModOp: Scalar.rem,
     cinn.FloorDivOp: Scalar.floor_div,
     cinn.FloorModOp: Scalar.floor_mod,
-    cinn.MaxOp: Scalar.max,
-    cinn.MinOp: Scalar.min,
+    cinn.MaxOp: Scalar.larger,
+    cinn.MinOp: Scalar.smaller,
     cinn.PowerOp: Scalar.power,
     cinn.BitwiseAndOp: lambda s, a, b: s.emit(arith.AndIOp(a, b)),
     cinn.BitwiseOrOp: lambda s, a, b: s.emit(arith.OrIOp(a, b)),

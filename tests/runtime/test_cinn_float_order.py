@@ -106,6 +106,42 @@ def test_max_and_min_are_order_free(kind):
     assert np.isnan(got[1])
 
 
+def _max_min_operands(dtype, n: int = 67) -> tuple[np.ndarray, np.ndarray]:
+    """Every kind of pair both ways (signed zeros, NaNs of other payloads in either and both, infinities, ties,
+    denormals), then random ones, `n` in all: vector iterations and a tail."""
+    bits = {np.float32: np.uint32, np.float64: np.uint64}[dtype]
+    nan1, nan2 = (np.array([w], bits).view(dtype)[0] for w in ((0x7FC00001, 0xFFC00002) if dtype == np.float32
+                                                                 else (0x7FF8000000000001, 0xFFF8000000000002)))
+    tiny = np.finfo(dtype).smallest_subnormal
+    pairs = [(-0.0, 0.0), (0.0, -0.0), (nan1, 1.0), (1.0, nan2), (nan1, nan2), (nan2, nan1), (np.inf, -np.inf),
+             (-np.inf, nan1), (2.0, 2.0), (-tiny, tiny), (tiny, -0.0), (-1.0, -2.0), (3.0, 3.5)]
+    a, b = (np.array([p[k] for p in pairs], dtype) for k in (0, 1))
+    rest = RNG.standard_normal((2, n - len(pairs))).astype(dtype)
+    return np.concatenate([a, rest[0]]), np.concatenate([b, rest[1]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_element_wise_max_and_min_are_numpy_s_bit_for_bit(kind, dtype):
+    """The default float mode's element-wise Max and Min are numpy's maximum and minimum, NaN payloads and signed
+    zeros included (a if a is NaN, else a if a > b (a < b), else b); `exact_float` keeps IEEE 754-2019
+    maximum and minimum (-0 < +0), the bits of earlier releases: the same values but for a zero's sign and which
+    NaN."""
+    a, b = _max_min_operands(dtype)
+    unsigned = {np.float32: np.uint32, np.float64: np.uint64}[dtype]
+    bld = CinnBuilder("k")
+    u, v = bld.create_input(a.dtype.name, a.shape, "a"), bld.create_input(b.dtype.name, b.shape, "b")
+    out = bld.max(u, v) if kind == "max" else bld.min(u, v)
+    want = (np.maximum if kind == "max" else np.minimum)(a, b)
+    for threads in (1, 2):
+        got = bld.compile([out], device="cpu", threads=threads)(a=a, b=b)[0]
+        np.testing.assert_array_equal(got.view(unsigned), want.view(unsigned))
+    exact = bld.compile([out], device="cpu", exact_float=True)(a=a, b=b)[0]
+    np.testing.assert_array_equal(exact, want)  # NaN where numpy has one, equal values elsewhere
+    zero_ties = (a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b))
+    assert zero_ties.sum() == 2 and np.all(np.signbit(exact[zero_ties]) == (kind == "min"))
+
+
 def _ordered(a: np.ndarray) -> np.ndarray:
     i = a.view(np.int32).astype(np.int64)
     return np.where(i < 0, -(i & 0x7FFFFFFF), i)

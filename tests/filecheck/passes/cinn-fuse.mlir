@@ -55,7 +55,8 @@ func.func @chain(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4xf32>, tens
 // LOOPS-LABEL: func.func @chain_5_sqrt(%x: memref<4x8xf32>, %w: memref<8xf32>, %zero: memref<f32>, %q: memref<4xf32>)
 // LOOPS:         scf.for
 // LOOPS:           arith.mulf
-// LOOPS:           arith.maximumf
+// LOOPS:           arith.cmpf ogt
+// LOOPS:           arith.cmpf uno
 // LOOPS:           arith.addf
 // LOOPS:         math.sqrt
 // LOOPS-LABEL: func.func @chain_6_reshape(%x: memref<4x8xf32>, %flat: memref<32xf32>)

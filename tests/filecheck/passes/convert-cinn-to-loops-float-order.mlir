@@ -35,6 +35,24 @@ func.func @net(%x: tensor<4x33xf32>) -> tensor<4xf32> {
 // EXACT:           arith.addf
 // EXACT:           scf.yield
 
+// An element-wise Max (Min alike) is numpy's maximum: a if a is NaN, else a if a > b, else b (three vector
+// instructions); exact_float keeps IEEE 754-2019 maximum (-0 < +0), the bits of earlier releases.
+func.func @mx(%x: tensor<64xf32>, %y: tensor<64xf32>) -> tensor<64xf32> {
+  %z = cinn.max %x, %y : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  func.return %z : tensor<64xf32>
+}
+
+// CHECK-LABEL: func.func @mx_0_max(
+// CHECK-NOT:     arith.maximumf
+// CHECK:         %[[A:.*]] = memref.load %x
+// CHECK-NEXT:    %[[B:.*]] = memref.load %y
+// CHECK-NEXT:    %[[GT:.*]] = arith.cmpf ogt, %[[A]], %[[B]] : f32
+// CHECK-NEXT:    %[[P:.*]] = arith.select %[[GT]], %[[A]], %[[B]] : f32
+// CHECK-NEXT:    %[[NAN:.*]] = arith.cmpf uno, %[[A]], %[[A]] : f32
+// CHECK-NEXT:    arith.select %[[NAN]], %[[A]], %[[P]] : f32
+// EXACT-LABEL: func.func @mx_0_max(
+// EXACT:         arith.maximumf
+
 // exp on f32 is loop-level arithmetic (it vectorizes); exact_float keeps math.exp (libm expf)
 func.func @e(%x: tensor<64xf32>) -> tensor<64xf32> {
   %y = cinn.exp %x : (tensor<64xf32>) -> tensor<64xf32>

@@ -22,13 +22,17 @@ func.func @net(%x: tensor<4x8xf32>, %u: tensor<8xui8>, %i: tensor<4x8xi32>) -> t
 // CHECK-NEXT:    memref.store %[[C]], %zero[] : memref<f32>
 // CHECK-NEXT:    func.return
 
-// Element-wise: one scf.parallel; the rank-0 operand broadcasts (loaded at []).
+// Element-wise: one scf.parallel; the rank-0 operand broadcasts (loaded at []). A float Max is numpy's maximum:
+// a if a is NaN, else a if a > b, else b (exact_float keeps arith.maximumf: convert-cinn-to-loops-float-order.mlir).
 // CHECK-LABEL: func.func @net_1_max(%x: memref<4x8xf32>, %zero: memref<f32>, %{{.*}}: memref<4x8xf32>) {
 // CHECK:         "scf.parallel"
 // CHECK-NEXT:    ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
 // CHECK-NEXT:      %[[A:.*]] = memref.load %x[%[[I]], %[[J]]] : memref<4x8xf32>
 // CHECK-NEXT:      %[[B:.*]] = memref.load %zero[] : memref<f32>
-// CHECK-NEXT:      %[[M:.*]] = arith.maximumf %[[A]], %[[B]] : f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[A]], %[[B]] : f32
+// CHECK-NEXT:      %[[P:.*]] = arith.select %[[GT]], %[[A]], %[[B]] : f32
+// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[A]], %[[A]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.select %[[NAN]], %[[A]], %[[P]] : f32
 // CHECK-NEXT:      memref.store %[[M]], %{{.*}}[%[[I]], %[[J]]] : memref<4x8xf32>
 // CHECK-NEXT:      scf.reduce
 
