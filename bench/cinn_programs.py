@@ -20,19 +20,21 @@ exact_float=True)`); `--cvmc-only` times cvmc alone (to compare two checkouts in
 checkout's python).
 
     python bench/cinn_programs.py [--repeat N] [--exact-float] [--cvmc-only] [--only NAME,...] [--kernels]
-                                  [--dot-block MR,NR,KC]
+                                  [--dot-block MR,NR,KC] [--avx2] [--cooldown SECONDS]
 
 `--kernels` prints, instead of the table, each program's kernels one by one at 1 thread: the median of `repeat` x 5
 runs of the kernel alone (its data hot in cache), then of its runs in the program's order (the kernels run one
 by one after a call of the program, on its buffers: the data as the kernels before left it), and the call's own
 median: where a program's time goes, on whatever host.
 `--dot-block` compiles cvmc's float Dots with another register block than this host's default (see
-bench/cinn_dot_blocks.py, which ranks them).
+bench/cinn_dot_blocks.py, which ranks them). `--avx2` runs every system as an AVX2-only host would, on an AVX-512
+one (`emulate_avx2`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -400,6 +402,24 @@ def kernels(repeat: int, exact_float: bool = False, only: str = "",
     return 0
 
 
+def emulate_avx2() -> None:
+    """Run as an AVX2-only host would, on an AVX-512 one (call before anything compiles or imports torch): cvmc's
+    JIT compiles for the host without its AVX-512 features, and the micro-kernels block for 32-byte vectors;
+    PyTorch's kernels, oneDNN and MKL are held to AVX2 by their environment variables. ONNX Runtime has no such
+    switch: its column keeps AVX-512. The same core, so a ranking, not a Zen 3's or a Haswell's times."""
+    from cvmc.runtime import jit, llvm_compile, target
+
+    os.environ.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2")
+    host = llvm_compile.host_target
+
+    def without_avx512() -> tuple[str, str, str]:
+        triple, cpu, features = host()
+        return triple, cpu, ",".join("-" + f[1:] if f.startswith("+avx512") else f for f in features.split(","))
+
+    llvm_compile.host_target = jit.host_target = without_avx512
+    target.host_vector_bytes = lambda: 32
+
+
 def _optional(name: str, why: str):
     try:
         return __import__(name)
@@ -484,10 +504,13 @@ if __name__ == "__main__":
     ap.add_argument("--cvmc-only", action="store_true", help="time cvmc alone (no PyTorch, ONNX Runtime, numpy)")
     ap.add_argument("--only", default="", help=f"programs to run, comma-separated, of {','.join(PROGRAMS)}")
     ap.add_argument("--kernels", action="store_true", help="each program's kernels timed alone at 1 thread")
+    ap.add_argument("--avx2", action="store_true", help="run as on an AVX2-only host (see emulate_avx2)")
     ap.add_argument("--cooldown", type=float, default=0.1, help="idle seconds before each block of 5 calls")
     ap.add_argument("--dot-block", default="", help="MR,NR,KC of the float Dot kernels (default: cinn_dot.BLOCK)")
     args = ap.parse_args()
     block = tuple(int(v) for v in args.dot_block.split(",")) if args.dot_block else None
+    if args.avx2:
+        emulate_avx2()
     if args.kernels:
         raise SystemExit(kernels(args.repeat, args.exact_float, args.only, block))  # pyright: ignore[reportArgumentType]
     raise SystemExit(main(args.repeat, args.exact_float, args.cvmc_only, args.only, args.cooldown, block))  # pyright: ignore[reportArgumentType]
