@@ -407,9 +407,9 @@ def emulate_avx2() -> None:
     JIT compiles for the host without its AVX-512 features, and the micro-kernels block for 32-byte vectors;
     PyTorch's kernels, oneDNN and MKL are held to AVX2 by their environment variables. ONNX Runtime has no such
     switch: its column keeps AVX-512. The same core, so a ranking, not a Zen 3's or a Haswell's times."""
-    from cvmc.runtime import jit, llvm_compile, target
-
     import tempfile
+
+    from cvmc.runtime import jit, llvm_compile, target
 
     # inductor's cache keys leave the capability out: a cache of its own, or it loads the AVX-512 kernels of a run
     # before (the chain ran in 0.22 ms, its AVX2 kernel in 0.40)
