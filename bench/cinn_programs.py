@@ -413,8 +413,9 @@ def emulate_avx2() -> None:
 
     # inductor's cache keys leave the capability out: a cache of its own, or it loads the AVX-512 kernels of a run
     # before (the chain ran in 0.22 ms, its AVX2 kernel in 0.40)
+    cache = os.path.join(tempfile.gettempdir(), f"cvmc-bench-avx2-inductor-{os.getuid()}")
     os.environ.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
-                      TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="cvmc-bench-avx2-inductor-"))
+                      TORCHINDUCTOR_CACHE_DIR=cache)
     host = llvm_compile.host_target
 
     def without_avx512() -> tuple[str, str, str]:
