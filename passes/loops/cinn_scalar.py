@@ -110,8 +110,8 @@ class Scalar:
 
     def larger(self, a: Value, b: Value) -> Value:
         """The element-wise Max: on floats in the default float mode numpy's maximum, bit for bit: a if a is NaN,
-        else a if a > b, else b (a NaN b, and the second of equal values, -0 and +0 among them); three vector
-        instructions (max, an unordered compare, a blend) where IEEE maximum's signed zeros take six. The same
+        else a if a > b, else b (a NaN b, and the second of equal values, -0 and +0 among them): two compares, an
+        or and a blend (AVX2 and AVX-512 alike) where LLVM's IEEE maximum takes five or six instructions. The same
         values as `max` but for the sign of a zero max(+0, -0) and which NaN; `exact_float` keeps `max`."""
         return self._numpy_pick("ogt", a, b) if self.is_float and not self.exact_float else self.max(a, b)
 

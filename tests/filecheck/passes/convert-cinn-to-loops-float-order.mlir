@@ -35,7 +35,7 @@ func.func @net(%x: tensor<4x33xf32>) -> tensor<4xf32> {
 // EXACT:           arith.addf
 // EXACT:           scf.yield
 
-// An element-wise Max (Min alike) is numpy's maximum: a if a is NaN, else a if a > b, else b (three vector
+// An element-wise Max (Min alike) is numpy's maximum: a if a is NaN, else a if a > b, else b (four vector
 // instructions); exact_float keeps IEEE 754-2019 maximum (-0 < +0), the bits of earlier releases.
 func.func @mx(%x: tensor<64xf32>, %y: tensor<64xf32>) -> tensor<64xf32> {
   %z = cinn.max %x, %y : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
