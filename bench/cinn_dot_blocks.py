@@ -12,7 +12,7 @@ one alone with bench/cinn_programs.py). Prints the blocks fastest first: the Dot
 the % of the host's fma limit (`vfmadd231ps` chains, bench/int8_peers.py, measured first, alone), the default block
 marked.
 
-    python bench/cinn_dot_blocks.py [--jobs N] [--repeat N] [--blocks MR,NR,KC;...]
+    python bench/cinn_dot_blocks.py [--jobs N] [--repeat N] [--blocks MR,NR,KC;...] [--avx2]
 """
 
 from __future__ import annotations
@@ -34,7 +34,11 @@ def grid(vector_bytes: int) -> list[tuple[int, int, int]]:
             if mr * nr + nr + 1 <= registers]
 
 
-def _pin(cpus: list[int], counter) -> None:
+def _pin(cpus: list[int], counter, avx2: bool) -> None:
+    if avx2:
+        from cinn_programs import emulate_avx2
+
+        emulate_avx2()
     with counter.get_lock():
         cpu = cpus[counter.value % len(cpus)]
         counter.value += 1
@@ -65,10 +69,14 @@ def dot_times(block: tuple[int, int, int], repeat: int) -> dict[str, tuple[int, 
     return out
 
 
-def main(jobs: int, repeat: int, blocks: list[tuple[int, int, int]]) -> int:
+def main(jobs: int, repeat: int, blocks: list[tuple[int, int, int]], avx2: bool = False) -> int:
     import multiprocessing
 
+    from cinn_programs import emulate_avx2
     from int8_peers import fma_kind, vnni_limit
+
+    if avx2:
+        emulate_avx2()
 
     from cvmc.passes.loops.cinn_dot import BLOCK
     from cvmc.runtime.target import host_vector_bytes
@@ -84,7 +92,7 @@ def main(jobs: int, repeat: int, blocks: list[tuple[int, int, int]]) -> int:
     print(f"{len(blocks)} blocks on {jobs} cores at once; {width}-byte vectors; fma limit {limit:.0f} GFLOP/s "
           "(1 thread, alone)", flush=True)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, context, initializer=_pin, initargs=(cpus, context.Value("i", 0))) as pool:
+    with ProcessPoolExecutor(jobs, context, initializer=_pin, initargs=(cpus, context.Value("i", 0), avx2)) as pool:
         results = dict(zip(blocks, pool.map(dot_times, blocks, [repeat] * len(blocks))))
     print(f"\n{'MR,NR,KC':>12} " + " ".join(f"{key + ' us':>15}" for key in PROGRAMS) + f" {'GFLOP/s':>8} {'limit':>6}")
     for block, r in sorted(results.items(), key=lambda br: sum(s for _, s in br[1].values())):
@@ -101,6 +109,7 @@ if __name__ == "__main__":
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes at once, one per core")
     ap.add_argument("--repeat", type=int, default=10, help="rounds of 5 calls per kernel")
     ap.add_argument("--blocks", default="", help="MR,NR,KC;... (default: the grid that fits the registers)")
+    ap.add_argument("--avx2", action="store_true", help="as an AVX2-only host (bench/cinn_programs.py's emulate_avx2)")
     args = ap.parse_args()
     chosen = [tuple(int(v) for v in b.split(",")) for b in args.blocks.split(";") if b]
-    raise SystemExit(main(args.jobs, args.repeat, chosen))  # pyright: ignore[reportArgumentType]
+    raise SystemExit(main(args.jobs, args.repeat, chosen, args.avx2))  # pyright: ignore[reportArgumentType]
