@@ -32,18 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from cvmc.dialects import cinn
 from cvmc.passes.convert_cinn_to_loops import GROUP, RECOMPUTE, VIEW, cinn_functions, is_elementwise
-
-
-def _shape(op: Operation) -> tuple[int, ...]:
-    t = op.results[0].type
-    assert isinstance(t, TensorType)
-    return t.get_shape()
 
 
 def fuses_into(producer: Operation, consumer: Operation) -> bool:
@@ -55,10 +49,10 @@ def fuses_into(producer: Operation, consumer: Operation) -> bool:
         return False
     if is_elementwise(producer):
         if is_elementwise(consumer):
-            return _shape(producer) == _shape(consumer)
+            return cinn.shape_of(producer.results[0]) == cinn.shape_of(consumer.results[0])
         return isinstance(consumer, cinn.ReduceOp | cinn.BnMeanVarianceOp | cinn.BnGradBiasScaleOp)
     if isinstance(producer, cinn.ReduceOp):
-        return is_elementwise(consumer) and _shape(producer) == _shape(consumer)
+        return is_elementwise(consumer) and cinn.shape_of(producer.results[0]) == cinn.shape_of(consumer.results[0])
     return False
 
 

@@ -44,6 +44,7 @@ from xdsl.passes import ModulePass
 
 from cvmc.dialects import cinn
 from cvmc.passes.convert_cinn_to_loops import RECOMPUTE, VIEW, VIEW_OPS, cinn_functions, is_elementwise
+from cvmc.passes.loops import cinn_dot
 
 CHEAP = (cinn.AddOp, cinn.SubOp, cinn.MulOp, cinn.MaxOp, cinn.MinOp, cinn.NegativeOp)
 
@@ -61,12 +62,8 @@ def _recomputes(op: Operation, returned: set[SSAValue]) -> bool:
 
 
 def _copied_for(reader: Operation) -> bool:
-    """Whether `reader` wants a transpose it reads stored: an integer dot or one not 2-D (see the module doc)."""
-    if not isinstance(reader, cinn.DotOp):
-        return False
-    x, y = reader.operands
-    float_2d = cinn.is_float(x.type.element_type) and len(cinn.shape_of(x)) == 2 == len(cinn.shape_of(y))  # pyright: ignore
-    return not float_2d
+    """Whether `reader` wants a transpose it reads stored: a dot other than a float 2-D one (see the module doc)."""
+    return isinstance(reader, cinn.DotOp) and not cinn_dot.blocks(reader)
 
 
 @dataclass(frozen=True)
