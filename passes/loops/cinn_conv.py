@@ -47,6 +47,12 @@ MAX_SLOT = 1 << 14
 FILTER_BODY = 288
 
 
+def _source_rows(rb: int, row_stride: int, roffs: list[int]) -> list[int]:
+    """The source rows that `rb` consecutive output rows read, ascending, as offsets from the first one's
+    (output row i and tap p read source row i * row_stride + roffs[p], padding aside)."""
+    return sorted({r * row_stride + d for r in range(rb) for d in roffs})
+
+
 def conv_roles(op: cinn.ConvOp) -> tuple[bool, int, int, int, Value, Value, int, int, int]:
     """Forward and backward_data (a forward correlation of dy with the taps mirrored) as one loop nest: (forward,
     output channels, output rows, output columns, source, filter, source rows, source columns, channels summed)."""
@@ -105,17 +111,13 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     block = next(r for r in (8, 4, 2, 1) if channels % r == 0) if g.groups == 1 else 1
     taps = [(p, q) for p in range(g.kh) for q in range(g.kw)]
 
-    def source_rows(rb: int) -> list[int]:
-        """The source rows that rb output rows from i read, as offsets from i * row_stride."""
-        return sorted({r * row_stride + roffs[p] for r in range(rb) for p in range(g.kh)})
-
     # RB output rows a pass share the weights' loads and the padded source rows they both read
     fits = [r for r in (4, 2, 1)
-            if rows_out % r == 0 and r * block * cols_out + len(source_rows(r)) * width <= MAX_SLOT]
+            if rows_out % r == 0 and r * block * cols_out + len(_source_rows(r, row_stride, roffs)) * width <= MAX_SLOT]
     if not fits:
         return False
     rb = fits[0]
-    offs = source_rows(rb)
+    offs = _source_rows(rb, row_stride, roffs)
     slot_of = {d: t for t, d in enumerate(offs)}  # the buffer row of each source row offset
 
     def body(ivs: list[Value]) -> None:
@@ -189,16 +191,13 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
     width = (g.ow - 1) * g.stride_w + max(offsets) - lo + 1
     taps = [(a, b, p, q) for a in range(ob) for b in range(cb) for p in range(g.kh) for q in range(g.kw)]
 
-    def source_rows(rb: int) -> list[int]:
-        """The input rows the rb output rows from i read, as offsets from i * stride_h - pad_top."""
-        return sorted({r * g.stride_h + p * g.dilation_h for r in range(rb) for p in range(g.kh)})
-
+    roffs = [p * g.dilation_h for p in range(g.kh)]  # input row of output row i and tap p: i * stride_h + roffs[p]
     fits = [r for r in (4, 2, 1) if g.oh % r == 0 and (r * len(taps) <= FILTER_BODY or r == 1)
-            and len(taps) * g.ow + cb * len(source_rows(r)) * width <= MAX_SLOT]
+            and len(taps) * g.ow + cb * len(_source_rows(r, g.stride_h, roffs)) * width <= MAX_SLOT]
     if not fits:
         return False
     rb = fits[0]
-    offs = source_rows(rb)
+    offs = _source_rows(rb, g.stride_h, roffs)
     slot_of = {d: t for t, d in enumerate(offs)}  # the buffer row of each source row offset
     c_blocks = cg // cb
 
