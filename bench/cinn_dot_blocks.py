@@ -49,19 +49,16 @@ def dot_times(block: tuple[int, int, int], repeat: int) -> dict[str, tuple[int, 
     """{program: (flops, seconds) of its Dot kernels} compiled with `block`."""
     import cinn_programs as bench
 
-    from cvmc import CinnBuilder
     from cvmc.dialects import cinn
 
     out = {}
     for key in PROGRAMS:
         _, _, arrays, program, _ = getattr(bench, key)()
-        b = CinnBuilder("prog")
-        vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
-        outs = list(program(b, *vs))
+        b, outs, feed = bench.built(arrays, program)
         flops = sum(2 * prod(cinn.shape_of(op.lhs)) * cinn.shape_of(op.result)[-1]
                     for op in b.build(outs).walk() if isinstance(op, cinn.DotOp))
         fn = b.compile(outs, device="cpu", threads=1, dot_block=block)
-        kept = fn(**{f"a{i}": a for i, a in enumerate(arrays)})  # fills the kernels' tables (see --kernels)
+        kept = fn(**feed)  # fills the kernels' tables (see --kernels)
         seconds = sum(bench._interleaved({"k": call}, repeat, cooldown=0.0)["k"]
                       for call in fn._run.calls if call.kernel.name.endswith("_dot"))
         out[key] = (flops, seconds)

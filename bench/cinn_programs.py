@@ -367,6 +367,13 @@ def _close(got, want) -> bool:
     return ok
 
 
+def built(arrays: list[np.ndarray], cinn) -> tuple[CinnBuilder, list, dict[str, np.ndarray]]:
+    """A program's builder (inputs a0, a1, ... of `arrays`' shapes), its outputs and the inputs to feed it."""
+    b = CinnBuilder("prog")
+    vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
+    return b, list(cinn(b, *vs)), {f"a{i}": a for i, a in enumerate(arrays)}
+
+
 def kernels(repeat: int, exact_float: bool = False, only: str = "",
             dot_block: tuple[int, int, int] | None = None) -> int:
     """Each program's kernels timed alone at 1 thread, then in the program's order (see the module docstring)."""
@@ -374,10 +381,8 @@ def kernels(repeat: int, exact_float: bool = False, only: str = "",
         if only and key not in only.split(","):
             continue
         name, _, arrays, cinn, _ = make()
-        b = CinnBuilder("prog")
-        vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
-        fn = b.compile(list(cinn(b, *vs)), device="cpu", threads=1, exact_float=exact_float, dot_block=dot_block)
-        feed = {f"a{i}": a for i, a in enumerate(arrays)}
+        b, outs, feed = built(arrays, cinn)
+        fn = b.compile(outs, device="cpu", threads=1, exact_float=exact_float, dot_block=dot_block)
         kept = fn(**feed)  # fills every kernel's argument table; the fresh outputs stay alive while timed
         calls = fn._run.calls
         alone = [_interleaved({"k": call}, repeat, cooldown=0.0)["k"] for call in calls]
@@ -447,10 +452,7 @@ def main(repeat: int = 10, exact_float: bool = False, cvmc_only: bool = False, o
         name, flops, arrays, cinn, math = make()
         want = math(_Numpy, *arrays)
         row = {"name": name, "flops": flops}
-        b = CinnBuilder("prog")
-        vs = [b.create_input("float32", a.shape, f"a{i}") for i, a in enumerate(arrays)]
-        outs = list(cinn(b, *vs))
-        feed = {f"a{i}": a for i, a in enumerate(arrays)}
+        b, outs, feed = built(arrays, cinn)
         for threads in (1, 2):
             fn = b.compile(outs, device="cpu", threads=threads, exact_float=exact_float, dot_block=dot_block)
             ok &= _close(fn(**feed), want)
