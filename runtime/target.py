@@ -58,12 +58,17 @@ def host_vector_bytes() -> int:
     return 64 if "avx512f" in host_features() else 32
 
 
-@cache
 def amx_permitted() -> bool:
-    """Whether this process may use AMX tiles: Linux grants the tile data state on request, once a process
-    (arch_prctl ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18)."""
-    if not {"amx-int8", "amx-tile"} <= host_features():
-        return False
+    """Whether this process may use AMX tiles: the CPU has AMX-INT8 (`host_features`, asked anew each call, so
+    that an answer about other features never stands for this one) and Linux grants the tile state
+    (`amx_granted`)."""
+    return {"amx-int8", "amx-tile"} <= host_features() and amx_granted()
+
+
+@cache
+def amx_granted() -> bool:
+    """Whether Linux grants this process the AMX tile data state, asked once a process (arch_prctl
+    ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18); call it only where the CPU has AMX."""
     try:
         import ctypes
 

@@ -1,4 +1,4 @@
-"""Shared test helpers: the vendored conformance corpus in tests/data."""
+"""Shared test helpers: the vendored conformance corpus in tests/data, and the simulated host (tests/hosts.py)."""
 
 import json
 import pathlib
@@ -7,11 +7,29 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
+
+import hosts
+
+
+def pytest_addoption(parser):
+    parser.addoption("--host", choices=hosts.CHOICES, default="real",
+                     help="the host the `host` fixture simulates: the real CPU (default) or one of generic, avx2, "
+                     "avx512-vnni, amx (`make test-hosts` runs the tests marked `hosts` once per simulated host)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "compiled: compiles for the cpu and the emulated CUDA (slower; `make mutate` "
                             "deselects it where a module's rules alone are under test)")
+    config.addinivalue_line("markers", "hosts: depends on the CPU's answers and takes them from the `host` fixture; "
+                            "`make test-hosts` runs it once per simulated host (--host)")
+
+
+@pytest.fixture
+def host(request):
+    """The host this test sees (tests/hosts.py): the one `--host` names (the real CPU by default), its cached
+    answers cleared before and after; `host.set(...)` simulates another."""
+    yield from hosts.simulated(request.config.getoption("--host"))
 
 
 def pytest_terminal_summary(terminalreporter):
