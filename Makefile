@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint bench venv clean fuzz-long mutate aot-consensus sanitize
+.PHONY: demo test test-hosts lint bench venv clean fuzz-long mutate aot-consensus sanitize
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,15 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 	$(BIN)/lit -q tests/filecheck
 	$(MAKE) --no-print-directory sanitize
+
+# The tests whose outcome depends on the CPU (marked `hosts`, tests/hosts.py) once per simulated host: generic,
+# AVX2 only, AVX-512 VNNI without AMX, AMX. A native run of a tier this CPU lacks skips; see DEVELOPING.md.
+HOSTS ?= generic avx2 avx512-vnni amx
+test-hosts: $(STAMP)
+	@for host in $(HOSTS); do \
+	  echo "== simulated host: $$host"; \
+	  $(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m hosts --host=$$host || exit 1; \
+	done
 
 # The C-API library and its C client under ASan+UBSan, then TSan (issue 30): cases, bad arguments, stale and forged
 # handles, a free while threads run, tampered and planted entries, concurrent inferences. About 10 s.

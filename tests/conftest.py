@@ -6,10 +6,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import hosts
 import numpy as np
 import pytest
-
-import hosts
 
 
 def pytest_addoption(parser):

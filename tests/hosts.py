@@ -2,8 +2,8 @@
 and so its tier (`host_isa`, `host_has`) and vector width (`host_vector_bytes`), with every cached answer about the
 real CPU cleared before and after, so that nothing leaks into a test or out of it.
 
-    def test_x(host):                 # the `host` fixture (tests/conftest.py): the host `--host` names, "real" by default
-        host.set("avx512-vnni")        # or a host of one's own: host.set({"avx2", "avx512vnni"}, amx=False)
+    def test_x(host):           # the `host` fixture (tests/conftest.py): the host `--host` names, else the real one
+        host.set("avx512-vnni")  # or a host of one's own: host.set({"avx2", "avx512vnni"}, amx=False)
         assert detect_target() == Target("avx512-vnni")
 
 Only the answers of `cvmc.runtime.target` are faked: LLVM still compiles for the real CPU

@@ -14,9 +14,17 @@ from cvmc.passes.loops.views import Layout, collapse
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
-from cvmc.runtime.target import detect_target, host_has
+from cvmc.runtime.target import detect_target
 
+# The plans follow the host's tier (`detect_target`): every test here runs on the `host` fixture's host
+# (`make test-hosts`: each simulated one; a native run of a tier this CPU lacks skips).
+pytestmark = pytest.mark.hosts
 RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _host(host):
+    return host
 
 # The ops a kernel may hold (the loop level of the contract).
 LOOP_LEVEL = {
@@ -132,11 +140,11 @@ def test_an_understated_precision_reaches_every_consumer():
 
 
 @pytest.mark.parametrize(("vnni", "row_bytes"), [("0", 2 * 48 * 2), ("1", 2 * 64 * 1)])
-def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypatch, vnni, row_bytes):
+def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypatch, host, vnni, row_bytes):
     """2 groups of 36 taps: padded to 48 int16 values, or to 64 bytes (u8 x s8)."""
     from cvmc.passes.loops import ops as cvm_loops_ops
 
-    if vnni == "1" and not host_has("avx512-vnni"):
+    if vnni == "1" and not host.runs("avx512-vnni"):
         pytest.skip("the host CPU has no AVX512-VNNI")
     monkeypatch.setenv("CVMC_VNNI", vnni)
     b = CvmBuilder()

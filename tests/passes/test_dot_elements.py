@@ -1,6 +1,7 @@
 """conv2d and dense at the int8 bound and one past it: u8 x s8 (`vpdpbusd`) when both operands provably fit int8
 and the host has AVX512-VNNI, int16 one bit past, and bit-exact with the reference either way."""
 
+import hosts
 import numpy as np
 import pytest
 
@@ -8,13 +9,13 @@ from cvmc import CvmBuilder
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import Target
-from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
 
 RNG = np.random.default_rng(11)
-needs_vnni = pytest.mark.skipif(not host.host_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
+# Runs the kernels of the real CPU's tier (its default target): skipped where it has no AVX512-VNNI.
+needs_vnni = pytest.mark.skipif(not hosts.real_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
 
 
 def _extremes(shape, bound):
@@ -80,13 +81,13 @@ def test_bit_exact_at_the_int8_bound_and_one_past(monkeypatch, make, bits, vnni)
         np.testing.assert_array_equal(got[0], want[0])
 
 
-def test_forcing_vnni_on_a_cpu_without_it_is_refused(monkeypatch):
+def test_forcing_vnni_on_a_cpu_without_it_is_refused(monkeypatch, host):
     """`CVMC_VNNI=1` makes u8 x s8 IR on any host (for IR tests); compiling it for a CPU without AVX512-VNNI
     is a logic error, not an illegal instruction at run time."""
     from cvmc.errors import CVMLogicError
 
     monkeypatch.setenv("CVMC_VNNI", "1")
-    monkeypatch.setattr(host, "host_features", lambda: frozenset({"avx2"}))
+    host.set("avx2")
     b, y = _dense(8)
     with pytest.raises(CVMLogicError, match="got x86:avx512-vnni .*: this CPU has no avx512-vnni"):
         compile_graph(b.graph([y]), cache=False)

@@ -5,12 +5,12 @@ between it and a conv2d (narrowed back to a declared precision of 8 by a value-k
 and the model runs bit-exact with the reference on every tier: generic, avx2 and avx512-vnni where the host has
 them, avx512-vnni and amx emulated on every host. (Random graphs seldom build such a chain.)"""
 
+import hosts
 import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
 from cvmc.passes.loops.target import Target
-from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.reference import run_graph
 
@@ -60,7 +60,7 @@ SLOT = {  # name -> (builder, tensor) -> tensor: one operator of the set in the 
     "expand_squeeze": lambda b, t: b.squeeze(b.expand_dims(t, axis=0), axis=(0,)),
 }
 
-TIERS = [pytest.param(Target(isa), id=isa, marks=pytest.mark.skipif(not host.host_has(isa),
+TIERS = [pytest.param(Target(isa), id=isa, marks=pytest.mark.skipif(not hosts.real_has(isa),
                                                                       reason=f"the host CPU has no {isa}"))
          for isa in ("generic", "avx2", "avx512-vnni", "amx")] + [
     pytest.param(Target(isa, emulated=True), id=f"{isa}-emulated") for isa in ("avx512-vnni", "amx")]

@@ -8,6 +8,7 @@ lowering of the same op (`x86:avx512-vnni,emulated`, `x86:amx,emulated`: same pa
 
 import re
 
+import hosts
 import numpy as np
 import pytest
 
@@ -15,7 +16,6 @@ from cvmc import CvmBuilder
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import Target
-from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph, lower_graph
 from cvmc.runtime.cvm_ir import graph_to_module
 from cvmc.runtime.reference import run_graph
@@ -23,10 +23,10 @@ from cvmc.runtime.reference import run_graph
 RNG = np.random.default_rng(41)
 VNNI, EMULATED = Target("avx512-vnni"), Target("avx512-vnni", emulated=True)
 AMX, AMX_EMULATED = Target("amx"), Target("amx", emulated=True)
-TIERS = [pytest.param(VNNI, id="vnni", marks=pytest.mark.skipif(not host.host_has("avx512-vnni"),
+TIERS = [pytest.param(VNNI, id="vnni", marks=pytest.mark.skipif(not hosts.real_has("avx512-vnni"),
                                                                reason="the host CPU has no AVX512-VNNI")),
          pytest.param(EMULATED, id="vnni-emulated"),
-         pytest.param(AMX, id="amx", marks=pytest.mark.skipif(not host.host_has("amx"),
+         pytest.param(AMX, id="amx", marks=pytest.mark.skipif(not hosts.real_has("amx"),
                                                              reason="the host CPU (or process) has no AMX-INT8")),
          pytest.param(AMX_EMULATED, id="amx-emulated")]
 

@@ -13,17 +13,17 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import CVM_CORPUS, case_params
+from hosts import real_has  # the library runs in its own process, on the real CPU
 from test_aot import CLIENT, Aot, cvm_aot, parse_facts
 
 from cvmc.runtime import aot
-from cvmc.runtime.target import host_has
 
 CASES = [CVM_CORPUS / "model_digits_cnn_000", CVM_CORPUS / "model_bench_resnet_000"]
-BEST = next(t for t in ("amx", "avx512-vnni", "avx2", "generic") if t == "generic" or host_has(t))
+BEST = next(t for t in ("amx", "avx512-vnni", "avx2", "generic") if t == "generic" or real_has(t))
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="the C client is compiled with gcc"),
-    pytest.mark.skipif(not host_has("avx2"), reason="the tiers are run on an x86-64 CPU with AVX2 at least"),
+    pytest.mark.skipif(not real_has("avx2"), reason="the tiers are run on an x86-64 CPU with AVX2 at least"),
 ]
 
 
@@ -69,7 +69,7 @@ def same_bytes(lab, facts, case) -> bool:
 # refuses it (at the bound); one naming a feature no better tier needs changes nothing (one past it).
 def _below(tier: str) -> str:
     order = ("generic", "avx2", "avx512-vnni", "amx")
-    return next(t for t in reversed(order[:order.index(tier)]) if t == "generic" or host_has(t))
+    return next(t for t in reversed(order[:order.index(tier)]) if t == "generic" or real_has(t))
 
 
 MASKS = {
@@ -98,7 +98,7 @@ def test_the_best_tier_here_is_the_hosts(lab):
     """On a CPU with AVX512-VNNI and no AMX (the Zen 5 this was written on) the vnni tier runs."""
     _, _, tiers = lab.run("all", CASES[0])
     assert tiers == [("all", BEST)]
-    if host_has("avx512-vnni") and not host_has("amx"):
+    if real_has("avx512-vnni") and not real_has("amx"):
         assert BEST == "avx512-vnni"
 
 
@@ -112,7 +112,7 @@ def test_a_mask_naming_no_checked_feature_refuses_every_load(lab, mask):
 def test_an_amx_object_without_amx_tiles_is_status_2_naming_the_features(lab):
     """No SIGILL: the object is refused before any call. On an AMX host the mask takes AMX-INT8 away."""
     lab.build(CASES[0], "amx", "amx")
-    for mask in ("amx-int8", "" if not host_has("amx") else "amx-int8,amx-tile"):
+    for mask in ("amx-int8", "" if not real_has("amx") else "amx-int8,amx-tile"):
         facts, stderr, tiers = lab.run("amx", CASES[0], mask=mask)
         assert facts[CASES[0].name]["load"] == "2" and tiers == []
         assert "amx tier amx" in stderr and "amx-int8" in stderr and "refused before any call" in stderr
@@ -124,7 +124,7 @@ def test_x86_64_v3_and_v4_objects_run_the_avx2_tier_where_their_level_is(lab):
     case = CASES[0]
     for target, needs in (("x86-64-v3", "avx2"), ("x86-64-v4", "avx512f")):
         lab.build(case, target, target)
-        if not host_has("avx512-vnni") and target == "x86-64-v4":
+        if not real_has("avx512-vnni") and target == "x86-64-v4":
             continue
         facts, _, tiers = lab.run(target, case)
         assert tiers == [(target, "avx2")] and same_bytes(lab, facts, case)

@@ -7,13 +7,29 @@ import pytest
 
 from cvmc import CinnBuilder
 from cvmc.passes.loops.cinn_dot import BLOCK
-from cvmc.runtime.target import host_vector_bytes
 
 pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+# The block a compile takes follows the host's vector width (`host_vector_bytes`): the tests run on the host of the
+# `host` fixture (`make test-hosts`: each simulated one), and the edges of both widths' blocks are tested on each.
+pytestmark = pytest.mark.hosts
 
 RNG = np.random.default_rng(27)
-MR, _REGISTERS, KC = BLOCK[host_vector_bytes()]  # the block this host's compile takes: rows, depth,
-NR = _REGISTERS * host_vector_bytes() // 4  # and f32 columns
+
+
+@pytest.fixture(autouse=True)
+def _host(host):
+    return host
+
+
+def block(width: int) -> tuple[int, int, int]:
+    """The block a compile for vector registers of `width` bytes takes: rows MR, depth KC, f32 columns NR."""
+    mr, registers, kc = BLOCK[width]
+    return mr, kc, registers * width // 4
+
+
+def edges(width: int) -> list[tuple[int, int, int]]:
+    mr, kc, nr = block(width)
+    return [(mr, kc, nr), (mr + 1, kc + 1, nr + 1), (mr - 1, kc - 1, nr - 1), (2 * mr + 1, 2 * kc + 3, 2 * nr + 7)]
 EPS = {np.float32: 2.0**-24, np.float64: 2.0**-53}
 
 
@@ -33,8 +49,8 @@ def sequential(x, w):
     return acc
 
 
-SHAPES = [(1, 1, 1), (1, 7, 1), (1, 300, 5), (5, 3, 1), (MR, KC, NR), (MR + 1, KC + 1, NR + 1),
-          (MR - 1, KC - 1, NR - 1), (2 * MR + 1, 2 * KC + 3, 2 * NR + 7), (13, 17, 19), (37, 5, 97), (3, 3 * KC, 5)]
+SHAPES = [(1, 1, 1), (1, 7, 1), (1, 300, 5), (5, 3, 1), *dict.fromkeys(edges(32) + edges(64)), (13, 17, 19),
+          (37, 5, 97), (3, 3 * 256, 5)]
 
 
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
@@ -74,8 +90,9 @@ def test_fma_rounds_once():
 
 
 @pytest.mark.parametrize("transpose", [(True, False), (False, True), (True, True)])
-def test_transposed_operands_as_the_backward_pass_builds_them(transpose):
-    m, k, n = MR * 3 + 2, KC + 5, NR * 2 + 3
+def test_transposed_operands_as_the_backward_pass_builds_them(host, transpose):
+    mr, kc, nr = block(host.vector_bytes)
+    m, k, n = mr * 3 + 2, kc + 5, nr * 2 + 3
     x = RNG.uniform(-1, 1, (k, m) if transpose[0] else (m, k)).astype(np.float32)
     w = RNG.uniform(-1, 1, (n, k) if transpose[1] else (k, n)).astype(np.float32)
     xs, ws = (x.T if transpose[0] else x), (w.T if transpose[1] else w)

@@ -423,15 +423,13 @@ def test_float_dot_sums_in_the_documented_fma_order(m, k, n):
         np.testing.assert_array_equal(_dot(a, b, threads=threads), want)
 
 
-def test_float_dot_does_not_depend_on_the_register_width(monkeypatch):
+def test_float_dot_does_not_depend_on_the_register_width(host):
     """AVX2 blocks (16 columns, 6 rows) and AVX-512 ones (32, 8) sum each element alike."""
-    from cvmc.runtime import target
-
     a = RNG.standard_normal((24, 70)).astype(np.float32)
     b = RNG.standard_normal((70, 100)).astype(np.float32)
     got = []
-    for width in (32, 64):
-        monkeypatch.setattr(target, "host_vector_bytes", lambda width=width: width)
+    for width, name in ((32, "avx2"), (64, "avx512-vnni")):
+        assert host.set(name).vector_bytes == width
         got.append(_dot(a, b))
     np.testing.assert_array_equal(got[0], got[1])
 

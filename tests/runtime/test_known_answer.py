@@ -4,6 +4,7 @@ with one warning naming it, and the model is built for the next tier down with t
 
 import warnings
 
+import hosts
 import numpy as np
 import pytest
 from llvmlite import ir
@@ -15,8 +16,8 @@ from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.reference import run_graph
 
-needs_vnni = pytest.mark.skipif(not host.host_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
-needs_avx2 = pytest.mark.skipif(not host.host_has("avx2"), reason="the host CPU has no AVX2")
+needs_vnni = pytest.mark.skipif(not hosts.real_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
+needs_avx2 = pytest.mark.skipif(not hosts.real_has("avx2"), reason="the host CPU has no AVX2")
 
 
 @pytest.fixture(autouse=True)
