@@ -53,7 +53,7 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
-from cvmc.runtime import store
+from cvmc.runtime import files, store
 
 if TYPE_CHECKING:
     from cvmc.codegen.abi import KernelSpec
@@ -126,10 +126,11 @@ def write_entry(folder: Path, key: str, payload: bytes, secret: bytes, target: s
     """Write an entry (`store.seal`, `store.write_file`: atomically, through nothing another user planted),
     readable by all (the node may run as another user: the tag, not the file's mode, is what makes it trusted)."""
     name = entry_path(folder, key, target).name
+    files.sweep_temporaries(folder)  # of builds that died mid-write, as the JIT's cache sweeps its own
     try:
         return store.Store(folder, secret, ENTRY_MAX, 0o644).put(name, payload)
     except OSError as e:
-        raise CVMRuntimeError(f"cannot write the store entry {str(folder / name)!r}: {e.strerror or e}") from None
+        raise files.write_error("the store entry", folder / name, e) from None
 
 
 def read_entry(folder: str | os.PathLike[str], key: str, target: str | None = "host") -> bytes | None:
@@ -452,13 +453,23 @@ def c_compiler() -> str:
     return found
 
 
-def _cc(args: list[str], what: str) -> None:
+def _cc(args: list[str], what: str, output: str | os.PathLike[str] | None = None) -> None:
+    """Run the C compiler on `args` to build `what` (for the file `output`); a failure is one line naming the
+    file and why: the compiler's first error line, not its whole text (a crash prints a bug-report notice)."""
+    named = f"{what} {os.fspath(output)!r}" if output is not None else what
     try:
         done = subprocess.run([c_compiler(), *args], capture_output=True, text=True, errors="replace")
     except OSError as e:
-        raise CVMRuntimeError(f"cannot run the C compiler for {what}: {e.strerror or e}") from None
+        raise CVMRuntimeError(f"cannot run the C compiler for {named}: {e.strerror or e}") from None
     if done.returncode != 0:
-        raise CVMRuntimeError(f"the C compiler failed on {what}: {(done.stderr or done.stdout).strip()[:2000]}")
+        lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
+        first = first[:300] + ("..." if len(first) > 300 else "")
+        if "File size limit exceeded" in done.stderr or "signal 25" in done.stderr or done.returncode == -25:
+            raise CVMRuntimeError(f"cannot write {named}: File too large (the file size limit, `ulimit -f`, stopped "
+                                  f"the C compiler: {first or f'status {done.returncode}'})")
+        raise CVMRuntimeError(f"the C compiler failed on {named} (status {done.returncode}): "
+                              f"{first or 'it printed nothing'}")
 
 
 _LINK_FLAGS = ["-Wl,-z,noexecstack", "-Wl,-z,now", "-Wl,-z,relro", "-Wl,--no-undefined"]
@@ -469,24 +480,20 @@ def link_model(objects: list[bytes], source: str, params: bytes, work: Path) -> 
     exporting `cvmc_object_v2` alone."""
     names = []
     for i, code in enumerate(objects):
-        names.append(str(work / f"kernels{i}.o"))
-        Path(names[-1]).write_bytes(code)
-    (work / "params.bin").write_bytes(params)
-    (work / "model.c").write_text(source)
-    (work / "exports.map").write_text(f"{{ global: {OBJECT_SYMBOL}; local: *; }};\n")
+        names.append(files.write_file(work / f"kernels{i}.o", code, "the kernels' object"))
+    files.write_file(work / "params.bin", params, "the model's params")
+    files.write_file(work / "model.c", source, "the model's source")
+    files.write_file(work / "exports.map", f"{{ global: {OBJECT_SYMBOL}; local: *; }};\n", "the export map")
     _cc(["-shared", "-fPIC", "-O1", "-std=gnu11", "-I", str(CAPI), "-o", str(work / "model.so"),
          str(work / "model.c"), *names, f"-Wl,--version-script={work / 'exports.map'}", *_LINK_FLAGS, "-lm"],
-        "the model's object")
+        "the model's object", work / "model.so")
     return (work / "model.so").read_bytes()
 
 
-def write_output(path: Path, data: bytes, mode: int) -> None:
-    """Write a file the operator named (the library, its header), atomically and through nothing another user
-    planted in its folder (`store.write_file`)."""
-    try:
-        store.write_file(path.parent if str(path.parent) else Path("."), path.name, data, mode)
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+def write_output(path: Path, data: bytes, mode: int, what: str = "the file") -> None:
+    """Write a file the operator named (the library, its header) through cvmc's one writer (`files.write_file`:
+    atomically, synced, through nothing another user planted, never over a link, a FIFO or a device)."""
+    files.write_file(path, data, what, mode=mode, fsync=True)
 
 
 def library_inputs(folder: Path) -> list[str]:
@@ -497,7 +504,7 @@ def library_inputs(folder: Path) -> list[str]:
 
     scheduler = folder / "program.o"
     hidden = program_ir().replace("define void @cvmc_", "define hidden void @cvmc_")
-    scheduler.write_bytes(shared_object_code(hidden, cpu="x86-64"))
+    files.write_file(scheduler, shared_object_code(hidden, cpu="x86-64"), "the scheduler's object")
     return [*(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler)]
 
 
@@ -506,14 +513,19 @@ def write_library(path: str | os.PathLike[str]) -> Path:
     out = Path(path)
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
-        raise CVMRuntimeError(f"cannot write {str(out)!r}: the folder {str(folder)!r} does not exist")
+        raise CVMRuntimeError(f"cannot write the C-API library {str(out)!r}: the folder {str(folder)!r} does not "
+                              "exist")
+    try:
+        files.check_target(out)  # refused before the compile, not after
+    except OSError as e:
+        raise files.write_error("the C-API library", out, e) from None
     with tempfile.TemporaryDirectory(prefix="cvmc-aot-lib-") as tmp:
         built = Path(tmp) / "libcvm.so"
         # its helper threads live in the library for good, so it is never unloaded (-z nodelete)
         _cc(["-shared", "-fPIC", "-O2", "-std=gnu11", "-fvisibility=hidden", "-pthread", "-Wall", "-Wextra",
              f"-Wl,-soname,{out.name}", "-o", str(built), *library_inputs(Path(tmp)),
-             "-ldl", "-Wl,-z,nodelete", *_LINK_FLAGS], "the C-API library")
-        write_output(out, built.read_bytes(), 0o755)
+             "-ldl", "-Wl,-z,nodelete", *_LINK_FLAGS], "the C-API library", out)
+        write_output(out, built.read_bytes(), 0o755, "the C-API library")
     return out
 
 

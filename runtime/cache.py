@@ -34,11 +34,10 @@ import re
 import secrets
 import shutil
 import stat
-import time
 import warnings
 from pathlib import Path
 
-from cvmc.runtime import store
+from cvmc.runtime import files, store
 
 ENV_DIR = "CVMC_CACHE_DIR"
 ENV_MAX_BYTES = "CVMC_CACHE_MAX_BYTES"
@@ -48,7 +47,7 @@ KEY_BYTES = 32
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.(o|cubin|ptx)$")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # Temporary files of writers that died are removed by eviction and `clear` once they are this old (seconds).
-_STALE_TMP = 3600
+_STALE_TMP = files.STALE_TEMPORARY_SECONDS
 
 
 class CacheWarning(UserWarning):
@@ -163,7 +162,7 @@ def _secret(directory: Path) -> bytes | str:
         pass
     except OSError as e:
         return f"the cache key {path} cannot be read: {e.strerror or e}"
-    tmp = directory / f".{KEY_FILE}.{secrets.token_hex(8)}.tmp"
+    tmp = directory / f"{files.TEMP_PREFIX}{KEY_FILE}.{secrets.token_hex(8)}{files.TEMP_SUFFIX}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
@@ -285,13 +284,7 @@ class Cache:
             self._drop(path)
 
     def _remove_stale_temporaries(self, age: float = _STALE_TMP) -> None:
-        now = time.time()
-        for tmp in self.directory.glob(".*.tmp"):
-            try:
-                if now - tmp.lstat().st_mtime >= age:
-                    tmp.unlink()
-            except OSError:
-                pass
+        files.sweep_temporaries(self.directory, age)
 
     def info(self) -> dict[str, object]:
         entries = self.entries()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.files import write_file
 from cvmc.runtime.graph import Graph
 from cvmc.runtime.host import HostProgram, read_host
 
@@ -54,10 +55,7 @@ class StageDump:
 
     def __call__(self, name: str, text: str) -> None:
         path = self.directory / f"{len(self.written):02d}-{name}"
-        try:
-            path.write_text(text if text.endswith("\n") else text + "\n")
-        except OSError as e:
-            raise CVMRuntimeError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+        write_file(path, text if text.endswith("\n") else text + "\n", "the dump file")
         log.info("dump: %s", path)
         self.written.append(str(path))
 
@@ -176,8 +174,16 @@ def emit_sources(graph: Graph, directory: str | os.PathLike[str], device: str) -
     lowered = lower(graph, device_target(device))
     ir_text, _ = llvm_kernels(lowered)
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     paths = [out / "kernels.ll", out / "host.mlir"]
-    paths[0].write_text(ir_text)
-    paths[1].write_text(str(lowered.main) + "\n")
+    write_file(paths[0], ir_text, "the kernels' source")
+    write_file(paths[1], str(lowered.main) + "\n", "the host function")
     return paths
+
+
+def make_folder(folder: Path) -> None:
+    """Create the folder `folder` (and those above it) where it does not exist; a CVMRuntimeError naming it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot create the folder {str(folder)!r}: {e.strerror or e}") from None

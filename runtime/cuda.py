@@ -47,7 +47,8 @@ from cvmc.codegen.cuda import emit_cuda
 from cvmc.codegen.cuda_launch import BLOCK_SIZE, CudaKernelSpec, kernel_specs
 from cvmc.errors import CVMRuntimeError
 from cvmc.runtime.cache import open_cache
-from cvmc.runtime.compile import StageDump, cuda_kernels, lower
+from cvmc.runtime.compile import StageDump, cuda_kernels, lower, make_folder
+from cvmc.runtime.files import write_file
 from cvmc.runtime.graph import Graph
 from cvmc.runtime.host import HostProgram, View
 from cvmc.runtime.target import detect_target
@@ -586,9 +587,10 @@ def emit_sources(graph: Graph, directory: str | os.PathLike[str]) -> list[Path]:
     planned for `EMIT_MULTIPROCESSORS`) into `directory`; returns the paths. Needs no GPU."""
     program, kernels, main = lower_graph(graph)
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     cu, host, launches = out / "kernels.cu", out / "host.mlir", out / "launches.json"
-    cu.write_text(emit_cuda(kernels))
-    host.write_text(str(main) + "\n")
-    launches.write_text(json.dumps(launch_descriptions(program, kernel_specs(kernels)), indent=1) + "\n")
+    write_file(cu, emit_cuda(kernels), "the kernels' source")
+    write_file(host, str(main) + "\n", "the host function")
+    write_file(launches, json.dumps(launch_descriptions(program, kernel_specs(kernels)), indent=1) + "\n",
+               "the launches")
     return [cu, host, launches]

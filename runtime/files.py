@@ -99,3 +99,218 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int | None = None)
     except UnicodeDecodeError as e:
         raise CVMRuntimeError(f"cannot read {what} {os.fspath(path)!r}: not UTF-8 text ({e.reason} at byte "
                               f"{e.start})") from None
+
+
+# ---- writing ---------------------------------------------------------------------------------------------------
+#
+# Every file cvmc writes (store entries, `cvm-aot lib` and its header, model files, `-o` of every tool, reports,
+# --dump folders) goes through one writer:
+#
+#     write_file("out.bin", data, "the output")                   # bytes or str, in one call
+#     with writing("out.mlir", "the output", text=True) as f:      # streamed; in place only when the block ends well
+#         f.write(...)
+#
+# The bytes go to a temporary of this writer's own in the target's folder (`mkstemp`: O_EXCL, O_NOFOLLOW, mode
+# 0600, named TEMP_PREFIX...TEMP_SUFFIX), its mode is then set through the descriptor (`mode`, else what `open`
+# would give: 0666 less the umask) and, where asked, its bytes synced; only then is it renamed over the target.
+# An existing target that is not a regular file is refused, never replaced nor written through: a symbolic link
+# (its target stays as it was), a FIFO (no open that could block), a directory, a device (`-o /dev/full` stays
+# the device). After the rename the name must hold the very file written (opened with O_NOFOLLOW, same device
+# and inode): a temporary swapped for a link in between is caught and removed. Every OS error (ENOSPC, EFBIG
+# under `ulimit -f`, EACCES, EROFS) is one line naming the file, a CVMRuntimeError (tools exit with status 2).
+# A writer that dies leaves its temporary; `sweep_temporaries` removes those of a folder (the JIT's cache and the
+# AOT store call it) once they are old enough that no live writer owns them.
+
+TEMP_PREFIX = ".cvmc-"
+TEMP_SUFFIX = ".tmp"
+# Temporaries of writers that died are swept once they are this old (seconds): no write takes an hour.
+STALE_TEMPORARY_SECONDS = 3600
+
+
+class UnsafeTarget(OSError):
+    """The target exists and is not a regular file (a link, a FIFO, a directory, a device): never replaced."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_target(path: str | os.PathLike[str]) -> None:
+    """UnsafeTarget when `path` exists and is not a regular file (its own kind, links not followed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeTarget(f"it is {_kind(st.st_mode)}, not a regular file; cvmc replaces only regular files")
+
+
+def _umask_mode() -> int:
+    """0666 less this process's umask: the mode `open(path, "w")` gives a new file."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:  # read without changing it (thread-safe)
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+class Writer:
+    """A file being written to a temporary beside `path` (see above); `commit` puts it in place, `abort` drops
+    it. Raw: OSError (UnsafeTarget for a target that is not a regular file), for callers to word; `writing` and
+    `write_file` give CVMRuntimeErrors."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: int | None = None, fsync: bool = False):
+        self.path = os.fspath(path)
+        if "\0" in self.path:
+            raise ValueError("the path holds a NUL character")
+        self.mode, self.fsync = (_umask_mode() if mode is None else mode), fsync
+        check_target(self.path)
+        import tempfile
+
+        self.fd, self.tmp = tempfile.mkstemp(dir=os.path.dirname(self.path) or ".", prefix=TEMP_PREFIX,
+                                             suffix=TEMP_SUFFIX)
+        self.file: io.BufferedWriter | None = io.BufferedWriter(io.FileIO(self.fd, "w", closefd=False))
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        assert self.file is not None, "written after commit or abort"
+        return self.file.write(data)
+
+    def commit(self) -> str:
+        """Sync (where asked), rename over the target, check that the name holds what was written."""
+        assert self.file is not None, "committed twice"
+        try:
+            self.file.flush()
+            self.file = None
+            os.fchmod(self.fd, self.mode)
+            if self.fsync:
+                os.fsync(self.fd)
+            mine = os.fstat(self.fd)
+            check_target(self.path)  # again, just before: what appeared since is not replaced either
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        os.close(self.fd)
+        self.fd = -1
+        try:
+            placed = os.open(self.path, getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_NOFOLLOW
+                             | os.O_CLOEXEC)
+            try:
+                st = os.fstat(placed)
+            finally:
+                os.close(placed)
+            ours = (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+        except OSError:  # ELOOP: a link now stands under the name
+            ours = False
+        if not ours:
+            try:
+                os.unlink(self.path)  # what another user put under our temporary's name: not ours to leave there
+            except OSError:
+                pass
+            raise OSError(f"{self.path}: the temporary file was replaced while it was written")
+        return self.path
+
+    def abort(self) -> None:
+        self.file = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+
+
+def write_error(what: str, path: str | os.PathLike[str], e: BaseException) -> CVMRuntimeError:
+    """The one-line error of a write of `what` at `path` that failed with `e`."""
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    if isinstance(e, OSError) and e.errno == 27:  # EFBIG
+        reason += " (the file size limit, `ulimit -f`)"
+    return CVMRuntimeError(f"cannot write {what} {os.fspath(path)!r}: {reason}")
+
+
+class _Writing:
+    """`writing`'s context: the file object to write to (text or binary), committed when the block ends well."""
+
+    def __init__(self, path, what, text, mode, fsync):
+        self.path, self.what, self.text = path, what, text
+        self.args = (mode, fsync)
+        self.writer: Writer | None = None
+
+    def __enter__(self):
+        try:
+            self.writer = Writer(self.path, *self.args)
+        except (OSError, ValueError) as e:
+            raise write_error(self.what, self.path, e) from None
+        if self.text:
+            self.stream = io.TextIOWrapper(_Sink(self.writer), encoding="utf-8", newline="\n")
+            return self.stream
+        return self.writer.file  # a buffered binary file (seekable: numpy's savez writes a zip)
+
+    def __exit__(self, kind, value, tb):
+        assert self.writer is not None
+        try:
+            if kind is None:
+                if self.text and not self.stream.closed:  # closing it flushed it
+                    self.stream.flush()
+                self.writer.commit()
+                return False
+        except OSError as e:
+            raise write_error(self.what, self.path, e) from None
+        self.writer.abort()
+        if isinstance(value, OSError):  # a write in the block failed
+            raise write_error(self.what, self.path, value) from None
+        return False
+
+
+class _Sink(io.RawIOBase):
+    """A Writer as a raw stream, under a TextIOWrapper (closing the wrapper commits nothing)."""
+
+    def __init__(self, writer: Writer):
+        self.writer = writer
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return self.writer.write(bytes(data))
+
+
+def writing(path: str | os.PathLike[str], what: str, *, text: bool = False, mode: int | None = None,
+            fsync: bool = False) -> _Writing:
+    """A context that writes the file `path` (`what` names it in errors) and puts it in place when its block
+    ends without an error (see above); `text`: a UTF-8 text stream, else a binary one."""
+    return _Writing(path, what, text, mode, fsync)
+
+
+def write_file(path: str | os.PathLike[str], data: bytes | str, what: str, *, mode: int | None = None,
+               fsync: bool = False) -> str:
+    """Write `data` (str: as UTF-8) as the file `path` (see above); `what` names it in errors."""
+    with writing(path, what, mode=mode, fsync=fsync) as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    return os.fspath(path)
+
+
+def sweep_temporaries(folder: str | os.PathLike[str], age: float = STALE_TEMPORARY_SECONDS) -> None:
+    """Remove the writers' temporaries in `folder` at least `age` seconds old (of writers that died); the JIT's
+    cache and the AOT store call it. Links are removed, never followed."""
+    import glob
+    import time
+
+    now = time.time()
+    for tmp in glob.glob(os.path.join(glob.escape(os.fspath(folder)), f"{TEMP_PREFIX}*{TEMP_SUFFIX}")):
+        try:
+            if now - os.lstat(tmp).st_mtime >= age:
+                os.unlink(tmp)
+        except OSError:
+            pass

@@ -9,6 +9,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cvmc.dialects import cvm_rules as rules
+from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.files import write_file
 from cvmc.runtime.params import write_params
 
 if TYPE_CHECKING:
@@ -54,9 +56,12 @@ def graph_to_json(g: Graph) -> dict[str, Any]:
 
 
 def save_graph(graph: Graph, directory: str | os.PathLike[str]) -> None:
-    """Write cvm-runtime's `model.json` and `params.bin` for a graph into a directory, created if needed."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(graph_to_json(graph), f, ensure_ascii=False)
-    with open(os.path.join(directory, "params.bin"), "wb") as f:
-        f.write(write_params(graph.params))
+    """Write cvm-runtime's `model.json` and `params.bin` for a graph into a directory, created if needed, through
+    cvmc's one writer (`files.write_file`: never through a link planted there, nor over a FIFO or a device)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot create the model folder {os.fspath(directory)!r}: {e.strerror or e}") from None
+    write_file(os.path.join(directory, "model.json"), json.dumps(graph_to_json(graph), ensure_ascii=False),
+               "the model's graph")
+    write_file(os.path.join(directory, "params.bin"), write_params(graph.params), "the model's params")

@@ -19,11 +19,12 @@ file holds, or than the caller's bound, or whose length was not written by the s
 reading its first 93 bytes (a planted sparse file of gigabytes costs nothing); the payload is then read in pieces
 into one buffer, the tag computed as it goes.
 
-Writes go to a file created with O_EXCL (`mkstemp`: a name nobody planted, mode 0600, no link followed) in the
-target folder; its mode is set and its bytes synced through the descriptor, and only then is it renamed into
-place. After the rename the name must still be the file written (same device and inode): a temporary that
-another user swapped for a link between the write and the rename is caught, and removed. Nothing is done to a
-temporary by its path but the rename and the clean-up unlink.
+Writes go through cvmc's one writer (`files.Writer`): a file created with O_EXCL (`mkstemp`: a name nobody
+planted, mode 0600, no link followed) in the target folder; its mode is set and its bytes synced through the
+descriptor, and only then is it renamed into place, never over a name that holds anything but a regular file.
+After the rename the name must still be the file written (same device and inode): a temporary that another user
+swapped for a link between the write and the rename is caught, and removed. Nothing is done to a temporary by its
+path but the rename and the clean-up unlink.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import hmac
 import os
 import stat
 import struct
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from cvmc.runtime import files
 
 MAGIC = b"cvmc-store-1\n"
 TAG_BYTES = 32
@@ -110,34 +112,17 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
 
 
 def write_file(folder: str | os.PathLike[str], name: str, data: bytes, mode: int) -> Path:
-    """Write `data` as `folder/name` with `mode`, atomically (see the module docstring). OSError when it cannot,
-    or when the name no longer held the written file after the rename (then nothing of this writer's stays)."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-    path = Path(folder) / name
+    """Write `data` as `folder/name` with `mode`, atomically and synced (`files.Writer`, see the module
+    docstring). OSError when it cannot (`files.UnsafeTarget`: the name holds a link, a FIFO, a folder or a
+    device), or when the name no longer held the written file after the rename (then nothing of this writer's
+    stays)."""
+    writer = files.Writer(Path(folder) / name, mode, fsync=True)
     try:
-        view, done = memoryview(data), 0
-        while done < len(data):
-            done += os.write(fd, view[done:])
-        os.fchmod(fd, mode)
-        os.fsync(fd)
-        mine = os.fstat(fd)
-        os.replace(tmp, path)
-        placed = os.lstat(path)
-        if (placed.st_dev, placed.st_ino) != (mine.st_dev, mine.st_ino):
-            try:
-                os.unlink(path)  # what another user put under our temporary's name: not ours to leave in place
-            except OSError:
-                pass
-            raise OSError(f"{path}: the temporary file was replaced while it was written")
+        writer.write(data)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        writer.abort()
         raise
-    finally:
-        os.close(fd)
-    return path
+    return Path(writer.commit())
 
 
 @dataclass

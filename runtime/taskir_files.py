@@ -70,15 +70,10 @@ def load_message(path: str | os.PathLike[str]) -> pb.TaskGraph:
 
 def save_message(message: pb.TaskGraph, path: str | os.PathLike[str]) -> None:
     """Write a protobuf message as a `.task` or `.task.txt` file."""
-    try:
-        if is_text_path(path):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text_format.MessageToString(message))
-        else:
-            with open(path, "wb") as f:
-                f.write(message.SerializeToString())
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot write task file {os.fspath(path)!r}: {e.strerror}") from e
+    from cvmc.runtime.files import write_file
+
+    data = text_format.MessageToString(message) if is_text_path(path) else message.SerializeToString()
+    write_file(path, data, "task file")
 
 
 # ---------------------------------------------------------------------------------------------------------

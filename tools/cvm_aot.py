@@ -63,11 +63,17 @@ def _build(a: argparse.Namespace) -> int:
 def _lib(a: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from cvmc.runtime import files
     from cvmc.runtime.aot import CAPI, write_library, write_output
 
+    if a.header:  # a header that could not be written is refused before the library is built
+        try:
+            files.check_target(a.header)
+        except OSError as e:
+            raise files.write_error("the C-API header", a.header, e) from None
     print(write_library(a.output))
     if a.header:
-        write_output(Path(a.header), (CAPI / "c_api.h").read_bytes(), 0o644)
+        write_output(Path(a.header), (CAPI / "c_api.h").read_bytes(), 0o644, "the C-API header")
         print(a.header)
     return 0
 

@@ -16,6 +16,7 @@ error (`cli.EXIT_STATUSES`).
 """
 
 import argparse
+import contextlib
 import io
 import os
 import re
@@ -219,6 +220,14 @@ class CvmOptMain(xDSLOptMain):
         self.available_targets["cuda"] = _print_cuda
         self.available_targets["dot"] = _print_dot
 
+    outputs: contextlib.ExitStack | None = None
+
+    def prepare_output(self) -> IO[str]:
+        """`-o FILE` through cvmc's one writer (`files.writing`): in place only once the run ends well."""
+        if self.args.output_file is None or self.outputs is None:
+            return super().prepare_output()
+        return self.outputs.enter_context(files.writing(self.args.output_file, "the output", text=True))
+
     def output_resulting_program(self, prog: ModuleOp) -> str:
         if self.args.elide_elementsattrs_if_larger is not None:
             elide_large_constants(prog, self.args.elide_elementsattrs_if_larger)
@@ -243,7 +252,8 @@ def main(args: list[str] | None = None) -> int:
         from xdsl.utils.exceptions import DiagnosticException
 
         try:
-            tool.run()
+            with contextlib.ExitStack() as tool.outputs:
+                tool.run()
         except DiagnosticException as e:  # the IR with a caret under the op, as xdsl-opt prints it
             for note in getattr(e, "__notes__", []):
                 print(_short_diagnostic(note), file=sys.stderr)

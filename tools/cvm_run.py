@@ -111,13 +111,15 @@ def _batch(a: argparse.Namespace, model) -> int:
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - t0
-    try:
+    from cvmc.runtime.files import writing
+
+    suffix = ".npy" if len(outs) == 1 else ".npz"  # as np.save and np.savez name the file
+    path = a.output if a.output.endswith(suffix) else a.output + suffix
+    with writing(path, "the outputs") as f:
         if len(outs) == 1:
-            np.save(a.output, outs[0])
+            np.save(f, outs[0])
         else:
-            np.savez(a.output, **{f"head{i}": o for i, o in enumerate(outs)})
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot write {a.output!r}: {e.strerror or e}") from None
+            np.savez(f, **{f"head{i}": o for i, o in enumerate(outs)})
     print(f"{n} inputs in {seconds:.3f} s: {n / seconds if seconds > 0 else 0:.0f} inputs/s on {model.device} "
           f"({model.threads} threads)", file=sys.stderr)
     return 0
@@ -199,11 +201,9 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         width = 1 if model.graph.postprocess is None and max(model.output_precisions) <= 8 else 4
     t_run = time.perf_counter() - t1
     if a.output:
-        try:
-            with open(a.output, "wb") as f:
-                f.write(out)
-        except (OSError, ValueError) as e:
-            raise CVMRuntimeError(f"cannot write {a.output!r}: {getattr(e, 'strerror', None) or e}") from None
+        from cvmc.runtime.files import write_file
+
+        write_file(a.output, out, "the output")
     else:
         values = np.frombuffer(out, "i1" if width == 1 else "<i4")
         for start in range(0, len(values), 4096):  # in chunks: a reader that stops early stops the writing

@@ -69,7 +69,9 @@ def _write_module(module: ModuleOp, output: str | None) -> None:
     if output is None:
         emit(sys.stdout)
     else:
-        with open(output, "w") as f:
+        from cvmc.runtime.files import writing
+
+        with writing(output, "the output", text=True) as f:
             emit(f)
 
 

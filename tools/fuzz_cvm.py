@@ -18,7 +18,6 @@ crash.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -33,7 +32,7 @@ import numpy as np
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError
 from cvmc.runtime.builder import CvmBuilder, Tensor
-from cvmc.runtime.graph import Graph, graph_to_json, write_params
+from cvmc.runtime.graph import Graph, save_graph
 from cvmc.runtime.model import Model
 from cvmc.runtime.reference import run_graph
 
@@ -360,12 +359,8 @@ def grow_graph(rng: np.random.Generator, name: str, n_ops: int = 8) -> tuple[Gra
 
 
 def _save(graph: Graph, directory: str) -> None:
-    """cvm-runtime's model.json and params.bin of a graph."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "model.json"), "w") as f:
-        json.dump(graph_to_json(graph), f)
-    with open(os.path.join(directory, "params.bin"), "wb") as f:
-        f.write(write_params(graph.params))
+    """cvm-runtime's model.json and params.bin of a graph (`save_graph`: cvmc's one writer)."""
+    save_graph(graph, directory)
 
 
 def check(graph: Graph, data: np.ndarray, device: str = "cpu") -> str | None:

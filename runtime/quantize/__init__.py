@@ -82,7 +82,9 @@ class Quantized:
 
         d = pathlib.Path(directory)
         save_graph(self.graph, d)
-        (d / "quantize.json").write_text(json.dumps(self.facts(), indent=1) + "\n")
+        from cvmc.runtime.files import write_file
+
+        write_file(d / "quantize.json", json.dumps(self.facts(), indent=1) + "\n", "the quantization facts")
         return d
 
 
