@@ -12,6 +12,7 @@ a rule).
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -147,7 +148,8 @@ def check_target(path: str | os.PathLike[str]) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeTarget(f"it is {_kind(st.st_mode)}, not a regular file; cvmc replaces only regular files")
+        raise UnsafeTarget(errno.EEXIST, f"it is {_kind(st.st_mode)}, not a regular file; cvmc replaces only regular "
+                           "files", os.fspath(path))
 
 
 def _umask_mode() -> int:
@@ -234,7 +236,7 @@ class Writer:
 def write_error(what: str, path: str | os.PathLike[str], e: BaseException) -> CVMRuntimeError:
     """The one-line error of a write of `what` at `path` that failed with `e`."""
     reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-    if isinstance(e, OSError) and e.errno == 27:  # EFBIG
+    if isinstance(e, OSError) and e.errno == errno.EFBIG:
         reason += " (the file size limit, `ulimit -f`)"
     return CVMRuntimeError(f"cannot write {what} {os.fspath(path)!r}: {reason}")
 
