@@ -1,6 +1,8 @@
-"""Reading files a stranger names: a bound on the bytes read, and every failure as a CVMError.
+"""Reading files a stranger names: a bound on the bytes read, and every failure as a CVMError; and the one writer
+of every file cvmc writes (see "writing" below).
 
     data = read_bounded("input.bin", "input", limit=4096)     # at most 4096 bytes, else a CVMLogicError
+    write_file("out.bin", data, "the output")                  # beside it, renamed into place; never over a link
 
 A path may name a device or a FIFO that never ends (`/dev/zero`); reading stops one byte past the limit, so
 memory stays bounded whatever the path is (at the limit: a stream's chunks are joined only when they fit), and a
