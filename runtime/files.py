@@ -14,10 +14,12 @@ a rule).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
 import stat
+from collections.abc import Iterator
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 
@@ -110,7 +112,7 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int | None = None)
 # --dump folders) goes through one writer:
 #
 #     write_file("out.bin", data, "the output")                   # bytes or str, in one call
-#     with writing("out.mlir", "the output", text=True) as f:      # streamed; in place only when the block ends well
+#     with writing_text("out.mlir", "the output") as f:           # streamed; in place only when the block ends well
 #         f.write(...)
 #
 # The bytes go to a temporary of this writer's own in the target's folder (`mkstemp`: O_EXCL, O_NOFOLLOW, mode
@@ -193,7 +195,8 @@ class Writer:
         """Sync (where asked), rename over the target, check that the name holds what was written."""
         assert self.file is not None, "committed twice"
         try:
-            self.file.flush()
+            if not self.file.closed:  # a text stream over it, closed by its user, flushed it
+                self.file.flush()
             self.file = None
             os.fchmod(self.fd, self.mode)
             if self.fsync:
@@ -243,58 +246,47 @@ def write_error(what: str, path: str | os.PathLike[str], e: BaseException) -> CV
     return CVMRuntimeError(f"cannot write {what} {os.fspath(path)!r}: {reason}")
 
 
-class _Writing:
-    """`writing`'s context: the file object to write to (text or binary), committed when the block ends well."""
-
-    def __init__(self, path, what, text, mode, fsync):
-        self.path, self.what, self.text = path, what, text
-        self.args = (mode, fsync)
-        self.writer: Writer | None = None
-
-    def __enter__(self):
-        try:
-            self.writer = Writer(self.path, *self.args)
-        except (OSError, ValueError) as e:
-            raise write_error(self.what, self.path, e) from None
-        if self.text:
-            self.stream = io.TextIOWrapper(_Sink(self.writer), encoding="utf-8", newline="\n")
-            return self.stream
-        return self.writer.file  # a buffered binary file (seekable: numpy's savez writes a zip)
-
-    def __exit__(self, kind, value, tb):
-        assert self.writer is not None
-        try:
-            if kind is None:
-                if self.text and not self.stream.closed:  # closing it flushed it
-                    self.stream.flush()
-                self.writer.commit()
-                return False
-        except OSError as e:
-            raise write_error(self.what, self.path, e) from None
-        self.writer.abort()
-        if isinstance(value, OSError):  # a write in the block failed
-            raise write_error(self.what, self.path, value) from None
-        return False
+@contextlib.contextmanager
+def _committed(path: str | os.PathLike[str], what: str, mode: int | None, fsync: bool) -> Iterator[Writer]:
+    """A Writer of `path`, committed when the block ends well, else aborted; OS errors as CVMRuntimeErrors."""
+    try:
+        writer = Writer(path, mode, fsync)
+    except (OSError, ValueError) as e:
+        raise write_error(what, path, e) from None
+    try:
+        yield writer
+    except OSError as e:  # a write in the block failed
+        writer.abort()
+        raise write_error(what, path, e) from None
+    except BaseException:
+        writer.abort()
+        raise
+    try:
+        writer.commit()
+    except OSError as e:
+        raise write_error(what, path, e) from None
 
 
-class _Sink(io.RawIOBase):
-    """A Writer as a raw stream, under a TextIOWrapper (closing the wrapper commits nothing)."""
-
-    def __init__(self, writer: Writer):
-        self.writer = writer
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        return self.writer.write(bytes(data))
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str], what: str, *, mode: int | None = None,
+            fsync: bool = False) -> Iterator[io.BufferedWriter]:
+    """A binary file to write `path` through (`what` names it in errors), put in place when the block ends
+    without an error (see above). Seekable: numpy's savez writes a zip into it."""
+    with _committed(path, what, mode, fsync) as writer:
+        assert writer.file is not None
+        yield writer.file
 
 
-def writing(path: str | os.PathLike[str], what: str, *, text: bool = False, mode: int | None = None,
-            fsync: bool = False) -> _Writing:
-    """A context that writes the file `path` (`what` names it in errors) and puts it in place when its block
-    ends without an error (see above); `text`: a UTF-8 text stream, else a binary one."""
-    return _Writing(path, what, text, mode, fsync)
+@contextlib.contextmanager
+def writing_text(path: str | os.PathLike[str], what: str, *, mode: int | None = None,
+                 fsync: bool = False) -> Iterator[io.TextIOWrapper]:
+    """`writing` as a UTF-8 text stream ("\\n" line ends)."""
+    with _committed(path, what, mode, fsync) as writer:
+        assert writer.file is not None
+        stream = io.TextIOWrapper(writer.file, encoding="utf-8", newline="\n")
+        yield stream
+        if not stream.closed:  # closing it flushed it
+            stream.flush()
 
 
 def write_file(path: str | os.PathLike[str], data: bytes | str, what: str, *, mode: int | None = None,

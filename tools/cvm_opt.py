@@ -226,7 +226,7 @@ class CvmOptMain(xDSLOptMain):
         """`-o FILE` through cvmc's one writer (`files.writing`): in place only once the run ends well."""
         if self.args.output_file is None or self.outputs is None:
             return super().prepare_output()
-        return self.outputs.enter_context(files.writing(self.args.output_file, "the output", text=True))
+        return self.outputs.enter_context(files.writing_text(self.args.output_file, "the output"))
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         if self.args.elide_elementsattrs_if_larger is not None:

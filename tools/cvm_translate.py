@@ -69,9 +69,9 @@ def _write_module(module: ModuleOp, output: str | None) -> None:
     if output is None:
         emit(sys.stdout)
     else:
-        from cvmc.runtime.files import writing
+        from cvmc.runtime.files import writing_text
 
-        with writing(output, "the output", text=True) as f:
+        with writing_text(output, "the output") as f:
             emit(f)
 
 

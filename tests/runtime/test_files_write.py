@@ -39,7 +39,7 @@ def _graph():
 
 
 def _text_writer(path):
-    with files.writing(path, "the file", text=True) as f:
+    with files.writing_text(path, "the file") as f:
         f.write("mine\n")
 
 
