@@ -390,3 +390,41 @@ def test_the_writer_names_its_temporaries_with_the_one_prefix(tmp_path, monkeypa
     store.write_file(tmp_path, "e.o", b"x", 0o600)
     save_graph(_graph(), tmp_path)
     assert len(seen) == 3 and all(n.startswith(files.TEMP_PREFIX) and n.endswith(files.TEMP_SUFFIX) for n in seen)
+
+
+def _tiny_onnx(folder: Path) -> list[str]:
+    """A MatMul and a Relu as ONNX, its calibration beside it: `cvm-quantize`'s arguments before -o."""
+    onnx = pytest.importorskip("onnx", reason="the quantizer reads ONNX (the quantize extra)")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 3])], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    (folder / "m.onnx").write_bytes(model.SerializeToString())
+    onnx.checker.check_model(model)
+    np.save(folder / "calib.npy", np.random.default_rng(1).standard_normal((8, 4)).astype(np.float32))
+    return [str(folder / "m.onnx"), "--calibration", str(folder / "calib.npy")]
+
+
+@pytest.mark.parametrize("target", ["model.json", "params.bin", "quantize.json", "report.txt"])
+def test_cvm_quantize_writes_through_no_planted_link(tmp_path, capsys, target):
+    """N2: `cvm-quantize -o DIR` (and `--report FILE`) wrote model.json, params.bin, quantize.json through links
+    planted in DIR: now status 2, one line naming the file, the link's target unchanged."""
+    args = _tiny_onnx(tmp_path)
+    from cvmc.tools import cvm_quantize
+
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"theirs")
+    os.symlink(victim, out / target)
+    capsys.readouterr()
+    assert cvm_quantize.main([*args, "-o", str(out), "--report", str(out / "report.txt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{str(out / target)!r}: it is a symbolic link, not a regular file" in err[0], err
+    assert victim.read_bytes() == b"theirs" and (out / target).is_symlink()
+    os.unlink(out / target)
+    assert cvm_quantize.main([*args, "-o", str(out), "--report", str(out / "report.txt")]) == 0
+    assert {p.name for p in out.iterdir()} == {"model.json", "params.bin", "quantize.json", "report.txt"}
