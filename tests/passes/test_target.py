@@ -190,3 +190,18 @@ def test_the_host_option_names_the_simulated_host(request, host):
         assert all(runtime_target.host_has(isa) == hosts.real_has(isa) for isa in ISAS)
     else:
         assert runtime_target.host_isa() == name
+
+
+def test_the_simulated_host_clears_the_real_answers_before_and_after():
+    """Nothing cached about the real CPU leaks into a simulated host or out of it."""
+    import hosts
+
+    real = runtime_target.host_features
+    real()
+    assert real.cache_info().currsize == 1
+    for sim in hosts.simulated("generic"):
+        assert real.cache_info().currsize == 0 and runtime_target.amx_granted is not hosts._REAL_GRANTED
+        assert runtime_target.host_features() == sim.features
+        real()  # a test that asked the real CPU inside
+    assert real.cache_info().currsize == 0 and hosts._REAL_GRANTED.cache_info().currsize == 0
+    assert runtime_target.host_features is real and runtime_target.amx_granted is hosts._REAL_GRANTED
