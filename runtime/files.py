@@ -195,9 +195,10 @@ class Writer:
         """Sync (where asked), rename over the target, check that the name holds what was written."""
         assert self.file is not None, "committed twice"
         try:
-            if not self.file.closed:  # a text stream over it, closed by its user, flushed it
-                self.file.flush()
-            self.file = None
+            # closed (flushed) while the descriptor is ours: a stream left over it can never write to a later file
+            # that reuses the descriptor's number
+            file, self.file = self.file, None
+            file.close()
             os.fchmod(self.fd, self.mode)
             if self.fsync:
                 os.fsync(self.fd)
@@ -224,11 +225,16 @@ class Writer:
                 os.unlink(self.path)  # what another user put under our temporary's name: not ours to leave there
             except OSError:
                 pass
-            raise OSError(f"{self.path}: the temporary file was replaced while it was written")
+            raise OSError(errno.EAGAIN, "the temporary file was replaced while it was written", self.path)
         return self.path
 
     def abort(self) -> None:
-        self.file = None
+        file, self.file = self.file, None
+        if file is not None:
+            try:
+                file.close()  # what it holds goes to the temporary, dropped below (see `commit`)
+            except (OSError, ValueError):
+                pass
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

@@ -284,6 +284,25 @@ def test_a_failed_block_leaves_the_old_file_and_no_temporary(tmp_path):
     _no_temporaries(tmp_path)
 
 
+def test_a_stream_left_after_an_error_never_writes_to_a_later_file(tmp_path):
+    """Text still buffered in a stream when its block failed is never flushed, later, into whatever file reuses the
+    temporary's descriptor number."""
+    import gc
+
+    with pytest.raises(RuntimeError):
+        with files.writing_text(tmp_path / "a", "the file") as f:
+            f.write("pending")
+            raise RuntimeError("the caller's")
+    other = os.open(tmp_path / "b", os.O_WRONLY | os.O_CREAT, 0o600)  # most likely the same number
+    try:
+        del f
+        gc.collect()
+    finally:
+        os.close(other)
+    assert (tmp_path / "b").read_bytes() == b"" and not (tmp_path / "a").exists()
+    _no_temporaries(tmp_path)
+
+
 @pytest.mark.skipif(ROOT, reason="root writes in a folder without write permission")
 def test_a_folder_that_cannot_be_written_is_one_line(tmp_path):
     (tmp_path / "ro").mkdir(mode=0o500)
