@@ -495,9 +495,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL: expected {convs} QLinearConv in onnxruntime's optimized model, got {ops['QLinearConv']}")
         return 1
 
-    from cvmc.runtime.target import jit_target
+    from cvmc.runtime.known_answer import checked_jit_target
 
-    target = jit_target()
+    target = checked_jit_target()
     print(f"cvmc's target on this host: {target} (cpu {host_target()[1]})")
     load_avg = os.getloadavg()
     cold, first = cold_compiles(model, params)

@@ -1,9 +1,13 @@
 """Analyses and rewrites, registered lazily by name for `cvm-opt -p`."""
 
+from __future__ import annotations
+
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from xdsl.passes import ModulePass
+if TYPE_CHECKING:  # importing the package imports no xDSL (a warm `load_model` needs `loops.target` alone)
+    from xdsl.passes import ModulePass
 
 # pass name -> (module under cvmc.passes, class name)
 _PASSES: dict[str, tuple[str, str]] = {

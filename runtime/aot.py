@@ -590,7 +590,7 @@ LOOKUP_ORDER = ("host", "all", "amx", "x86-64-v4", "x86-64-v3")
 
 def target_tiers(target: str = "host", cpu: str | None = None) -> tuple[Tier, ...]:
     """The tiers of an object built for `target`, best first:
-    - "host": this machine's CPU and features, and the tier the JIT would take here (`runtime.target.jit_target`:
+    - "host": this machine's CPU and features, and the tier the JIT would take here (`known_answer.checked_jit_target`:
       the host's best, after its known-answer check, with the `CVMC_ISA` ... overrides); with `cpu`, the named
       CPU (its features as the C compiler knows them) and the generic kernels;
     - "x86-64-v3": the avx2 tier for any x86-64-v3 CPU (AVX2, FMA, BMI2: Haswell, Zen 1 and later);
@@ -601,7 +601,7 @@ def target_tiers(target: str = "host", cpu: str | None = None) -> tuple[Tier, ..
       best this CPU has (and, for amx, whose tiles Linux grants) whose known-answer check passes.
     A CVMRuntimeError names a target or CPU that cannot be built for."""
     from cvmc.runtime.jit import host_target, shared_target
-    from cvmc.runtime.target import jit_target
+    from cvmc.runtime.known_answer import checked_jit_target
 
     if target not in TARGET_NAMES:
         raise CVMRuntimeError(f"--target: expected one of {', '.join(TARGET_NAMES)}, got {target!r}")
@@ -618,7 +618,7 @@ def target_tiers(target: str = "host", cpu: str | None = None) -> tuple[Tier, ..
     if cpu is not None and cpu != host_cpu:  # the named CPU gets the generic kernels
         needs = named_cpu_features(cpu)  # before LLVM sees the name
         return (Tier("generic", Target("generic", mmk=False), cpu, None, needs),)
-    kernels = jit_target()
+    kernels = checked_jit_target()
     name, features = shared_target()
     return (Tier(str(kernels).removeprefix("x86:"), kernels, name, features, features),)
 
@@ -714,10 +714,10 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
 
 @functools.cache
 def _known_answer() -> tuple[Graph, np.ndarray, np.ndarray]:
-    """The model of the known-answer check (`runtime.target.known_answer_graph`), its input, and its heads by the
+    """The model of the known-answer check (`runtime.known_answer.known_answer_graph`), its input, and its heads by the
     reference interpreter (the executable spec), one after another."""
+    from cvmc.runtime.known_answer import known_answer_graph, known_answer_input
     from cvmc.runtime.reference import run_graph
-    from cvmc.runtime.target import known_answer_graph, known_answer_input
 
     graph, x = known_answer_graph(), known_answer_input()
     heads = run_graph(graph, x)

@@ -44,7 +44,7 @@ ENV_MAX_BYTES = "CVMC_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 512 << 20
 KEY_FILE = "cache.key"
 KEY_BYTES = 32
-_ENTRY = re.compile(r"^[0-9a-f]{64}\.(o|cubin|ptx)$")
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.(o|cubin|ptx|model)$")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # Temporary files of writers that died are removed by eviction and `clear` once they are this old (seconds).
 _STALE_TMP = files.STALE_TEMPORARY_SECONDS

@@ -12,11 +12,11 @@ buffer, and prepares the ctypes pointers once. A run copies the input in, makes 
 split over threads, each taking a contiguous range of its outermost parallel loop: the result never depends on
 it), and copies the heads out.
 
-Caching: only the machine code is cached (the JIT's object file, named by the hash of the LLVM IR and
-authenticated, see `cvmc.runtime.cache`). The host program (arena size, views, calls) and the params are rebuilt
-from the verified graph on every load and never read from disk, so a cache entry cannot steer what a kernel is
-given; a load of a model compiled before skips the optimizer and the code generator (most of a cold compile) but
-runs the lowering.
+Caching: a model compiled before is loaded from the cache (`runtime.compiled`): one sealed entry named by the
+graph, the target and the compiler holds the host program and the kernels' specs, and names the kernels' object
+files (the JIT's own sealed entry). A warm load lowers nothing and imports no xDSL: it reads and checks the two
+entries, links the objects and prepares the calls. The runner checks every kernel's arrays against its spec as
+it prepares them (`kernel_args`), whichever way the program came.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = ["KERNELS_MODULE", "MAX_THREADS", "Call", "CpuRunner", "HostProgram", 
 
 if TYPE_CHECKING:
     from cvmc.passes.loops.target import Target
+    from cvmc.runtime.compiled import CompiledModel
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
 # (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,
@@ -107,6 +108,7 @@ class CpuRunner:
             flags, share = shared_calls(program, splits)
             self.native = Program(list(zip((c for c, _ in self.calls), flags)), threads if share else 1)
         self.stats: dict[str, object] = {}
+        self.extras: dict[str, np.ndarray] = {}  # what a cached entry carried beside the model (`load_compiled`)
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 
     def _base(self, v: View) -> np.ndarray:
@@ -155,26 +157,96 @@ Runner = Callable[[np.ndarray | None], list[np.ndarray]]
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _warm(key: str, target: Target) -> tuple[CompiledModel, Any] | None:
+    """The compiled model cached under `key` for `target` and its engine, when both of its entries are in the
+    cache and sound: a load that lowers nothing and compiles nothing."""
+    from cvmc.runtime.cache import open_cache
+    from cvmc.runtime.compiled import KIND, decode
+    from cvmc.runtime.jit import JitEngine
+
+    store = open_cache()
+    entry = store.get(key, KIND) if store is not None else None
+    compiled = decode(entry) if entry is not None else None
+    if compiled is None or compiled.target != str(target):
+        return None
+    p = compiled.program
+    roots = {"arena", *p.globals} | ({"input"} if p.input_shape is not None else set())
+    names = {s.name for s in compiled.specs}
+    if any(c.kernel not in names or any(v.root not in roots for v in c.args) for c in p.calls) or \
+            any(v.root not in roots for v in p.heads):
+        return None
+    try:
+        engine = JitEngine.from_cache(compiled.objects_key, compiled.specs)
+    except CVMRuntimeError:  # a kernel the objects lack
+        return None
+    return (compiled, engine) if engine is not None else None
+
+
+def load_compiled(key: str, target: Target, threads: int | None = None) -> CpuRunner | None:
+    """The runner of the model cached under `key` for `target` (`compile_graph(..., key=key)` wrote it), with its
+    entry's `extras` as `runner.extras`; None when the cache has no sound entry of that name."""
+    warm = _warm(key, target)
+    if warm is None:
+        return None
+    runner = CpuRunner(warm[0].program, warm[1], threads or default_threads())
+    runner.extras = warm[0].extras
+    runner.stats = {"cache_hit": True, "lowered": False, "kernels": len(warm[0].specs)}
+    return runner
+
+
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
                   check_plan: Callable[[HostProgram], None] | None = None, target: Target | None = None,
-                  dump: StageDump | None = None) -> CpuRunner:
-    """Compile a verified graph for this CPU (`target` None: this host's, see `runtime.target.jit_target`):
-    `runner(data) -> heads`, with `runner.stats`. `check_plan` sees the host program (the arena's size) before
-    anything is allocated, and may raise to refuse it; `dump` sees every stage (`compile.StageDump`)."""
-    from cvmc.passes.pipelines import gc_paused
+                  dump: StageDump | None = None, key: str | None = None,
+                  extras: dict[str, np.ndarray] | None = None) -> CpuRunner:
+    """Compile a verified graph for this CPU (`target` None: this host's, see `runtime.target.jit_target`, after
+    its tier's known-answer check, `runtime.known_answer`): `runner(data) -> heads`, with `runner.stats`.
+    `check_plan` sees the host program (the arena's size) before anything is allocated, and may raise to refuse
+    it; `dump` sees every stage (`compile.StageDump`).
+
+    With the cache on, a model compiled before is loaded from its sealed entry (`runtime.compiled`): no lowering,
+    no xDSL, no LLVM optimizer (`stats["lowered"]` False). Otherwise the graph is lowered and its kernels compiled
+    (their object files cached by IR, `jit.JitEngine`), and the entry written for the next load. `key` names the
+    entry in place of `compiled.model_key` (a caller whose key covers the graph), `extras` go with it
+    (`load_compiled`)."""
     from cvmc.runtime.jit import JitEngine
-    from cvmc.runtime.target import jit_target
+    from cvmc.runtime.known_answer import checked_jit_target
 
     start = time.perf_counter()
-    with gc_paused():
-        program, ir_text, specs, lower_ms = lower_to_llvm(graph, jit_target(target), dump)
+    target = checked_jit_target(target)
+    warm = None
+    if cache and dump is None:
+        from cvmc.runtime.compiled import model_key
+
+        key = key or model_key(graph, target)
+        warm = _warm(key, target)
+    else:
+        key = None
+    if warm is not None:
+        compiled, engine = warm
+        program, specs, lower_ms = compiled.program, compiled.specs, 0.0
         if check_plan is not None:
             check_plan(program)
-        engine = JitEngine(ir_text, specs, cache=cache)
         runner = CpuRunner(program, engine, threads or default_threads())
+    else:
+        from cvmc.passes.pipelines import gc_paused
+
+        with gc_paused():
+            program, ir_text, specs, lower_ms = lower_to_llvm(graph, target, dump)
+            if check_plan is not None:
+                check_plan(program)
+            engine = JitEngine(ir_text, specs, cache=cache)
+            runner = CpuRunner(program, engine, threads or default_threads())
+        if key is not None:
+            from cvmc.runtime.cache import open_cache
+            from cvmc.runtime.compiled import KIND, CompiledModel, encode
+
+            store = open_cache()
+            if store is not None:
+                store.put(key, KIND, encode(CompiledModel(str(target), program, specs, engine.key, extras or {})))
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
         "lower_ms": round(lower_ms, 1),
+        "lowered": warm is None,
         "kernels": len(specs),
         "calls": len(program.calls),
         "copies": sum(1 for c in program.calls if c.kernel.startswith("copy")),

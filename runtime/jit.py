@@ -105,7 +105,9 @@ def _unpack_objects(entry: bytes) -> list[bytes] | None:
 
 
 @functools.cache
-def _version_key() -> str:
+def version_key() -> str:
+    """The compiler half of every cache name: cvmc's version and the sources of this engine and its pipeline,
+    llvmlite's and LLVM's versions, the pipeline's version, and this CPU (triple, name, features)."""
     import cvmc
 
     triple, cpu, features = host_target()
@@ -121,7 +123,7 @@ def cache_key(ir_text: str) -> str:
     """The object cache key of `ir_text` for this machine and compiler: a SHA-256 over the IR, the versions of
     cvmc (and the sources of this file and `llvm_compile`), llvmlite, LLVM and the pipeline, and the target
     triple, CPU and features."""
-    digest = hashlib.sha256(_version_key().encode())
+    digest = hashlib.sha256(version_key().encode())
     digest.update(b"\0")
     digest.update(ir_text.encode())
     return digest.hexdigest()
@@ -144,7 +146,7 @@ class JitEngine:
         cache_dir: str | os.PathLike[str] | None = None,
     ):
         start = time.perf_counter()
-        self.ir_text = str(llvm_ir)
+        self.ir_text: str | None = str(llvm_ir)
         self.key = cache_key(self.ir_text)
         self.timings: dict[str, float] = {}
         store = open_cache(cache_dir) if cache else None
@@ -156,6 +158,33 @@ class JitEngine:
             self.timings["compile"] = time.perf_counter() - start
             if store is not None:
                 store.put(self.key, "o", _pack_objects(objects))
+        self._link(objects, kernels)
+        self.compile_seconds = time.perf_counter() - start
+
+    @classmethod
+    def from_cache(
+        cls,
+        key: str,
+        kernels: Iterable[KernelSpec] | Mapping[str, KernelSpec],
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> JitEngine | None:
+        """The engine of the object files cached under `key` (a `cache_key` of IR compiled before), or None when
+        there is no such entry (or it fails its check, and is deleted): no IR, no compile."""
+        start = time.perf_counter()
+        store = open_cache(cache_dir)
+        entry = store.get(key, "o") if store is not None else None
+        objects = _unpack_objects(entry) if entry is not None else None
+        if objects is None:
+            return None
+        engine = cls.__new__(cls)
+        engine.ir_text, engine.key, engine.timings, engine.cache_hit = None, key, {}, True
+        engine._link(objects, kernels)
+        engine.compile_seconds = time.perf_counter() - start
+        return engine
+
+    def _link(self, objects: list[bytes], kernels: Iterable[KernelSpec] | Mapping[str, KernelSpec]) -> None:
+        """Load `objects` into an engine of their own and resolve the kernels of `kernels`."""
         self.parts = len(objects)
         loaded = time.perf_counter()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
@@ -163,7 +192,6 @@ class JitEngine:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.timings["load"] = time.perf_counter() - loaded
-        self.compile_seconds = time.perf_counter() - start
         specs = kernels.values() if isinstance(kernels, Mapping) else kernels
         self.kernels: dict[str, Kernel] = {s.name: Kernel(self, s) for s in specs}
 

@@ -1,6 +1,6 @@
 """A whole compiled model run as one native program (`Program`): the calling thread runs every kernel call in
 order, the split ones shared by chunks with the helper threads of one pool (`_Pool`), kept for the process. The
-runner and the pool are LLVM IR in `program.ll`, compiled once per process on first use.
+runner and the pool are LLVM IR in `program.ll`, compiled on first use (its object file cached, `jit.JitEngine`).
 
     program = Program([(prepared_call, split), ...], threads)
     program()                     # one run: two ctypes calls, one hand-off to the helpers
@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import llvmlite.binding as llvm
 import numpy as np
-
-from cvmc.runtime.llvm_compile import _target_machine
 
 if TYPE_CHECKING:
     from cvmc.runtime.jit import PreparedCall
@@ -149,16 +147,16 @@ def program_ir() -> str:
 def _program_runner() -> list[Any]:
     with _PROGRAM_LOCK:
         if not _PROGRAM_RUNNER:
-            ir_text = program_ir()
-            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir_text), _target_machine())
-            engine.finalize_object()
+            from cvmc.runtime.jit import JitEngine
+
+            engine = JitEngine(program_ir())  # its object file cached like a model's: a load, not a compile
             one = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
             publish = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-            _PROGRAM_RUNNER.extend([engine, *(one(engine.get_function_address(f"cvmc_program_{name}"))
+            _PROGRAM_RUNNER.extend([engine, *(one(engine.address(f"cvmc_program_{name}"))
                                               for name in ("begin", "main", "helper")),
-                                    one(engine.get_function_address("cvmc_pool_worker")),
-                                    publish(engine.get_function_address("cvmc_pool_publish")),
-                                    one(engine.get_function_address("cvmc_pool_retire"))])
+                                    one(engine.address("cvmc_pool_worker")),
+                                    publish(engine.address("cvmc_pool_publish")),
+                                    one(engine.address("cvmc_pool_retire"))])
         return _PROGRAM_RUNNER
 
 

@@ -17,18 +17,10 @@ then the documented overrides, in this order:
 from __future__ import annotations
 
 import os
-import threading
-import warnings
 from dataclasses import replace
 from functools import cache
-from typing import TYPE_CHECKING
 
 from cvmc.passes.loops.target import GPU, ISAS, Target
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from cvmc.runtime.graph import Graph
 
 
 @cache
@@ -119,10 +111,11 @@ def missing_tier(target: Target) -> str | None:
 
 def jit_target(target: Target | None = None) -> Target:
     """The target of code this process runs: `target`, else `detect_target()`; a CVMLogicError when this CPU lacks
-    its tier (its kernels would not run here) or an override is bad."""
+    its tier (its kernels would not run here) or an override is bad. The detected tier is not yet checked: the
+    devices take it through `runtime.known_answer.checked_jit_target`, which runs the tier's known-answer check
+    (that check compiles and runs a model, so it lives above the target's choice, not here)."""
     from cvmc.errors import CVMLogicError
 
-    detected = target is None
     if target is None:
         try:
             target = detect_target()
@@ -132,91 +125,4 @@ def jit_target(target: Target | None = None) -> Target:
     if missing is not None:
         raise CVMLogicError(f"expected a target this CPU runs, got {target} (from $CVMC_ISA, $CVMC_VNNI, $CVMC_AVX2 "
                             f"or the caller): this CPU has no {missing}, its kernels would not run here")
-    return trusted_target(target) if detected else target
-
-
-# ---- the known-answer check -----------------------------------------------------------------------------------
-#
-# A consensus engine must never give other bytes because of an instruction nobody ran on this CPU: the first time
-# a process builds for a tier's kernels, `trusted_target` runs a small fixed model through them (compiled for
-# that tier alone, afresh: nothing from the cache) and through the reference interpreter, the executable spec,
-# and compares. A difference disables the tier for the process, with one warning naming it, and the model is
-# built for the next tier down. Its cost: one compile of the model (4 kernels; 0.3 s on a loaded 2-core Zen 5)
-# and a reference run, once a process.
-
-_CHECKED: dict[str, bool] = {}  # tier -> whether its kernels gave the reference's bytes in this process
-_CHECK_LOCK = threading.Lock()
-_CHECKED_TIERS = ("amx", "avx512-vnni", "avx2")  # the tiers whose kernels use their own instructions
-
-
-def known_answer_graph() -> Graph:
-    """The fixed model of the check: it takes each u8 x s8 kernel of the tiers: relu'd data through a conv2d
-    (the blocked micro-kernel; 8 channels x 8 columns: the tiled pack of its input) whose output the next conv2d
-    reads packed (the epilogue pack; 20 output channels: a partial block), and the signed input through a dense
-    (`cvmc.dot_u8s8` with AVX512-VNNI), its weights and data reaching +-127."""
-    import numpy as np
-
-    from cvmc.runtime.builder import CvmBuilder
-
-    rng = np.random.default_rng(20261126)
-
-    def values(shape: tuple[int, ...]) -> np.ndarray:
-        a = rng.integers(-127, 128, size=shape).astype(np.int32)
-        a.reshape(-1)[:2] = (127, -127)
-        return a
-
-    b = CvmBuilder()
-    x = b.create_input([1, 8, 6, 8], 8)
-    y = b.conv2d(b.relu(x), b.create_param(values((16, 8, 3, 3)), 8), b.create_param(values((16,)), 8),
-                 channels=16, kernel_size=(3, 3), padding=(1, 1), use_bias=True)
-    y = b.relu(b.cvm_right_shift(y, precision=8, shift_bit=7))
-    y = b.conv2d(y, b.create_param(values((20, 16, 3, 3)), 8), channels=20, kernel_size=(3, 3), padding=(1, 1),
-                 use_bias=False)
-    y = b.cvm_right_shift(y, precision=8, shift_bit=9)
-    d = b.dense(b.flatten(x), b.create_param(values((24, 384)), 8), units=24, use_bias=False)
-    return b.graph([y, d])
-
-
-def known_answer_input() -> np.ndarray:
-    import numpy as np
-
-    x = np.random.default_rng(11262026).integers(-127, 128, size=(1, 8, 6, 8)).astype(np.int32)
-    x.reshape(-1)[:2] = (127, -127)
-    return x
-
-
-def check_tier(isa: str) -> bool:
-    """Whether tier `isa`'s kernels give the reference's bytes on the known-answer model (run once a process per
-    tier; later calls return the first answer)."""
-    with _CHECK_LOCK:
-        if isa not in _CHECKED:
-            import numpy as np
-
-            from cvmc.runtime.cpu import compile_graph
-            from cvmc.runtime.reference import run_graph
-
-            graph, x = known_answer_graph(), known_answer_input()
-            got = compile_graph(graph, threads=1, cache=False, target=Target(isa))(x)  # compiled afresh
-            want = run_graph(graph, x)
-            _CHECKED[isa] = all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
-            if not _CHECKED[isa]:
-                warnings.warn(f"cvmc: the {isa} kernels gave other bytes than the reference on the known-answer "
-                              f"model on this CPU ({host_target_name()}): {isa} is disabled for this process, models "
-                              "are built for the next tier down", RuntimeWarning, stacklevel=2)
-        return _CHECKED[isa]
-
-
-def trusted_target(target: Target) -> Target:
-    """`target` with its tier lowered until its kernels pass the known-answer check (`check_tier`); an emulated
-    target (portable IR) and the generic tier use no instruction of their own."""
-    while target.gpu is None and not target.emulated and target.isa in _CHECKED_TIERS:
-        if check_tier(target.isa):
-            return target
-        target = replace(target, isa=ISAS[ISAS.index(target.isa) - 1])
     return target
-
-
-def host_target_name() -> str:
-    from cvmc.runtime.jit import host_target
-
-    return host_target()[1]

@@ -22,9 +22,10 @@ and the `CVMC_*` overrides live in one place, `cvmc.runtime.target.detect_target
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.utils.exceptions import PassFailedException
+if TYPE_CHECKING:  # `Target` itself is plain data: a warm `load_model` imports it without xDSL
+    from xdsl.dialects.builtin import ModuleOp
 
 ISAS = ("generic", "avx2", "avx512-vnni", "amx")
 ATTRIBUTE = "cvmc.target"  # the module attribute holding the printed target
@@ -89,6 +90,9 @@ GPU = Target(gpu="any")  # a CUDA GPU of no particular architecture (the loop le
 def module_target(module: ModuleOp, option: str | None = None) -> Target:
     """The target a pass builds for: its `option` if given (recorded on the module), else the module's
     `cvmc.target`, else DEFAULT (recorded, so that the printed IR says what it was built for)."""
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.utils.exceptions import PassFailedException
+
     attr = module.attributes.get(ATTRIBUTE)
     text = option if option is not None else attr.data if isinstance(attr, StringAttr) else str(DEFAULT)
     try:
@@ -100,4 +104,6 @@ def module_target(module: ModuleOp, option: str | None = None) -> Target:
 
 
 def set_module_target(module: ModuleOp, target: Target) -> None:
+    from xdsl.dialects.builtin import StringAttr
+
     module.attributes[ATTRIBUTE] = StringAttr(str(target))

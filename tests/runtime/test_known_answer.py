@@ -1,6 +1,8 @@
-"""The known-answer check of a tier (`runtime.target.trusted_target`): the first build for a tier's kernels in a
-process runs a fixed model through them and through the reference; a planted wrong kernel makes the tier refused,
-with one warning naming it, and the model is built for the next tier down with the reference's bytes."""
+"""The known-answer check of a tier (`runtime.known_answer.trusted_target`): the first build for a tier's kernels
+in a process runs a fixed model through them and through the reference; a planted wrong kernel makes the tier
+refused, with one warning naming it, and the model is built for the next tier down with the reference's bytes.
+Warm, the check model's kernels come from its sealed cache entry: nothing is lowered or compiled, and the kernels
+still run in every process."""
 
 import warnings
 
@@ -12,6 +14,8 @@ from llvmlite import ir
 from cvmc.codegen import llvm_x86
 from cvmc.codegen.llvm_module import ModuleEmitter
 from cvmc.passes.loops.target import Target
+from cvmc.runtime import cpu, llvm_compile
+from cvmc.runtime import known_answer as ka
 from cvmc.runtime import target as host
 from cvmc.runtime.cpu import compile_graph
 from cvmc.runtime.reference import run_graph
@@ -21,8 +25,10 @@ needs_avx2 = pytest.mark.skipif(not hosts.real_has("avx2"), reason="the host CPU
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.setattr(host, "_CHECKED", {})  # a process that has checked nothing yet
+def _fresh(monkeypatch, tmp_path):
+    monkeypatch.setattr(ka, "_CHECKED", {})  # a process that has checked nothing yet
+    monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path / "cache"))  # and a cache without the check's kernels
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for k in ("CVMC_ISA", "CVMC_VNNI", "CVMC_AVX2", "CVMC_MMK"):
         monkeypatch.delenv(k, raising=False)
 
@@ -57,7 +63,7 @@ def _plant_avx2(monkeypatch):
 
 
 def _model_bytes_are_the_references():
-    graph, x = host.known_answer_graph(), host.known_answer_input()
+    graph, x = ka.known_answer_graph(), ka.known_answer_input()
     got = compile_graph(graph, cache=False)(x)  # the host's target, as every load gets it
     for g, w in zip(got, run_graph(graph, x), strict=True):
         np.testing.assert_array_equal(g, w)
@@ -65,11 +71,11 @@ def _model_bytes_are_the_references():
 
 def test_the_host_tiers_pass_and_are_checked_once():
     top = host.detect_target()
-    assert host.trusted_target(top) == top
-    assert set(host._CHECKED) == ({top.isa} if top.isa != "generic" else set()) and all(host._CHECKED.values())
+    assert ka.trusted_target(top) == top
+    assert set(ka._CHECKED) == ({top.isa} if top.isa != "generic" else set()) and all(ka._CHECKED.values())
     for t in (Target("avx512-vnni", emulated=True), Target("generic"), Target(gpu="sm_90")):  # nothing to check
-        assert host.trusted_target(t) == t
-    assert len(host._CHECKED) <= 1
+        assert ka.trusted_target(t) == t
+    assert len(ka._CHECKED) <= 1
 
 
 @needs_vnni
@@ -77,13 +83,13 @@ def test_a_wrong_vnni_kernel_disables_the_tier_with_one_warning(monkeypatch):
     _plant_vnni(monkeypatch)
     monkeypatch.setenv("CVMC_ISA", "avx512-vnni")  # the host's tier at most VNNI (AMX's check reads vpdpbusd too)
     with pytest.warns(RuntimeWarning, match="the avx512-vnni kernels gave other bytes than the reference") as seen:
-        assert host.trusted_target(Target("avx512-vnni")) == Target("avx2")
+        assert ka.trusted_target(Target("avx512-vnni")) == Target("avx2")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning: the answer is kept for the process
-        assert host.trusted_target(Target("avx512-vnni")) == Target("avx2")
+        assert ka.trusted_target(Target("avx512-vnni")) == Target("avx2")
         _model_bytes_are_the_references()
-    assert len(seen) == 1 and host._CHECKED == {"avx512-vnni": False, "avx2": True}
-    assert str(host.jit_target()) == "x86:avx2"
+    assert len(seen) == 1 and ka._CHECKED == {"avx512-vnni": False, "avx2": True}
+    assert str(ka.checked_jit_target()) == "x86:avx2"
 
 
 @needs_avx2
@@ -91,9 +97,9 @@ def test_a_wrong_avx2_kernel_disables_the_tier(monkeypatch):
     _plant_avx2(monkeypatch)
     monkeypatch.setenv("CVMC_VNNI", "0")  # the host's tier at most avx2
     with pytest.warns(RuntimeWarning, match="the avx2 kernels gave other bytes") as seen:
-        assert host.jit_target() == Target("generic")
+        assert ka.checked_jit_target() == Target("generic")
     _model_bytes_are_the_references()
-    assert len(seen) == 1 and host._CHECKED == {"avx2": False}
+    assert len(seen) == 1 and ka._CHECKED == {"avx2": False}
 
 
 @needs_vnni
@@ -102,12 +108,69 @@ def test_a_tier_refused_falls_through_every_wrong_tier(monkeypatch):
     _plant_avx2(monkeypatch)
     monkeypatch.setenv("CVMC_ISA", "avx512-vnni")  # on an AMX host, amx would be refused first (it uses vpdpbusd too)
     with pytest.warns(RuntimeWarning) as seen:
-        assert host.jit_target() == Target("generic")
+        assert ka.checked_jit_target() == Target("generic")
     _model_bytes_are_the_references()
     assert [str(w.message).split(" kernels")[0] for w in seen] == ["cvmc: the avx512-vnni", "cvmc: the avx2"]
 
 
 def test_an_explicit_target_is_not_checked(monkeypatch):
     _plant_vnni(monkeypatch)
-    assert host.jit_target(Target("avx512-vnni", emulated=True)) == Target("avx512-vnni", emulated=True)
-    assert host._CHECKED == {}
+    assert ka.checked_jit_target(Target("avx512-vnni", emulated=True)) == Target("avx512-vnni", emulated=True)
+    assert ka._CHECKED == {}
+
+
+def _no_compile(monkeypatch):
+    """Lowering and LLVM's optimizer and code generator made to fail: what runs after this loads, or fails."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled while warm")
+
+    monkeypatch.setattr(cpu, "lower_to_llvm", refuse)
+    monkeypatch.setattr(llvm_compile, "_optimized", refuse)
+
+
+def test_a_warm_check_compiles_nothing_and_still_runs_the_kernels(monkeypatch):
+    top = host.detect_target()
+    if top.isa == "generic":
+        pytest.skip("the host's tier (generic) has no kernels of its own to check")
+    assert ka.trusted_target(top) == top  # cold: compiles the check model and writes its entry
+    monkeypatch.setattr(ka, "_CHECKED", {})  # a second process
+    _no_compile(monkeypatch)
+    runs = []
+    call = cpu.CpuRunner.__call__
+    monkeypatch.setattr(cpu.CpuRunner, "__call__", lambda self, data: runs.append(1) or call(self, data))
+    assert ka.trusted_target(top) == top
+    assert runs == [1] and ka._CHECKED == {top.isa: True}
+
+
+@needs_avx2
+def test_a_warm_check_refuses_a_tier_whose_kernels_now_differ(monkeypatch):
+    """The warm check compares the kernels' bytes on this CPU with the reference's kept in the entry: kernels
+    that give other bytes (here, a planted output) refuse the tier as a cold check does."""
+    monkeypatch.setenv("CVMC_VNNI", "0")
+    assert ka.checked_jit_target() == Target("avx2")
+    monkeypatch.setattr(ka, "_CHECKED", {})
+    _no_compile(monkeypatch)
+    call = cpu.CpuRunner.__call__
+
+    def wrong(self, data):
+        heads = call(self, data)
+        heads[0].reshape(-1)[0] += 1
+        return heads
+
+    monkeypatch.setattr(cpu.CpuRunner, "__call__", wrong)
+    with pytest.warns(RuntimeWarning, match="the avx2 kernels gave other bytes"):
+        assert ka.checked_jit_target() == Target("generic")
+
+
+def test_choosing_a_target_compiles_nothing():
+    """`runtime.target` picks the tier and reads the environment; it imports none of the compiler (the check
+    is `known_answer`'s, called by the devices)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cvmc.runtime.target import jit_target; jit_target(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('cvmc.runtime.cpu', 'cvmc.runtime.compile', "
+            "'cvmc.runtime.known_answer', 'xdsl'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
