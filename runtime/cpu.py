@@ -109,6 +109,7 @@ class CpuRunner:
             self.native = Program(list(zip((c for c, _ in self.calls), flags)), threads if share else 1)
         self.stats: dict[str, object] = {}
         self.extras: dict[str, np.ndarray] = {}  # what a cached entry carried beside the model (`load_compiled`)
+        self.model_key: str | None = None  # the name of its cache entry (`compile_graph`), None when uncached
         self._lock = threading.Lock()  # one run at a time: runs share the arena
 
     def _base(self, v: View) -> np.ndarray:
@@ -243,6 +244,7 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
             store = open_cache()
             if store is not None:
                 store.put(key, KIND, encode(CompiledModel(str(target), program, specs, engine.key, extras or {})))
+    runner.model_key = key
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),
         "lower_ms": round(lower_ms, 1),

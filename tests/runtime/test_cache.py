@@ -146,27 +146,89 @@ def test_links_fifos_and_folders_in_place_of_an_entry_are_refused(folder, tmp_pa
     assert JitEngine(ir3, specs3).cache_hit
 
 
-def test_a_tampered_entry_of_a_model_is_deleted_and_the_model_still_exact(folder):
+def dense_model():
     builder = cvmc.CvmBuilder("net")
     x = builder.create_input([1, 8], precision=8)
     w = builder.create_param(np.arange(64, dtype=np.int32).reshape(8, 8) - 30, precision=8, name="w")
     y = builder.cvm_right_shift(builder.dense(x, w, units=8, use_bias=False), precision=8, shift_bit=3)
     data = np.arange(8, dtype=np.int32).reshape(1, 8) * 9 - 30
-    want = builder.compile([y], device="reference").run(data)
+    return builder, y, data, builder.compile([y], device="reference").run(data)
+
+
+def model_entries(folder: Path, model) -> dict[str, Path]:
+    """The model's two entries: its compiled model (kind "model") and its kernels' object files (kind "o")."""
+    paths = {"model": folder / f"{model._run.model_key}.model", "o": folder / f"{model._run.engine.key}.o"}
+    assert all(p.is_file() for p in paths.values())
+    return paths
+
+
+def no_compile(monkeypatch):
+    from cvmc.runtime import cpu, llvm_compile
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled on a warm load")
+
+    monkeypatch.setattr(cpu, "lower_to_llvm", refuse)
+    monkeypatch.setattr(llvm_compile, "_optimized", refuse)
+
+
+def test_a_warm_load_lowers_nothing_and_is_exact(folder, monkeypatch):
+    builder, y, data, want = dense_model()
+    cold = builder.compile([y], device="cpu")
+    assert cold.stats["lowered"] and not cold.stats["cache_hit"]
+    no_compile(monkeypatch)
+    warm = cvmc.Model(builder.graph([y]), "cpu", threads=2)  # threads change how code runs, not the code
+    assert warm.stats["cache_hit"] and not warm.stats["lowered"] and warm.stats["lower_ms"] == 0
+    assert "load_ms" in warm.stats and "compile_ms" not in warm.stats
+    assert warm.stats["kernels"] == cold.stats["kernels"] and warm.memory_bytes == cold.memory_bytes
+    assert all(np.array_equal(a, b) for a, b in zip(warm.run(data), want, strict=True))
+    # the entry holds the host program and the packed weights: what the model needs besides code
+    packed = model_entries(folder, warm)["model"].read_bytes()
+    assert b'"arena_bytes"' in packed and b'"calls"' in packed
+
+
+def test_the_memory_limit_holds_on_a_warm_load(folder):
+    builder, y, _, _ = dense_model()
+    needed = builder.compile([y], device="cpu").memory_bytes
+    assert cvmc.Model(builder.graph([y]), "cpu", max_memory=needed).stats["cache_hit"]  # at the bound
+    with pytest.raises(cvmc.CVMLogicError, match="working memory"):
+        cvmc.Model(builder.graph([y]), "cpu", max_memory=needed - 1)  # one past it
+
+
+@pytest.mark.parametrize("kind", ["model", "o"])
+def test_a_tampered_entry_of_a_model_is_deleted_and_the_model_still_exact(folder, kind):
+    builder, y, data, want = dense_model()
     cold = builder.compile([y], device="cpu")
     assert not cold.stats["cache_hit"]
-    (entry,) = folder.glob("*.o")
+    entry = model_entries(folder, cold)[kind]
     raw = bytearray(entry.read_bytes())
     raw[len(raw) // 2] ^= 0x40
     entry.write_bytes(bytes(raw))
     model = builder.compile([y], device="cpu")
-    assert not model.stats["cache_hit"]
+    assert model.stats["lowered"]  # (the kernels' objects, when intact, still come from their own entry)
+    assert not model.stats["cache_hit"] or kind == "model"
     assert all(np.array_equal(a, b) for a, b in zip(model.run(data), want))
+    assert entry.read_bytes() != bytes(raw)  # written again
     assert builder.compile([y], device="cpu").stats["cache_hit"]
-    # Only code is cached: no copy of the params, no host program (whole-program files are gone).
-    assert [p.suffix for p in folder.iterdir()] == [".o"]
-    params = (np.arange(64, dtype=np.int32) - 30).astype("<i4").tobytes()
-    assert params not in entry.read_bytes()
+
+
+def test_planted_model_entries_are_refused(folder):
+    builder, y, data, want = dense_model()
+    path = model_entries(folder, builder.compile([y], device="cpu"))["model"]
+    good = path.read_bytes()
+    payload = good[HEADER_BYTES:]
+    plants = {
+        "a tag made with another secret": store.seal(b"k" * 32, path.name, payload),
+        "a raw payload": payload,
+        "a truncated entry": good[:len(good) // 2],
+        "an empty file": b"",
+    }
+    for what, data_ in plants.items():
+        path.write_bytes(data_)
+        model = builder.compile([y], device="cpu")
+        assert model.stats["lowered"], what
+        assert all(np.array_equal(a, b) for a, b in zip(model.run(data), want)), what
+        assert path.read_bytes() != data_, what
 
 
 def test_another_models_object_under_this_models_key_is_refused(folder):
@@ -177,15 +239,71 @@ def test_another_models_object_under_this_models_key_is_refused(folder):
 
     data = np.array([[1, -2, 3], [-4, 5, -6]], np.int32)
     b1, y1 = model("relu")
-    b1.compile([y1], device="cpu")
-    (relu_entry,) = folder.glob("*.o")
+    relu = model_entries(folder, b1.compile([y1], device="cpu"))
     b2, y2 = model("negative")
-    b2.compile([y2], device="cpu")
-    (neg_entry,) = set(folder.glob("*.o")) - {relu_entry}
-    relu_entry.write_bytes(neg_entry.read_bytes())
-    again = b1.compile([y1], device="cpu")
-    assert not again.stats["cache_hit"]
-    np.testing.assert_array_equal(again.run(data)[0], np.maximum(data, 0))
+    neg = model_entries(folder, b2.compile([y2], device="cpu"))
+    for kind in ("o", "model"):  # a valid entry of cvmc's, renamed: its tag binds its own name
+        saved = relu[kind].read_bytes()
+        relu[kind].write_bytes(neg[kind].read_bytes())
+        again = b1.compile([y1], device="cpu")
+        assert again.stats["lowered"] and (kind == "model" or not again.stats["cache_hit"]), kind
+        np.testing.assert_array_equal(again.run(data)[0], np.maximum(data, 0))
+        assert relu[kind].read_bytes() == saved  # written again
+
+
+def test_the_entry_is_read_strictly():
+    """Anything but an entry of this form is no compiled model (a miss), never an exception or a guess."""
+    from cvmc.codegen.abi import KernelArg, KernelSpec
+    from cvmc.runtime.compiled import CompiledModel, decode, encode
+    from cvmc.runtime.host import Call, HostProgram, View
+
+    view = View("arena", 0, "i32", (4,), (1,), 0)
+    program = HostProgram(16, (4,), [Call("k", (View("input", 0, "i32", (4,), (1,), 0), view), 4)], [view], 16,
+                          {"w": np.arange(3, dtype=np.int8)})
+    spec = KernelSpec("k", (KernelArg((4,), "i32", (1,), 0, False), KernelArg((4,), "i32", (1,), 0, True)), 1, False)
+    good = encode(CompiledModel("x86:avx2", program, [spec], "0" * 64, {"input": np.ones(4, np.int32)}))
+    back = decode(good)
+    assert back is not None and back.program.calls == program.calls and back.specs == [spec]
+    assert back.program.globals["w"].tolist() == [0, 1, 2] and back.extras["input"].tolist() == [1] * 4
+    assert decode(good + b"\0") is None  # a byte left over
+    assert decode(good[:-1]) is None  # a byte missing
+    assert decode(b"cvmc-model-0\n" + good[13:]) is None  # another version's form
+    for old, new in ((b'"arena_bytes":16', b'"arena_bytes":-1'), (b'"arena_bytes":16', b'"arena_bytes":"16"'),
+                     (b'"objects":"' + b"0" * 64, b'"objects":"' + b"0" * 63 + b"g"), (b'"i32"', b'"f16"')):
+        assert old in good
+        head_len = int.from_bytes(good[13:21], "little")
+        bad = good.replace(old, new, 1)
+        bad = bad[:13] + (head_len + len(new) - len(old)).to_bytes(8, "little") + bad[21:]
+        assert decode(bad) is None, new
+
+
+WARM = """
+import sys, numpy as np, cvmc
+m = cvmc.load_model(sys.argv[1], sys.argv[2])
+print(m.stats["lowered"], m.run(np.arange(8).reshape(1, 8) * 9 - 30)[0].tolist(),
+      sorted({n.split(".")[0] for n in sys.modules if n.split(".")[0] in ("xdsl", "cvmc")}))
+"""
+
+
+def test_a_warm_load_model_imports_no_xdsl(folder, tmp_path):
+    """A fresh process that finds the model in the cache imports no xDSL (nor the passes) and runs it exactly."""
+    from cvmc.runtime.graph_writer import save_graph
+
+    builder, y, data, want = dense_model()
+    save_graph(builder.graph([y]), tmp_path / "m")
+    files = [str(tmp_path / "m" / "model.json"), str(tmp_path / "m" / "params.bin")]
+    env = {**os.environ, "CVMC_CACHE_DIR": str(folder), "XDG_STATE_HOME": str(tmp_path / "state")}
+    runs = [subprocess.run([sys.executable, "-X", "importtime", "-c", WARM, *files], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    imported = [{line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
+                for r in runs]
+    assert any(m.startswith("xdsl") for m in imported[0])  # cold: lowered
+    assert not {m for m in imported[1] if m.startswith(("xdsl", "cvmc.passes.pipelines", "cvmc.codegen.llvm"))}
+    outs = [r.stdout.strip() for r in runs]
+    assert outs[0].endswith("['cvmc', 'xdsl']") and outs[1].endswith("['cvmc']")  # cvmc.passes: only Target
+    assert outs[0].startswith("True ") and outs[1].startswith("False ")  # lowered, then not
+    assert str(want[0].tolist()) in runs[1].stdout
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -270,7 +388,7 @@ def test_home_unset_and_unusable_home_are_not_errors(tmp_path):
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "[[1, 0, 3, 0]]"
         assert done.stderr.count("CacheWarning") == warnings_expected, done.stderr
-    assert len(list(private.glob("*.o"))) == 1
+    assert len(list(private.glob("*.model"))) >= 1  # the model's entry (and the known-answer check's)
 
 
 def test_an_unwritable_folder_is_not_an_error(folder, monkeypatch):
