@@ -125,7 +125,8 @@ class Model:
     `input_shape` and `input_precision` (None for a model without input), `output_shapes` and `output_precisions`
     (one per head), `max_memory` and `memory_bytes` (the limit, and the working memory the device planned), `graph`
     (the verified `Graph`), `stats` (the device's compile figures: `compile_ms`, or `load_ms` when the compiled code
-    came from the cache, `lower_ms`, `kernels`, `cache_hit`, ...)."""
+    came from the cache, `lower_ms`, `lowered` (False: a warm load, nothing lowered or compiled), `kernels`,
+    `cache_hit`, ...; `load_model` adds `read_ms`, the files read and verified)."""
 
     def __init__(self, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
                  threads: int | None = None, dump: str | os.PathLike[str] | None = None):
@@ -166,7 +167,7 @@ class Model:
             raise CVMRuntimeError(f"out of memory setting up the {device} device for the model: its plan needs "
                                   f"{self.memory_bytes} bytes of working memory") from None
         stats: dict[str, object] = dict(getattr(self._run, "stats", {}))
-        if stats.get("cache_hit") and "compile_ms" in stats:  # nothing compiled: lowered, then loaded from the cache
+        if stats.get("cache_hit") and "compile_ms" in stats:  # nothing compiled: code loaded from the cache
             stats = {("load_ms" if k == "compile_ms" else k): v for k, v in stats.items()}
         self.stats = stats
         nid = graph.input_id
@@ -377,6 +378,7 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
     log.info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
              (t1 - t0) * 1e3)
     model = Model(graph, device, max_memory, threads, dump)
+    model.stats["read_ms"] = round(1000 * (t1 - t0), 1)  # the two files read and verified
     if isinstance(graph_json, os.PathLike) or (isinstance(graph_json, str) and graph_json.lstrip()[:1] not in "{["):
         model.name = os.fspath(graph_json)
     log.info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
