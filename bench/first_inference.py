@@ -94,7 +94,7 @@ def host() -> str:
 def _peers(work: pathlib.Path) -> dict[str, pathlib.Path]:
     """The bench model's ONNX int8 twin (QDQ), when onnx and onnxruntime are installed."""
     try:
-        import onnx  # noqa: F401
+        import onnx
         import onnxruntime  # noqa: F401
     except ImportError:
         return {}
