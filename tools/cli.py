@@ -260,4 +260,5 @@ def setup_logging(args: argparse.Namespace) -> None:
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
-    logger.debug("%s", dependency_versions())
+    if logger.isEnabledFor(logging.DEBUG):  # the versions' lookup (importlib.metadata) costs every start 20-40 ms
+        logger.debug("%s", dependency_versions())
