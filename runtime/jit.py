@@ -119,12 +119,12 @@ def version_key() -> str:
     return "\0".join(parts)
 
 
-def cache_key(ir_text: str) -> str:
+def cache_key(ir_text: str, optimize: bool = True) -> str:
     """The object cache key of `ir_text` for this machine and compiler: a SHA-256 over the IR, the versions of
-    cvmc (and the sources of this file and `llvm_compile`), llvmlite, LLVM and the pipeline, and the target
-    triple, CPU and features."""
+    cvmc (and the sources of this file and `llvm_compile`), llvmlite, LLVM and the pipeline (and whether it
+    optimizes), and the target triple, CPU and features."""
     digest = hashlib.sha256(version_key().encode())
-    digest.update(b"\0")
+    digest.update(b"\0" if optimize else b"\0codegen-only\0")
     digest.update(ir_text.encode())
     return digest.hexdigest()
 
@@ -144,17 +144,18 @@ class JitEngine:
         *,
         cache: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
+        optimize: bool = True,
     ):
         start = time.perf_counter()
         self.ir_text: str | None = str(llvm_ir)
-        self.key = cache_key(self.ir_text)
+        self.key = cache_key(self.ir_text, optimize)
         self.timings: dict[str, float] = {}
         store = open_cache(cache_dir) if cache else None
         entry = store.get(self.key, "o") if store is not None else None
         objects = _unpack_objects(entry) if entry is not None else None
         self.cache_hit = objects is not None
         if objects is None:
-            objects = object_code(self.ir_text)
+            objects = object_code(self.ir_text, optimize=optimize)
             self.timings["compile"] = time.perf_counter() - start
             if store is not None:
                 store.put(self.key, "o", _pack_objects(objects))

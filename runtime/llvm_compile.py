@@ -82,17 +82,17 @@ def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None, feature
     return _object_file(str(llvm_ir), tm)
 
 
-def _object_file(ir_text: str, tm: llvm.TargetMachine) -> bytes:
+def _object_file(ir_text: str, tm: llvm.TargetMachine, optimize: bool = True) -> bytes:
     """The object file of `ir_text` for `tm`, compiled in an LLVMContext of its own: without llvmlite's lock where
-    it can be (`_unlocked_llvm`), so that other threads compile at the same time."""
-    mod = _optimized(ir_text, tm, llvm.create_context())
+    it can be (`_unlocked_llvm`), so that other threads compile at the same time. `optimize` False: the code
+    generator alone (at O3), no IR pipeline (`_parsed`), for code whose speed is its own (the scheduler)."""
+    mod = _optimized(ir_text, tm, llvm.create_context()) if optimize else _parsed(ir_text, tm, llvm.create_context())
     unlocked = _unlocked_llvm()
     return unlocked.object_file(tm, mod) if unlocked is not None else tm.emit_object(mod)
 
 
-def _optimized(ir_text: str, tm: llvm.TargetMachine, context: Any = None) -> llvm.ModuleRef:
-    """Parse, verify and optimize `ir_text` at O3 for `tm`. In a `context` of its own (not LLVM's global one), the
-    optimizer runs without llvmlite's lock (see `_unlocked_llvm`)."""
+def _parsed(ir_text: str, tm: llvm.TargetMachine, context: Any = None) -> llvm.ModuleRef:
+    """`ir_text` parsed and verified, for `tm`'s triple and data layout."""
     try:
         mod = llvm.parse_assembly(ir_text, context)
         mod.verify()
@@ -100,6 +100,13 @@ def _optimized(ir_text: str, tm: llvm.TargetMachine, context: Any = None) -> llv
         raise CVMRuntimeError(f"invalid LLVM IR: {e}") from e
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
+    return mod
+
+
+def _optimized(ir_text: str, tm: llvm.TargetMachine, context: Any = None) -> llvm.ModuleRef:
+    """Parse, verify and optimize `ir_text` at O3 for `tm`. In a `context` of its own (not LLVM's global one), the
+    optimizer runs without llvmlite's lock (see `_unlocked_llvm`)."""
+    mod = _parsed(ir_text, tm, context)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
@@ -308,15 +315,16 @@ def _unlocked_llvm() -> _UnlockedLLVM | None:
         return None
 
 
-def object_code(ir_text: str, threads: int | None = None) -> list[bytes]:
+def object_code(ir_text: str, threads: int | None = None, optimize: bool = True) -> list[bytes]:
     """The JIT's object files of `ir_text`: one per module of `split_module(ir_text, threads)` (default
-    `compile_threads()`), compiled at once, each on a thread of its own (this one included)."""
+    `compile_threads()`), compiled at once, each on a thread of its own (this one included); `optimize` False:
+    without the O3 IR pipeline (`_object_file`)."""
     modules = split_module(ir_text, compile_threads() if threads is None else threads)
     objects: list[bytes | BaseException] = [b""] * len(modules)
 
     def compile_part(i: int) -> None:
         try:
-            objects[i] = _object_file(modules[i], _target_machine())
+            objects[i] = _object_file(modules[i], _target_machine(), optimize)
         except BaseException as e:  # raised on the calling thread below
             objects[i] = e
 
