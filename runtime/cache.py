@@ -4,10 +4,11 @@
     code = store.get(name, "o")                # the bytes cvmc stored under `name`, or None
     store.put(name, "o", code)                 # atomic; evicts the least recently used entries past the bound
 
-What is cached is only what cannot be re-derived cheaply: machine code (the JIT's object files, NVRTC's cubins).
-Host programs, shapes, offsets and parameters are rebuilt from the verified model on every load, so an entry can
-hold nothing that steers where a kernel reads or writes besides the code itself, and the code is trusted only
-when cvmc wrote it, for this key, on this account:
+What is cached: machine code (the JIT's object files, kind "o"; NVRTC's cubins) and, for the cpu device, a
+compiled model (kind "model", `runtime.compiled`: its host program, kernel specs and packed parameters, naming
+its object files), so that a warm load lowers nothing. The program steers where kernels read and write, so it is
+trusted exactly as the code is: only when cvmc wrote it, for this key, on this account; and the runner checks
+every kernel's arrays against its spec (`kernel_args`) whichever way the program came:
 
 - The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc`. It is created 0700; one that
   is not a folder owned by this user, or that group or others may write, is refused with one `CacheWarning`, and
@@ -22,7 +23,8 @@ when cvmc wrote it, for this key, on this account:
 - The folder holds at most `$CVMC_CACHE_MAX_BYTES` bytes of entries (`K`, `M`, `G` suffixes; 0 turns the cache
   off; default 512M). Past it, the least recently used entries are deleted (a hit refreshes an entry's time).
 - Writes go to a temporary file renamed into place (`store.write_file`), so processes sharing the folder never see
-  half an entry.
+  half an entry. They are not synced to disk (an fsync cost 10 ms an entry, five entries a cold process): an
+  entry a crash leaves short or empty fails its check and is compiled again.
 
 `tools/cvm_cache.py` (`cvm-cache info|clear`) shows and empties the folder.
 """
@@ -234,7 +236,7 @@ class Cache:
         if not 0 < len(payload) <= self.store.bound:  # an empty entry is never read back either
             return
         try:
-            self.store.put(path.name, payload)
+            self.store.put(path.name, payload, sync=False)  # a torn entry fails its check: no fsync
         except OSError as e:
             _warn_once(f"cvmc cache: cannot write in {self.directory} ({e.strerror or e}); running uncached")
             return

@@ -111,12 +111,12 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return out
 
 
-def write_file(folder: str | os.PathLike[str], name: str, data: bytes, mode: int) -> Path:
-    """Write `data` as `folder/name` with `mode`, atomically and synced (`files.Writer`, see the module
-    docstring). OSError when it cannot (`files.UnsafeTarget`: the name holds a link, a FIFO, a folder or a
-    device), or when the name no longer held the written file after the rename (then nothing of this writer's
-    stays)."""
-    writer = files.Writer(Path(folder) / name, mode, fsync=True)
+def write_file(folder: str | os.PathLike[str], name: str, data: bytes, mode: int, sync: bool = True) -> Path:
+    """Write `data` as `folder/name` with `mode`, atomically and, unless `sync` is False, synced (`files.Writer`,
+    see the module docstring). OSError when it cannot (`files.UnsafeTarget`: the name holds a link, a FIFO, a
+    folder or a device), or when the name no longer held the written file after the rename (then nothing of this
+    writer's stays). `sync` False: a cache's entry, which a crash may leave short: it then fails its check."""
+    writer = files.Writer(Path(folder) / name, mode, fsync=sync)
     try:
         writer.write(data)
     except BaseException:
@@ -141,8 +141,8 @@ class Store:
         OSError when it cannot be opened (a link)."""
         return read_entry(self.directory / name, self.secret, self.bound)
 
-    def put(self, name: str, payload: bytes) -> Path:
-        """Seal `payload` as entry `name` and write it atomically; OSError when it cannot."""
+    def put(self, name: str, payload: bytes, sync: bool = True) -> Path:
+        """Seal `payload` as entry `name` and write it atomically (`write_file`); OSError when it cannot."""
         if len(payload) > self.bound:
             raise ValueError(f"a payload of {len(payload)} bytes, more than the bound of {self.bound}")
-        return write_file(self.directory, name, seal(self.secret, name, payload), self.mode)
+        return write_file(self.directory, name, seal(self.secret, name, payload), self.mode, sync)
