@@ -4,6 +4,7 @@
             [--max-memory BYTES] [--threads N] [--dump DIR] [-v]
     cvm-run model.json params.bin --batch inputs.npy -o outputs.npy     # a stack of inputs, a progress bar
     cvm-run model.json params.bin --emit-source DIR [--device D]        # what the device compiles
+    cvm-run model.json params.bin input.bin --aot-lib libcvm.so [--aot-store DIR]   # through the C API
 
 `--batch` takes a .npy array whose first axis counts the inputs (each of the input's shape or size) and writes
 `-o` as a .npy of the first head stacked (`outputs.npy`), or with several heads `outputs.npz` (head0, head1,
@@ -15,6 +16,11 @@ is refused, never read to the end). The output is the API's packing (or, with `-
 written to `-o` or printed one value per line. `--max-memory` refuses a model whose working memory on the
 device exceeds BYTES (suffixes K, M, G: powers of 1024). The exit status mirrors the C API: 0 success, 1 logic
 error, 2 runtime error, with the message on stderr; 64 for a usage error (`cli.EXIT_STATUSES`).
+
+The quick paths: a model loaded before comes from the cache (`load_model`: no lowering, no xDSL imported). With
+`--aot-lib` (or `$CVMC_AOT_LIB`), the C-API library of `cvm-aot lib`, the model runs from the AOT store of `cvm-aot
+build` (`--aot-store`, else `$CVMC_AOT_STORE`) through cvm-runtime's C API, as a C program would: no compiler and
+no model check in Python (the library checks what it loads); one input in the API's bytes, `--gas`, `--stats`.
 """
 
 from __future__ import annotations
@@ -160,12 +166,96 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_threads, default=None,
                    help="cpu threads (default: $CVMC_THREADS, else the physical cores)")
     p.add_argument("--batch", metavar="INPUTS_NPY", help="run every input of a .npy stack; -o names the .npy out")
+    p.add_argument("--aot-lib", metavar="LIB", default=os.environ.get("CVMC_AOT_LIB") or None,
+                   help="run through this C-API library of cvm-aot lib (default $CVMC_AOT_LIB), from the store")
+    p.add_argument("--aot-store", metavar="DIR", default=None,
+                   help="the store of cvm-aot build that --aot-lib loads from (default $CVMC_AOT_STORE)")
     p.add_argument("--max-memory", metavar="BYTES", type=memory_size, default=None,
                    help="refuse a model needing more working memory on the device (default 2^40, the runtime's)")
     return p
 
 
+_STATUS_ERRORS = {1: CVMLogicError, 2: CVMRuntimeError}
+
+
+def _api(lib, call: str, *args) -> None:
+    """Call the C API's `call`; a status other than 0 is its error (1 logic, 2 runtime), named."""
+    status = getattr(lib, call)(*args)
+    if status != 0:
+        error = _STATUS_ERRORS.get(status, CVMRuntimeError)
+        raise error(f"{call} returned status {status} (see the library's message above, if any)")
+
+
+def _run_aot(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """One input (the API's bytes) through the C-API library `--aot-lib` over the store of `--aot-store`."""
+    import ctypes
+
+    from cvmc.runtime.files import read_bounded
+    from cvmc.runtime.graph import read_source
+
+    if a.raw or a.batch or a.dump or a.emit_source or a.device not in (None, "cpu") or a.threads is not None \
+            or a.max_memory is not None:
+        raise cli.UsageError("--aot-lib runs one input of the API's bytes (or --gas) on the cpu: it takes none of "
+                             "--raw, --batch, --dump, --emit-source, --device, --threads, --max-memory")
+    store = a.aot_store or os.environ.get("CVMC_AOT_STORE")
+    if not store:
+        raise cli.UsageError("--aot-lib needs the store of cvm-aot build: --aot-store DIR or $CVMC_AOT_STORE")
+    os.environ["CVMC_AOT_STORE"] = store  # what the library reads
+    t0 = time.perf_counter()
+    try:
+        lib = ctypes.CDLL(os.path.abspath(a.aot_lib))
+    except OSError as e:
+        raise CVMRuntimeError(f"cannot load the C-API library {a.aot_lib!r}: {e}") from None
+    graph, params = read_source(a.graph), read_source(a.params)
+    net = ctypes.c_void_p()
+    _api(lib, "CVMAPILoadModel", graph, len(graph), params, len(params), ctypes.byref(net), 0, 0)
+    try:
+        t_load = time.perf_counter() - t0
+        size = ctypes.c_ulonglong()
+        if a.gas:
+            _api(lib, "CVMAPIGetGasFromModel", net, ctypes.byref(size))
+            print(size.value)
+            return 0
+        if a.input is None:
+            parser.error("an input file is needed (or --gas)")
+        _api(lib, "CVMAPIGetInputLength", net, ctypes.byref(size))
+        n_in = size.value
+        _api(lib, "CVMAPIGetOutputLength", net, ctypes.byref(size))
+        n_out = size.value
+        _api(lib, "CVMAPIGetOutputTypeSize", net, ctypes.byref(size))
+        width = size.value
+        data = read_bounded(a.input, "input", n_in, f"the model's input is {n_in} bytes")
+        if len(data) != n_in:
+            raise CVMLogicError(f"expected {n_in} input bytes, got {len(data)}")
+        out = ctypes.create_string_buffer(max(1, n_out))
+        t1 = time.perf_counter()
+        _api(lib, "CVMAPIInference", net, data, len(data), out)
+        t_run = time.perf_counter() - t1
+    finally:
+        lib.CVMAPIFreeModel(net)
+    _write(a, out.raw[:n_out], width)
+    if a.stats:
+        print(f"C API ({a.aot_lib}, store {store}): load {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms",
+              file=sys.stderr)
+    return 0
+
+
+def _write(a: argparse.Namespace, out: bytes, width: int) -> None:
+    """The output bytes to `-o` (`files.write_file`), else their values one a line (int8 or int32 little-endian by
+    `width`)."""
+    if a.output:
+        from cvmc.runtime.files import write_file
+
+        write_file(a.output, out, "the output")
+    else:
+        values = np.frombuffer(out, "i1" if width == 1 else "<i4")
+        for start in range(0, len(values), 4096):  # in chunks: a reader that stops early stops the writing
+            sys.stdout.write("".join(f"{v}\n" for v in values[start:start + 4096].tolist()))
+
+
 def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if a.aot_lib:
+        return _run_aot(a, parser)
     from cvmc.dialects.cvm_rules import MAX_MEMORY
     from cvmc.runtime.files import read_bounded
     from cvmc.runtime.model import DEFAULT_DEVICE, load_model
@@ -200,17 +290,10 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         out = model.infer(data)
         width = 1 if model.graph.postprocess is None and max(model.output_precisions) <= 8 else 4
     t_run = time.perf_counter() - t1
-    if a.output:
-        from cvmc.runtime.files import write_file
-
-        write_file(a.output, out, "the output")
-    else:
-        values = np.frombuffer(out, "i1" if width == 1 else "<i4")
-        for start in range(0, len(values), 4096):  # in chunks: a reader that stops early stops the writing
-            sys.stdout.write("".join(f"{v}\n" for v in values[start:start + 4096].tolist()))
+    _write(a, out, width)
     if a.stats:
         stats = model.stats
-        setup = "load (compiled code from the cache)" if stats.get("cache_hit") else "load+compile"
+        setup = "load (compiled model from the cache)" if stats.get("lowered") is False else "load+compile"
         print(f"device {model.device}: {setup} {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms, gas {model.gas}",
               file=sys.stderr)
         for k, v in stats.items():

@@ -72,3 +72,74 @@ def test_a_cut_params_file_is_named_with_the_runtimes_class(tmp_path, cut, statu
     r = cvm_run(MLP / "model.json", params, MLP / "input.bin", "--device", "reference")
     label = {1: "CVMLogicError", 2: "CVMRuntimeError"}[status]
     assert (r.returncode, r.stderr) == (status, f"cvm-run: {label}: params file {str(params)!r}: {message}\n")
+
+
+@pytest.fixture(scope="module")
+def aot_built(tmp_path_factory):
+    """The C-API library and a store holding the digits MLP (needs a C compiler)."""
+    import os
+    import shutil
+
+    if shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler to build the C-API library")
+    from cvmc.runtime import aot
+
+    folder = tmp_path_factory.mktemp("aot")
+    env = {**os.environ, "XDG_STATE_HOME": str(folder / "state")}
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]  # the store's secret: this test's
+    try:
+        aot.build_model((MLP / "model.json").read_bytes(), (MLP / "params.bin").read_bytes(), folder / "store")
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_STATE_HOME")
+        else:
+            os.environ["XDG_STATE_HOME"] = saved
+    aot.write_library(folder / "libcvm.so")
+    return folder, env
+
+
+AOT_RUN = """
+import runpy, sys
+sys.argv = ["cvm-run", *sys.argv[1:]]
+try:
+    runpy.run_module("cvmc.tools.cvm_run", run_name="__main__")
+finally:
+    print(sorted({m.split(".")[0] for m in sys.modules if m.startswith(("xdsl", "llvmlite"))} |
+                 {m for m in sys.modules if m in ("cvmc.runtime.model", "cvmc.runtime.cpu")}), file=sys.stderr)
+"""
+
+
+def test_one_input_through_the_c_api_from_a_store_imports_no_compiler(aot_built, tmp_path):
+    folder, env = aot_built
+    files = [MLP / "model.json", MLP / "params.bin"]
+    lib = ["--aot-lib", folder / "libcvm.so", "--aot-store", folder / "store"]
+    out = tmp_path / "out.bin"
+    r = subprocess.run([sys.executable, "-c", AOT_RUN, *map(str, [*files, MLP / "input.bin", "-o", out, *lib])],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "[]"  # no xDSL, no LLVM, not even the Python model API
+    assert out.read_bytes() == (MLP / "expected_api.bin").read_bytes()
+    r = cvm_run(*files, MLP / "input.bin", *lib, env=env)
+    assert r.returncode == 0 and r.stdout.split() == [str(case_meta(MLP)["extra"]["label_of_input"])], r.stderr
+    r = cvm_run(*files, "--gas", *lib, env=env)
+    assert (r.returncode, r.stdout.strip()) == (0, str(case_meta(MLP)["gas"]))
+
+
+def test_the_c_api_path_refuses_what_it_cannot_do(aot_built, tmp_path):
+    folder, env = aot_built
+    files = [MLP / "model.json", MLP / "params.bin", MLP / "input.bin"]
+    lib = ["--aot-lib", folder / "libcvm.so"]
+    r = cvm_run(*files, *lib, "--raw", env=env)
+    assert r.returncode == 64 and "--raw" in r.stderr
+    bare = {k: v for k, v in env.items() if k != "CVMC_AOT_STORE"}
+    r = cvm_run(*files, *lib, env=bare)
+    assert r.returncode == 64 and "--aot-store" in r.stderr
+    r = cvm_run(*files, "--aot-lib", tmp_path / "none.so", "--aot-store", folder / "store", env=env)
+    assert r.returncode == 2 and "cannot load the C-API library" in r.stderr
+    r = cvm_run(*files, *lib, "--aot-store", tmp_path / "empty", env=env)  # a model the store lacks: status 2
+    assert r.returncode == 2 and "CVMAPILoadModel returned status 2" in r.stderr
+    short = tmp_path / "short.bin"
+    short.write_bytes((MLP / "input.bin").read_bytes()[:-1])
+    r = cvm_run(*files[:2], short, *lib, "--aot-store", folder / "store", env=env)
+    assert r.returncode == 1 and "input bytes" in r.stderr
