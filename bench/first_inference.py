@@ -4,7 +4,8 @@ model (`bench/resnet`), the paths interleaved round by round, medians and ranges
 Paths (those whose tools are here; the others are listed as skipped):
 - cvmc Python, cold: `python -c "import cvmc; cvmc.load_model(...).run(x)"` with an empty cache folder;
 - cvmc Python, warm: the same with the cache filled by an earlier process (no lowering, no xDSL);
-- cvm-run, one input, warm: `cvm-run model.json params.bin input.bin -o /dev/null`;
+- cvm-run, one input, warm: `cvm-run model.json params.bin input.bin -o /dev/null`; and `--aot-lib` (the C
+  API from Python's command line, no compiler imported);
 - cvmc C API over an AOT store: the C client of tests/runtime/capi (`cvm-aot build`, `cvm-aot lib`), one
   inference after one warm-up (`--time 1`), no Python in the process;
 - cvm-runtime's libcvm: its `run_model` driver in /work/oracle (`$CVMC_ORACLE_RUN_MODEL`), when built there;
@@ -134,6 +135,9 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
                         str(work), "-lcvm", f"-Wl,-rpath,{work}", "-pthread"], check=True)
         out["cvmc C API over an AOT store"] = ([str(work / "client"), "--time", "1", *files,
                                                 str(BENCH / "input.bin")],
+                                               {**base, "CVMC_AOT_STORE": str(work / "store")})
+        out["cvm-run --aot-lib, one input"] = ([python, "-m", "cvmc.tools.cvm_run", *files, str(BENCH / "input.bin"),
+                                                "-o", os.devnull, "--aot-lib", str(work / "libcvm.so")],
                                                {**base, "CVMC_AOT_STORE": str(work / "store")})
     else:
         skipped.append("cvmc C API (no gcc)")

@@ -195,6 +195,25 @@ def load_compiled(key: str, target: Target, threads: int | None = None) -> CpuRu
     return runner
 
 
+def compile_lowered(program: HostProgram, ir_text: str, specs: list[Any], target: Target, threads: int | None,
+                    key: str | None = None, extras: dict[str, np.ndarray] | None = None,
+                    cache: bool = True) -> CpuRunner:
+    """The runner of a lowered model: its kernels compiled (their object files cached by IR, `jit.JitEngine`) and
+    its entry (`runtime.compiled`) written under `key`, with `extras`, for the next load."""
+    from cvmc.runtime.jit import JitEngine
+
+    engine = JitEngine(ir_text, specs, cache=cache)
+    runner = CpuRunner(program, engine, threads or default_threads())
+    if key is not None and cache:
+        from cvmc.runtime.cache import open_cache
+        from cvmc.runtime.compiled import KIND, CompiledModel, encode
+
+        store = open_cache()
+        if store is not None:
+            store.put(key, KIND, encode(CompiledModel(str(target), program, specs, engine.key, extras or {})))
+    return runner
+
+
 def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
                   check_plan: Callable[[HostProgram], None] | None = None, target: Target | None = None,
                   dump: StageDump | None = None, key: str | None = None,
@@ -209,41 +228,46 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
     (their object files cached by IR, `jit.JitEngine`), and the entry written for the next load. `key` names the
     entry in place of `compiled.model_key` (a caller whose key covers the graph), `extras` go with it
     (`load_compiled`)."""
-    from cvmc.runtime.jit import JitEngine
-    from cvmc.runtime.known_answer import checked_jit_target
+    from cvmc.runtime.known_answer import checked_jit_target, speculative_target
 
     start = time.perf_counter()
-    target = checked_jit_target(target)
-    warm = None
-    if cache and dump is None:
-        from cvmc.runtime.compiled import model_key
-
-        key = key or model_key(graph, target)
-        warm = _warm(key, target)
+    settle = None
+    if target is None and cache and dump is None:  # a cold check compiles on a thread beside this compile
+        target, settle = speculative_target()
     else:
-        key = None
-    if warm is not None:
-        compiled, engine = warm
-        program, specs, lower_ms = compiled.program, compiled.specs, 0.0
-        if check_plan is not None:
-            check_plan(program)
-        runner = CpuRunner(program, engine, threads or default_threads())
-    else:
-        from cvmc.passes.pipelines import gc_paused
+        target = checked_jit_target(target)
+    try:
+        warm = None
+        if cache and dump is None:
+            from cvmc.runtime.compiled import model_key
 
-        with gc_paused():
-            program, ir_text, specs, lower_ms = lower_to_llvm(graph, target, dump)
+            key = key or model_key(graph, target)
+            warm = _warm(key, target)
+        else:
+            key = None
+        if warm is not None:
+            compiled, engine = warm
+            program, specs, lower_ms = compiled.program, compiled.specs, 0.0
             if check_plan is not None:
                 check_plan(program)
-            engine = JitEngine(ir_text, specs, cache=cache)
             runner = CpuRunner(program, engine, threads or default_threads())
-        if key is not None:
-            from cvmc.runtime.cache import open_cache
-            from cvmc.runtime.compiled import KIND, CompiledModel, encode
+        else:
+            from cvmc.passes.pipelines import gc_paused
 
-            store = open_cache()
-            if store is not None:
-                store.put(key, KIND, encode(CompiledModel(str(target), program, specs, engine.key, extras or {})))
+            with gc_paused():
+                program, ir_text, specs, lower_ms = lower_to_llvm(graph, target, dump)
+                if check_plan is not None:
+                    check_plan(program)
+                runner = compile_lowered(program, ir_text, specs, target, threads, key, extras, cache)
+                engine = runner.engine
+    except BaseException:
+        if settle is not None:
+            settle(quiet=True)  # no thread left inside LLVM
+        raise
+    if settle is not None:
+        checked = settle()
+        if checked != target:  # the check refused the tier built for: build for the one it chose (rare)
+            return compile_graph(graph, threads, cache, check_plan, checked, dump, extras=extras)
     runner.model_key = key
     runner.stats = {
         "compile_ms": round(1000 * (time.perf_counter() - start), 1),

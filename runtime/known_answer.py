@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -77,13 +78,18 @@ def known_answer_key(target: Target) -> str:
     return compiler_key("known-answer", str(target))
 
 
-def _checked_runs(isa: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The heads of tier `isa`'s kernels on the check input, and the reference's. Warm: the kernels, the input
-    and the reference's heads from the check model's sealed entry (written with them by a cold check); cold: the
-    model built, the reference run, the kernels compiled and the entry written."""
+Runs = tuple[list["np.ndarray"], list["np.ndarray"]]
+
+
+def _start_check(isa: str, background: bool = False) -> Callable[[], Runs]:
+    """Start the check of tier `isa`; the function returned gives the heads of its kernels on the check input
+    and the reference's. Warm: the kernels, the input and the reference's heads from the check model's sealed
+    entry (written with them by a cold check), run here. Cold: the model built, the reference run and the model
+    lowered here, then its kernels compiled, its entry written and its kernels run, on a thread of its own when
+    `background` (that part is LLVM's, without Python's lock: it overlaps the caller's own compile)."""
     import numpy as np
 
-    from cvmc.runtime.cpu import compile_graph, load_compiled
+    from cvmc.runtime.cpu import compile_lowered, load_compiled
 
     target = Target(isa)
     key = known_answer_key(target)
@@ -91,16 +97,56 @@ def _checked_runs(isa: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if runner is not None:
         x, heads = runner.extras.get("input"), sorted(k for k in runner.extras if k.startswith("head"))
         shapes = [v.shape for v in runner.program.heads]
-        want = [runner.extras[f"head{i}"] for i in range(len(shapes))]
-        if x is not None and len(heads) == len(shapes) and [w.shape for w in want] == [tuple(s) for s in shapes] \
-                and runner.program.input_shape == x.shape:
-            return runner(np.asarray(x, np.int32)), want
+        want = [runner.extras.get(f"head{i}") for i in range(len(shapes))]
+        if x is not None and len(heads) == len(shapes) and [getattr(w, "shape", None) for w in want] == \
+                [tuple(s) for s in shapes] and runner.program.input_shape == x.shape:
+            done = runner(np.asarray(x, np.int32)), want
+            return lambda: done
+    from cvmc.runtime.compile import lower_to_llvm
     from cvmc.runtime.reference import run_graph
 
     graph, x = known_answer_graph(), known_answer_input()
     want = run_graph(graph, x)
     extras = {"input": x.astype(np.int32), **{f"head{i}": h.astype(np.int32) for i, h in enumerate(want)}}
-    return compile_graph(graph, threads=1, target=target, key=key, extras=extras)(x), want
+    program, ir_text, specs, _ = lower_to_llvm(graph, target)
+
+    def finish() -> Runs:
+        return compile_lowered(program, ir_text, specs, target, 1, key, extras)(x), want
+
+    if not background:
+        done = finish()
+        return lambda: done
+    answer: list[Runs | BaseException] = []
+
+    def work() -> None:
+        try:
+            answer.append(finish())
+        except BaseException as e:  # raised on the caller's thread
+            answer.append(e)
+
+    thread = threading.Thread(target=work, name=f"cvmc-known-answer-{isa}", daemon=True)
+    thread.start()
+
+    def join() -> Runs:
+        thread.join()
+        if isinstance(answer[0], BaseException):
+            raise answer[0]
+        return answer[0]
+
+    return join
+
+
+def _settle(isa: str, runs: Callable[[], Runs]) -> bool:
+    """Record tier `isa`'s answer (the caller holds `_CHECK_LOCK`), with one warning when its bytes differ."""
+    import numpy as np
+
+    got, want = runs()
+    _CHECKED[isa] = all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    if not _CHECKED[isa]:
+        warnings.warn(f"cvmc: the {isa} kernels gave other bytes than the reference on the known-answer model on "
+                      f"this CPU ({host_cpu_name()}): {isa} is disabled for this process, models are built for the "
+                      "next tier down", RuntimeWarning, stacklevel=3)
+    return _CHECKED[isa]
 
 
 def check_tier(isa: str) -> bool:
@@ -109,15 +155,42 @@ def check_tier(isa: str) -> bool:
     before; either way they run here, on this CPU."""
     with _CHECK_LOCK:
         if isa not in _CHECKED:
-            import numpy as np
-
-            got, want = _checked_runs(isa)
-            _CHECKED[isa] = all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
-            if not _CHECKED[isa]:
-                warnings.warn(f"cvmc: the {isa} kernels gave other bytes than the reference on the known-answer "
-                              f"model on this CPU ({host_cpu_name()}): {isa} is disabled for this process, models "
-                              "are built for the next tier down", RuntimeWarning, stacklevel=2)
+            _settle(isa, _start_check(isa))
         return _CHECKED[isa]
+
+
+def speculative_target() -> tuple[Target, Callable[..., Target] | None]:
+    """This host's target to build for now, and None when it is checked already (or its check is warm: a load
+    and a run, done here). Else, with more than one compile thread, the detected target and `settle()`, which
+    waits for the check started here (its LLVM part on a thread of its own, beside the caller's compile) and
+    returns the checked target: the caller builds for the first, and again for the second where they differ (a
+    tier refused: rare). `settle(quiet=True)` only waits (the caller is failing)."""
+    from cvmc.runtime.llvm_compile import compile_threads
+
+    target = jit_target()
+    if target.gpu is not None or target.emulated or target.isa not in _CHECKED_TIERS or compile_threads() < 2:
+        return trusted_target(target), None
+    with _CHECK_LOCK:
+        if target.isa in _CHECKED:
+            runs = None
+        else:
+            runs = _start_check(target.isa, background=True)
+    if runs is None:
+        return trusted_target(target), None
+
+    def settle(quiet: bool = False) -> Target:
+        if quiet:
+            try:
+                runs()
+            except BaseException:
+                pass
+            return target
+        with _CHECK_LOCK:
+            if target.isa not in _CHECKED:
+                _settle(target.isa, runs)
+        return trusted_target(target)
+
+    return target, settle
 
 
 def trusted_target(target: Target) -> Target:

@@ -174,3 +174,44 @@ def test_choosing_a_target_compiles_nothing():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_cold_check_runs_beside_the_models_compile(monkeypatch):
+    """With two compile threads and a cold check, the device builds for the detected tier while the check's
+    kernels compile on a thread of its own; the answer is recorded and the model is exact."""
+    top = host.detect_target()
+    if top.isa == "generic":
+        pytest.skip("the host's tier (generic) has no kernels of its own to check")
+    monkeypatch.setenv("CVMC_COMPILE_THREADS", "2")
+    started = []
+    start = ka._start_check
+    monkeypatch.setattr(ka, "_start_check", lambda isa, background=False: started.append((isa, background))
+                        or start(isa, background))
+    graph, x = ka.known_answer_graph(), ka.known_answer_input()
+    runner = compile_graph(graph)
+    assert started == [(top.isa, True)] and ka._CHECKED == {top.isa: True}
+    for g, w in zip(runner(x), run_graph(graph, x), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_avx2
+def test_a_tier_refused_by_a_check_beside_the_compile_builds_the_model_again(monkeypatch):
+    _plant_avx2(monkeypatch)
+    monkeypatch.setenv("CVMC_VNNI", "0")
+    monkeypatch.setenv("CVMC_COMPILE_THREADS", "2")
+    graph, x = ka.known_answer_graph(), ka.known_answer_input()
+    with pytest.warns(RuntimeWarning, match="the avx2 kernels gave other bytes") as seen:
+        runner = compile_graph(graph)  # built for avx2 first (the planted kernel), then for generic
+    assert len(seen) == 1 and ka._CHECKED == {"avx2": False}
+    for g, w in zip(runner(x), run_graph(graph, x), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_one_compile_thread_checks_first(monkeypatch):
+    monkeypatch.setenv("CVMC_COMPILE_THREADS", "1")
+    started = []
+    start = ka._start_check
+    monkeypatch.setattr(ka, "_start_check", lambda isa, background=False: started.append(background)
+                        or start(isa, background))
+    compile_graph(ka.known_answer_graph())
+    assert True not in started
