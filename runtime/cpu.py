@@ -183,6 +183,14 @@ def _warm(key: str, target: Target) -> tuple[CompiledModel, Any] | None:
     return (compiled, engine) if engine is not None else None
 
 
+def _fits(program: HostProgram, graph: Graph) -> bool:
+    """Whether `program` takes the graph's input and gives its heads (shapes and count)."""
+    nid = graph.input_id
+    shape = tuple(graph.nodes[nid].shapes[0]) if nid is not None else None
+    heads = [tuple(s) for s in graph.head_shapes()]
+    return program.input_shape == shape and [tuple(v.shape) for v in program.heads] == heads
+
+
 def load_compiled(key: str, target: Target, threads: int | None = None) -> CpuRunner | None:
     """The runner of the model cached under `key` for `target` (`compile_graph(..., key=key)` wrote it), with its
     entry's `extras` as `runner.extras`; None when the cache has no sound entry of that name."""
@@ -243,6 +251,8 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
 
             key = key or model_key(graph, target)
             warm = _warm(key, target)
+            if warm is not None and not _fits(warm[0].program, graph):
+                warm = None  # the graph's name, another graph's program: never used (a miss, compiled again)
         else:
             key = None
         if warm is not None:

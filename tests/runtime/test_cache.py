@@ -553,3 +553,22 @@ def test_fuzzer_round_of_planted_and_tampered_entries(folder, capsys):
     out = capsys.readouterr().out
     assert f"{n} planted or tampered cache entries, 0 failures" in out, out
     assert not list(folder.glob("*.saved"))
+
+
+def test_a_program_of_other_shapes_under_this_name_is_never_used(folder, monkeypatch):
+    """Defence in depth: were two graphs given one name (a bug, never a collision), the entry of the other, of
+    other input or head shapes, is a miss, not a program for this graph."""
+    from cvmc.runtime import compiled
+
+    monkeypatch.setattr(compiled, "model_key", lambda graph, target: "ab" * 32)
+
+    def relu(n: int):
+        b = cvmc.CvmBuilder("net")
+        return b, b.relu(b.create_input([1, n], precision=8))
+
+    b4, y4 = relu(4)
+    assert b4.compile([y4], device="cpu").stats["lowered"]
+    b6, y6 = relu(6)
+    six = b6.compile([y6], device="cpu")
+    assert six.stats["lowered"]
+    np.testing.assert_array_equal(six.run(np.arange(6).reshape(1, 6) - 3)[0], [[0, 0, 0, 0, 1, 2]])
