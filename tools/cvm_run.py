@@ -293,7 +293,7 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _write(a, out, width)
     if a.stats:
         stats = model.stats
-        setup = "load (compiled model from the cache)" if stats.get("lowered") is False else "load+compile"
+        setup = "load (compiled code from the cache)" if stats.get("lowered") is False else "load+compile"
         print(f"device {model.device}: {setup} {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms, gas {model.gas}",
               file=sys.stderr)
         for k, v in stats.items():

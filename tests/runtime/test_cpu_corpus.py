@@ -28,9 +28,9 @@ def test_runs_are_repeatable_and_independent_of_threads():
     assert one.stats["peak_buffer_bytes"] <= one.stats["intermediate_bytes"]
 
 
-def test_compiled_code_is_cached_and_the_host_program_rebuilt(tmp_path, monkeypatch):
-    """A second compile of the same graph reads the object code from the cache but lowers the graph again (the
-    host program is never read from disk); a damaged entry is deleted and compiled again."""
+def test_a_compiled_model_is_cached_and_a_warm_compile_lowers_nothing(tmp_path, monkeypatch):
+    """A second compile of the same graph reads the compiled model (host program, specs, objects) from the cache
+    and lowers nothing, with the same bits; a damaged entry of either kind is deleted and compiled again."""
     from cvmc.runtime.cpu import compile_graph
 
     monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path))
@@ -40,12 +40,12 @@ def test_compiled_code_is_cached_and_the_host_program_rebuilt(tmp_path, monkeypa
     cold = compile_graph(graph)
     warm = compile_graph(graph)
     assert (cold.stats["cache_hit"], warm.stats["cache_hit"]) == (False, True)
-    assert warm.stats["lower_ms"] > 0
+    assert (cold.stats["lowered"], warm.stats["lowered"], warm.stats["lower_ms"]) == (True, False, 0)
     want = cold(x)
     assert all(np.array_equal(a, b) for a, b in zip(want, warm(x), strict=True))
-    (entry,) = tmp_path.iterdir()
-    assert entry.suffix == ".o"
-    entry.write_bytes(entry.read_bytes()[:100])
-    again = compile_graph(graph)
-    assert not again.stats["cache_hit"]
-    assert all(np.array_equal(a, b) for a, b in zip(want, again(x), strict=True))
+    for suffix in (".o", ".model"):
+        entry = tmp_path / f"{warm.engine.key if suffix == '.o' else warm.model_key}{suffix}"
+        entry.write_bytes(entry.read_bytes()[:100])
+        again = compile_graph(graph)
+        assert again.stats["lowered"] and (suffix == ".model" or not again.stats["cache_hit"])
+        assert all(np.array_equal(a, b) for a, b in zip(want, again(x), strict=True))
