@@ -8,9 +8,12 @@ a process builds for a tier's kernels, `trusted_target` runs a small fixed model
 reference interpreter, the executable spec, and compares. A difference disables the tier for the process, with
 one warning naming it, and the model is built for the next tier down.
 
-The check model's code is cached like any model's (`cpu.compile_graph`: one sealed entry, keyed by the model, the
-tier and the compiler): a warm process loads its kernels and runs them on this CPU, as the C library does with
-the check object it carries, instead of compiling them. The kernels still run in every process, once a tier.
+The check model's code is cached like any model's (`cpu.compile_lowered`: one sealed entry, named by the tier and
+the compiler, `known_answer_key`), with the check's input and the reference's heads beside it: a warm process
+loads its kernels and runs them on this CPU, as the C library does with the check object it carries, and builds,
+lowers and compiles nothing. The kernels still run in every process, once a tier. A cold check (an empty cache, a
+new cvmc) with two or more compile threads compiles its kernels on a thread of its own while the device compiles
+the model for the detected tier (`speculative_target`); the device builds again where the check refuses it.
 """
 
 from __future__ import annotations
@@ -179,15 +182,17 @@ def speculative_target() -> tuple[Target, Callable[..., Target] | None]:
         return trusted_target(target), None
 
     def settle(quiet: bool = False) -> Target:
+        try:
+            done = runs()  # joins the thread, whatever else happened meanwhile
+        except BaseException:
+            if quiet:
+                return target
+            raise
         if quiet:
-            try:
-                runs()
-            except BaseException:
-                pass
             return target
         with _CHECK_LOCK:
-            if target.isa not in _CHECKED:
-                _settle(target.isa, runs)
+            if target.isa not in _CHECKED:  # (another thread may have checked the tier meanwhile)
+                _settle(target.isa, lambda: done)
         return trusted_target(target)
 
     return target, settle
