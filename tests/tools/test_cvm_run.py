@@ -143,3 +143,21 @@ def test_the_c_api_path_refuses_what_it_cannot_do(aot_built, tmp_path):
     short.write_bytes((MLP / "input.bin").read_bytes()[:-1])
     r = cvm_run(*files[:2], short, *lib, "--aot-store", folder / "store", env=env)
     assert r.returncode == 1 and "input bytes" in r.stderr
+
+
+def test_a_warm_cvm_run_imports_no_compiler(tmp_path):
+    """`cvm-run` on one input, the second time, loads the model from the cache: no xDSL, no pass imported."""
+    import os
+
+    env = {**os.environ, "CVMC_CACHE_DIR": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    args = [MLP / "model.json", MLP / "params.bin", MLP / "input.bin", "--stats"]
+    runs = [subprocess.run([sys.executable, "-X", "importtime", "-m", "cvmc.tools.cvm_run", *map(str, args)],
+                           capture_output=True, text=True, env=env) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    label = str(case_meta(MLP)["extra"]["label_of_input"])
+    assert [r.stdout.split() for r in runs] == [[label], [label]]
+    imported = [{line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
+                for r in runs]
+    assert "xdsl" in imported[0] and "cvmc.passes.pipelines" in imported[0]  # cold: lowered
+    assert not {m for m in imported[1] if m.startswith(("xdsl", "cvmc.passes.pipelines", "cvmc.codegen.llvm"))}
+    assert "load (compiled code from the cache)" in runs[1].stderr
