@@ -105,6 +105,7 @@ def _peers(work: pathlib.Path) -> dict[str, pathlib.Path]:
     from cvmc.runtime.graph import load_graph
 
     graph = load_graph(BENCH / "model.json", BENCH / "params.bin")
+    assert graph.input_id is not None
     shape = graph.nodes[graph.input_id].shapes[0]
     bound = (1 << (graph.nodes[graph.input_id].precisions[0] - 1)) - 1
     fp32, int8 = work / "twin_fp32.onnx", work / "twin_int8.onnx"
@@ -151,7 +152,7 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
         out["ONNX Runtime int8 (QDQ)"] = ([python, "-c", ORT, str(peers["int8"]), str(BENCH / "input_i32.bin")],
                                           dict(os.environ))
         try:
-            import openvino  # noqa: F401
+            import openvino  # noqa: F401  # pyright: ignore[reportMissingImports]
 
             out["OpenVINO int8"] = ([python, "-c", OPENVINO, str(peers["int8"]), str(BENCH / "input_i32.bin")],
                                     dict(os.environ))
@@ -204,7 +205,7 @@ def run(rounds: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args(argv)

@@ -98,12 +98,11 @@ def _start_check(isa: str, background: bool = False) -> Callable[[], Runs]:
     key = known_answer_key(target)
     runner = load_compiled(key, target, threads=1)
     if runner is not None:
-        x, heads = runner.extras.get("input"), sorted(k for k in runner.extras if k.startswith("head"))
-        shapes = [v.shape for v in runner.program.heads]
-        want = [runner.extras.get(f"head{i}") for i in range(len(shapes))]
-        if x is not None and len(heads) == len(shapes) and [getattr(w, "shape", None) for w in want] == \
-                [tuple(s) for s in shapes] and runner.program.input_shape == x.shape:
-            done = runner(np.asarray(x, np.int32)), want
+        x, shapes = runner.extras.get("input"), [tuple(v.shape) for v in runner.program.heads]
+        names = [f"head{i}" for i in range(len(shapes))]
+        if x is not None and runner.program.input_shape == x.shape and len(runner.extras) == len(shapes) + 1 \
+                and all(n in runner.extras and runner.extras[n].shape == s for n, s in zip(names, shapes)):
+            done = runner(np.asarray(x, np.int32)), [runner.extras[n] for n in names]
             return lambda: done
     from cvmc.runtime.compile import lower_to_llvm
     from cvmc.runtime.reference import run_graph

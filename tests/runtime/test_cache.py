@@ -190,6 +190,7 @@ def test_a_warm_load_lowers_nothing_and_is_exact(folder, monkeypatch):
 def test_the_memory_limit_holds_on_a_warm_load(folder):
     builder, y, _, _ = dense_model()
     needed = builder.compile([y], device="cpu").memory_bytes
+    assert needed is not None
     assert cvmc.Model(builder.graph([y]), "cpu", max_memory=needed).stats["cache_hit"]  # at the bound
     with pytest.raises(cvmc.CVMLogicError, match="working memory"):
         cvmc.Model(builder.graph([y]), "cpu", max_memory=needed - 1)  # one past it
