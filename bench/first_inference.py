@@ -4,7 +4,7 @@ model (`bench/resnet`), the paths interleaved round by round, medians and ranges
 Paths (those whose tools are here; the others are listed as skipped):
 - cvmc Python, cold: `python -c "import cvmc; cvmc.load_model(...).run(x)"` with an empty cache folder;
 - cvmc Python, warm: the same with the cache filled by an earlier process (no lowering, no xDSL);
-- cvm-run, one input, warm: `cvm-run model.json params.bin input.bin -o /dev/null`; and `--aot-lib` (the C
+- cvm-run, one input, warm: `cvm-run model.json params.bin input.bin -o out.bin`; and `--aot-lib` (the C
   API from Python's command line, no compiler imported);
 - cvmc C API over an AOT store: the C client of tests/runtime/capi (`cvm-aot build`, `cvm-aot lib`), one
   inference after one warm-up (`--time 1`), no Python in the process;
@@ -123,7 +123,7 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
         "cvmc Python, cold (empty cache)": ([python, "-c", CVMC, *files, str(BENCH / "input_i32.bin")], None),
         "cvmc Python, warm cache": ([python, "-c", CVMC, *files, str(BENCH / "input_i32.bin")], warm),
         "cvm-run, one input, warm": ([python, "-m", "cvmc.tools.cvm_run", *files, str(BENCH / "input.bin"),
-                                      "-o", os.devnull], warm),
+                                      "-o", str(work / "out.bin")], warm),
     }
     skipped = []
     if shutil.which("gcc"):
@@ -138,7 +138,7 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
                                                 str(BENCH / "input.bin")],
                                                {**base, "CVMC_AOT_STORE": str(work / "store")})
         out["cvm-run --aot-lib, one input"] = ([python, "-m", "cvmc.tools.cvm_run", *files, str(BENCH / "input.bin"),
-                                                "-o", os.devnull, "--aot-lib", str(work / "libcvm.so")],
+                                                "-o", str(work / "out-aot.bin"), "--aot-lib", str(work / "libcvm.so")],
                                                {**base, "CVMC_AOT_STORE": str(work / "store")})
     else:
         skipped.append("cvmc C API (no gcc)")
