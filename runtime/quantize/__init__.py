@@ -17,6 +17,7 @@ at the accumulator's scale. See `emit` for the precision rules the graph obeys a
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pathlib
 from dataclasses import dataclass
@@ -25,21 +26,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.quantize import onnx_graph
 from cvmc.runtime.quantize.emit import DATA_PRECISION, METHODS, choose_shift, emit
+from cvmc.runtime.quantize.inputs import DEFAULT_MAX_MEMORY, Budget, read_array
 from cvmc.runtime.quantize.report import LayerReport, Report, sqnr_db, top1
 
 if TYPE_CHECKING:
     from cvmc.runtime.graph import Graph
     from cvmc.runtime.model import Model
 
-__all__ = ["METHODS", "Quantized", "quantize"]
+__all__ = ["DEFAULT_MAX_MEMORY", "METHODS", "Quantized", "quantize"]
+
+log = logging.getLogger(__name__)
 
 REPORT_SAMPLES = 64  # calibration inputs the per-layer SQNR is measured on
 
 
-@dataclass
+@dataclass(repr=False)
 class Quantized:
     """A quantized model: its verified CVM graph, the scales to feed and read it, and the report."""
 
@@ -53,6 +57,11 @@ class Quantized:
     method: str
     report: Report
     per_channel: bool = False
+
+    def __repr__(self) -> str:  # the graph's weights stay out of it
+        return (f"Quantized(input={self.input_name!r}, input_shape={list(self.input_shape)}, "
+                f"input_scale={self.input_scale!r}, output_scales={self.output_scales!r}, method={self.method!r}, "
+                f"per_channel={self.per_channel}, nodes={len(self.graph.nodes)}, gas={self.graph.gas})")
 
     def encode(self, x: Any) -> np.ndarray:
         """Float inputs (one, or a stack with the model's shape after the first axis) as the CVM input ints."""
@@ -88,11 +97,9 @@ class Quantized:
         return d
 
 
-def _samples(name: str, what: str, x: Any, shape: tuple[int, ...], dtype_kind: str) -> np.ndarray:
+def _samples(name: str, what: str, x: Any, shape: tuple[int, ...], dtype_kind: str, budget: Budget) -> np.ndarray:
     """A stack of model inputs (N, *shape[1:]) as float32, N a multiple of the model's batch."""
-    if isinstance(x, str | os.PathLike):
-        x = np.load(os.fspath(x), allow_pickle=False)
-    a = np.asarray(x)
+    a, what = read_array(x, what, budget, key=name)
     if a.dtype.kind not in dtype_kind:
         raise CVMLogicError(f"{what} for input {name!r}: expected float32 values, got dtype {a.dtype}")
     if a.ndim != len(shape) or tuple(a.shape[1:]) != tuple(shape[1:]) or len(a) == 0 or len(a) % shape[0]:
@@ -103,36 +110,59 @@ def _samples(name: str, what: str, x: Any, shape: tuple[int, ...], dtype_kind: s
     return a.astype(np.float32)
 
 
-def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str) -> list[np.ndarray]:
+def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str, max_memory: int) -> list[np.ndarray]:
     """The graph's heads on a stack of inputs (grouped by the model's batch), stacked back sample by sample."""
     from cvmc.runtime.model import Model
 
-    m = Model.from_graph(graph, device)
+    m = Model.from_graph(graph, device, max_memory=max_memory)
     outs = m.run_batch(x_int.reshape(-1, batch, *x_int.shape[1:]))
     return [o.reshape(-1, *o.shape[2:]) for o in outs]
 
 
 def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = None, method: str = "mse",
              per_channel: bool = False, equalize: bool = True, device: str = "cpu",
-             report_samples: int = REPORT_SAMPLES) -> Quantized:
-    """Quantize a float ONNX model (path, bytes or ModelProto) on calibration inputs (array or .npy path).
+             report_samples: int = REPORT_SAMPLES, max_memory: int = DEFAULT_MAX_MEMORY) -> Quantized:
+    """Quantize a float ONNX model (path, bytes or ModelProto) on calibration inputs (an array, or the path of a
+    .npy, or of an .npz holding one array or one named after the model's input).
 
     `test` (default: the calibration inputs) are the inputs the top-1 agreement is measured on, `labels` their
     classes (then both accuracies are reported); `device` runs the CVM model for the report. `per_channel`
     gives each output channel of a Conv or Dense its own weight scale, at the price of two operators after the
     layer (a per-channel integer multiplier and a shift: CVM has no per-channel shift); the default is per-tensor
     weights, which CVM expresses with the layer alone. `equalize` rescales the channels between two layers joined
-    by Relu or pooling (`equalize.equalize`: the float function unchanged, no operator added)."""
+    by Relu or pooling (`equalize.equalize`: the float function unchanged, no operator added).
+
+    Every file is read bounded (`inputs`) and every allocation the model's shapes and the inputs' count imply is
+    checked against `max_memory` bytes (default 8 GiB) before it is made. Every failure is a `cvmc.CVMError`:
+    CVMLogicError for a model or input the quantizer refuses (naming the node, file or input), CVMRuntimeError
+    for a file that cannot be read."""
+    try:
+        return _quantize(model, calibration, labels, test, method, per_channel, equalize, device, report_samples,
+                         max_memory)
+    except MemoryError:
+        raise CVMRuntimeError(f"out of memory quantizing the model (the memory budget is {max_memory} bytes: "
+                              f"max_memory, cvm-quantize --max-memory)") from None
+
+
+def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str, per_channel: bool, equalize: bool,
+              device: str, report_samples: int, max_memory: int) -> Quantized:
     if method not in METHODS:
         raise CVMLogicError(f"expected a calibration method in {METHODS}, got {method!r}")
-    fg = onnx_graph.load(model)
+    budget = Budget(max_memory)
+    if isinstance(report_samples, bool) or not isinstance(report_samples, int) or report_samples < 1:
+        raise CVMLogicError(f"expected 'report_samples' to be an integer >= 1, got {report_samples!r}")
+    fg = onnx_graph.load(model, budget.limit)
     if equalize:
         from cvmc.runtime.quantize.equalize import equalize as equalize_pairs
 
-        equalize_pairs(fg)
+        log.info("equalized %d pairs of layers", equalize_pairs(fg))
     shape = fg.input_shape
-    calib_x = _samples(fg.input_name, "the calibration data", calibration, shape, "f")
-    test_x = calib_x if test is None else _samples(fg.input_name, "the test data", test, shape, "f")
+    calib_x = _samples(fg.input_name, "the calibration data", calibration, shape, "f", budget)
+    test_x = calib_x if test is None else _samples(fg.input_name, "the test data", test, shape, "f", budget)
+    budget.check(fg.const_bytes + calib_x.nbytes + (test_x.nbytes if test is not None else 0)
+                 + fg.run_bytes(len(calib_x)) + fg.run_bytes(len(test_x)),
+                 f"the float model on {len(calib_x)} calibration and {len(test_x)} test inputs")
+    log.info("calibrating on %d inputs (%s)", len(calib_x), method)
     calib = onnx_graph.run(fg, calib_x)
     e_in = choose_shift(calib_x, 1.0, DATA_PRECISION, method, floor=-60)
     input_scale = 2.0**e_in
@@ -151,6 +181,7 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
                                  "ArgMax": "int8 logits; cvm-runtime's argmax postprocess gives the index"}.get(
                                      node.op, "values")})
     graph = em.b.graph(heads, postprocess=em.postprocess)
+    log.info("emitted the CVM graph: %d nodes, gas %d", len(graph.nodes), graph.gas)
     for node in graph.nodes:  # every value of every input within the declared precisions fits in int32
         if node.precisions and max(node.precisions) > 32:
             raise CVMLogicError(f"node {node.name!r} ({node.op}): its values need {max(node.precisions)} bits, "
@@ -163,7 +194,9 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
     enc = Quantized(graph, fg.input_name, shape, input_scale, DATA_PRECISION, scales, outputs, method, rep,
                     per_channel)
     x_rep = enc.encode(calib_x[:n_rep])
-    got = dict(zip([(t.node, t.index) for t in tensors], _run_cvm(em.b.graph(tensors), x_rep, shape[0], device)))
+    log.info("measuring the layers on %d inputs (%s)", n_rep, device)
+    got = dict(zip([(t.node, t.index) for t in tensors],
+                   _run_cvm(em.b.graph(tensors), x_rep, shape[0], device, budget.limit)))
     for lr in em.layers:
         sq = None
         if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax"):
@@ -171,15 +204,17 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
         rep.layers.append(LayerReport(lr.name, lr.op, lr.shifts, lr.precision, lr.scale, sq))
     # the model: top-1 agreement and logits SQNR on the test inputs (first head)
     ref = onnx_graph.run(fg, test_x)[float_names[0]]
-    outs = _run_cvm(graph, enc.encode(test_x), shape[0], device)
+    log.info("measuring the model on %d test inputs (%s)", len(test_x), device)
+    outs = _run_cvm(graph, enc.encode(test_x), shape[0], device, budget.limit)
     cvm_logits = outs[0].astype(np.float64) * scales[0]
     rep.samples = len(test_x)
     rep.agreement = float(np.mean(top1(ref) == top1(cvm_logits)))
     rep.logits_sqnr_db = sqnr_db(ref, cvm_logits)
     if labels is not None:
-        lab = np.asarray(np.load(os.fspath(labels)) if isinstance(labels, str | os.PathLike) else labels).reshape(-1)
+        lab, what = read_array(labels, "the labels", budget)
+        lab = lab.reshape(-1)
         if len(lab) != len(top1(ref)):
-            raise CVMLogicError(f"expected {len(top1(ref))} labels (one per test prediction), got {len(lab)}")
+            raise CVMLogicError(f"{what}: expected {len(top1(ref))} labels (one per test prediction), got {len(lab)}")
         rep.float_accuracy = float(np.mean(top1(ref) == lab))
         rep.cvm_accuracy = float(np.mean(top1(cvm_logits) == lab))
     return enc

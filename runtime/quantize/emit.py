@@ -114,6 +114,10 @@ class Emitter:
         return t
 
     def _param(self, values: np.ndarray, what: str) -> Tensor:
+        big = np.asarray(values, np.float64)
+        if big.size and not np.all(np.abs(big) < 2.0**31):  # before int64 could wrap
+            raise CVMLogicError(f"{self._where()}: {what} needs more than 32 bits at its scale "
+                                f"(|{float(np.max(np.abs(big)))}|), more than int32 holds")
         arr = np.asarray(values, np.int64)
         m = int(np.max(np.abs(arr))) if arr.size else 0
         p = rules.next_precision(m)
@@ -227,7 +231,7 @@ class Emitter:
         acc_scale = x.scale * sw
         oc = w_int.shape[0]
         const = np.zeros(oc, np.int64) if bias is None else np.floor(bias.astype(np.float64) / acc_scale + 0.5)
-        const = const.astype(np.int64)
+        const = np.clip(const, -(2.0**40), 2.0**40).astype(np.int64)  # past 32 bits is refused below, by its bits
         per_pixel = None
         if zp and conv is None:
             const = const + zp * w_int.reshape(oc, -1).sum(axis=1)
@@ -397,10 +401,12 @@ class Emitter:
         elif op == "Relu":
             out = QValue(self.b.relu(q.t, name=self._node_name()), q.scale)
         elif op == "Clip":
-            lo, hi = (self.fg.consts.get(n.inputs[i]) if len(n.inputs) > i and n.inputs[i] else None for i in (1, 2))
+            # the bounds are constant scalars (onnx_spec.infer refuses computed ones)
+            lo, hi = (float(self.fg.consts[n.inputs[i]].reshape(-1)[0]) if len(n.inputs) > i and n.inputs[i]
+                      else None for i in (1, 2))
             bound = rules.precision_bound(q.precision)
-            a_min = -bound if lo is None else max(-bound, int(np.floor(float(lo) / q.scale + 0.5)))
-            a_max = bound if hi is None else min(bound, int(np.floor(float(hi) / q.scale + 0.5)))
+            a_min = -bound if lo is None else int(np.clip(np.floor(lo / q.scale + 0.5), -bound, bound))
+            a_max = bound if hi is None else int(np.clip(np.floor(hi / q.scale + 0.5), -bound, bound))
             if a_max <= a_min:
                 raise CVMLogicError(f"{self._where()}: the bounds {lo}, {hi} meet at the value's scale {q.scale}")
             out = QValue(self.b.clip(q.t, a_min=a_min, a_max=a_max, name=self._node_name()), q.scale)

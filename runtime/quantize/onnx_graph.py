@@ -2,28 +2,31 @@
 folded into the Conv before it (or turned into a Mul and an Add), Gemm and MatMul by a constant as one `Dense`
 node; and a numpy interpreter of that graph (the float model the calibration measures).
 
-Every operator outside `SUPPORTED` is refused at load with the node's name and operator: the quantizer drops
-nothing silently.
+Every operator outside `SUPPORTED`, and every attribute or operand form the importer does not implement exactly
+as the ONNX spec says, is refused at load with the node's name (`onnx_spec`: one table per operator): the quantizer
+drops nothing silently. The files it reads are bounded (`inputs`), and every allocation the model's declared
+shapes imply (its initializers, each constant folded, the float model's values) is checked against a memory
+budget (`max_memory`) before it is made.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.errors import CVMLogicError
+from cvmc.runtime.quantize import inputs
+from cvmc.runtime.quantize.onnx_spec import MAX_OPSET, MIN_OPSET, OPS, SUPPORTED, check_node, infer, temporary_elements
 
-MIN_OPSET = 13
+__all__ = ["MAX_OPSET", "MIN_OPSET", "SUPPORTED", "FloatGraph", "Node", "load", "run"]
 
-# The operators the quantizer gives a CVM form (after folding); Softmax and ArgMax only where they make a head.
-SUPPORTED = frozenset({
-    "Conv", "Gemm", "MatMul", "Relu", "Clip", "LeakyRelu", "Add", "Sub", "Mul", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Flatten", "Reshape", "Transpose", "Concat", "Softmax", "ArgMax", "BatchNormalization",
-    "Identity", "Dropout", "Constant",
-})
+log = logging.getLogger(__name__)
+RUN_BATCH = 64  # rows of the input `run` computes at once
 
 
 @dataclass
@@ -42,7 +45,9 @@ class Node:
 
 @dataclass
 class FloatGraph:
-    """The model after folding: nodes in topological order over one input; `consts` holds every constant value."""
+    """The model after folding: nodes in topological order over one input; `consts` holds every constant value.
+    `row_bytes` and `temp_row_bytes` bound the float interpreter's memory per input row (the values it keeps, the
+    temporaries of its largest node), `const_bytes` the constants' (`run_bytes`)."""
 
     input_name: str
     input_shape: tuple[int, ...]
@@ -50,15 +55,17 @@ class FloatGraph:
     consts: dict[str, np.ndarray]
     outputs: list[str]
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    row_bytes: int = 0
+    temp_row_bytes: int = 0
+    const_bytes: int = 0
 
     def consumers(self, value: str) -> list[Node]:
         return [n for n in self.nodes if value in n.inputs]
 
-
-def _attrs(node: Any) -> dict[str, Any]:
-    import onnx
-
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    def run_bytes(self, rows: int) -> int:
+        """An upper bound of what `run` on `rows` input rows allocates: every value of every row twice (the
+        batches' values, then joined) and the temporaries of one batch."""
+        return 2 * rows * self.row_bytes + min(rows, RUN_BATCH) * self.temp_row_bytes
 
 
 def _static_shape(value: Any) -> tuple[int, ...]:
@@ -67,71 +74,137 @@ def _static_shape(value: Any) -> tuple[int, ...]:
         raise CVMLogicError(f"input {value.name!r}: the model gives it no shape; export it with a fixed shape")
     dims = []
     for k, d in enumerate(t.shape.dim):
-        if not d.HasField("dim_value") or d.dim_value <= 0:
+        if d.HasField("dim_value") and d.dim_value <= 0:
+            raise CVMLogicError(f"input {value.name!r}: dimension {k} is {d.dim_value}: expected a size >= 1")
+        if not d.HasField("dim_value"):
             what = f"the symbol {d.dim_param!r}" if d.HasField("dim_param") else "no size"
             raise CVMLogicError(f"input {value.name!r}: dimension {k} is dynamic ({what}); a CVM model has one fixed "
                                 f"input shape: export the model with fixed dimensions (no dynamic_axes)")
         dims.append(int(d.dim_value))
+    if not dims:
+        raise CVMLogicError(f"input {value.name!r}: a scalar input has no batch axis; expected rank >= 1")
     return tuple(dims)
 
 
-def load(model: str | os.PathLike[str] | bytes | Any) -> FloatGraph:
-    """Read an ONNX model (a path, its bytes or a ModelProto) into a FloatGraph, folded and shape-inferred."""
-    import onnx
-    from onnx import numpy_helper
-
-    if isinstance(model, str | os.PathLike):
-        with open(model, "rb") as f:  # a missing file is an OSError, as for every tool
-            model = f.read()
-    try:
-        proto = onnx.load_from_string(bytes(model)) if isinstance(model, bytes | bytearray) else model
-    except Exception as e:  # bytes that are not ONNX
-        raise CVMRuntimeError(f"cannot read the ONNX model: {e}") from None
-    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset < MIN_OPSET:
-        raise CVMLogicError(f"the model uses ONNX opset {opset}; the quantizer reads opset {MIN_OPSET} and later")
+def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.DEFAULT_MAX_MEMORY) -> FloatGraph:
+    """Read an ONNX model (a path, its bytes or a ModelProto) into a FloatGraph, folded and shape-inferred; every
+    node checked against the operator tables (`onnx_spec`), every allocation against `max_memory` bytes first."""
+    budget = inputs.Budget(max_memory)
+    proto, base, name = inputs.read_model(model, budget)
+    opsets = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
+    opset = opsets[0] if opsets else 0
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise CVMLogicError(f"the model uses ONNX opset {opset}; the quantizer reads opset {MIN_OPSET} and later "
+                            f"(to {MAX_OPSET})")
     g = proto.graph
-    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    inputs = [v for v in g.input if v.name not in consts]
-    if len(inputs) != 1:
-        raise CVMLogicError(f"expected a model with one input, got {len(inputs)}: {[v.name for v in inputs]}")
-    elem = inputs[0].type.tensor_type.elem_type
-    if elem != onnx.TensorProto.FLOAT:
-        raise CVMLogicError(f"input {inputs[0].name!r}: expected a float32 input, got ONNX type "
-                            f"{onnx.TensorProto.DataType.Name(elem)}")
-    shape = _static_shape(inputs[0])
-    nodes = []
-    for k, n in enumerate(g.node):
-        node = Node(n.name or f"{n.op_type}_{k}", n.op_type, list(n.input), list(n.output), _attrs(n))
-        if n.domain not in ("", "ai.onnx") or node.op not in SUPPORTED:
-            raise CVMLogicError(f"{node.where()}: the operator has no CVM form in the quantizer (supported: "
+    if len(g.sparse_initializer):
+        raise CVMLogicError(f"initializer {g.sparse_initializer[0].values.name!r}: a sparse initializer is not read")
+    cache: dict[str, bytes] = {}
+    consts: dict[str, np.ndarray] = {}
+    const_bytes = 0
+    for t in g.initializer:
+        if t.name in consts or not t.name:
+            raise CVMLogicError(f"initializer {t.name!r}: {'named twice' if t.name else 'expected a name'}")
+        consts[t.name] = a = inputs.tensor_array(t, f"initializer {t.name!r}", base, budget, cache)
+        const_bytes += a.nbytes
+        budget.check(const_bytes, "the model's initializers")
+    graph_inputs = [v for v in g.input if v.name not in consts]
+    if len(graph_inputs) != 1:
+        raise CVMLogicError(f"expected a model with one input, got {len(graph_inputs)}: "
+                            f"{[v.name for v in graph_inputs]}")
+    x_in = graph_inputs[0]
+    elem = x_in.type.tensor_type.elem_type
+    if elem != 1:  # FLOAT
+        raise CVMLogicError(f"input {x_in.name!r}: expected a float32 input, got ONNX type {inputs._type_name(elem)}")
+    shape = _static_shape(x_in)
+    budget.check(4 * math.prod(shape), f"input {x_in.name!r} of shape {list(shape)}")
+    fg = FloatGraph(x_in.name, shape, [], consts, [o.name for o in g.output])
+    fg.shapes[x_in.name] = shape
+    known: dict[str, tuple[int, ...]] = {k: v.shape for k, v in consts.items()}
+    known[x_in.name] = shape
+    unmade: dict[str, str] = {}  # outputs the importer does not make (MaxPool's Indices, ...): who names them
+    value_bytes = 4 * math.prod(shape)
+    temp_bytes = 0
+    for k, p in enumerate(g.node):
+        n = Node(p.name or f"{p.op_type}_{k}", p.op_type, list(p.input), list(p.output))
+        if p.domain not in ("", "ai.onnx") or n.op not in SUPPORTED:
+            raise CVMLogicError(f"{n.where()}: the operator has no CVM form in the quantizer (supported: "
                                 f"{', '.join(sorted(SUPPORTED - {'Constant', 'Identity', 'Dropout'}))})")
-        nodes.append(node)
-    fg = FloatGraph(inputs[0].name, shape, nodes, consts, [o.name for o in g.output])
-    _fold_constants(fg)
+        for v in n.inputs:
+            if v in unmade:
+                raise CVMLogicError(f"{n.where()}: reads {v!r}, {unmade[v]}, which the quantizer does not make")
+            if v and v not in known:
+                raise CVMLogicError(f"{n.where()}: reads {v!r}, which no earlier node, initializer or input makes "
+                                    f"(the nodes must be in topological order, without cycles)")
+        for v in n.outputs:
+            if v and (v in known or v in unmade or n.outputs.count(v) > 1):
+                raise CVMLogicError(f"{n.where()}: writes {v!r}, which is already defined")
+        rank = len(known[n.inputs[0]]) if n.inputs and n.inputs[0] else 0
+        n.attrs = check_node(n, p.attribute, opset, rank)
+        in_shapes = [known[v] if v else None for v in n.inputs]
+        computed = [bool(v) and v not in consts for v in n.inputs]
+        outs = infer(n, in_shapes, consts, computed)
+        made = OPS[n.op].made_outputs
+        for i, v in enumerate(n.outputs[made:], made):
+            if v:
+                unmade[v] = f"output {i} of {n.where()}"
+        if n.op == "Constant":
+            a = inputs.tensor_array(n.attrs["value"], f"{n.where()}: its value", base, budget, cache)
+            const_bytes += a.nbytes
+            budget.check(const_bytes, f"{n.where()}: its value with the model's other constants")
+            consts[n.outputs[0]] = a
+            known[n.outputs[0]] = a.shape
+            continue
+        size = sum(math.prod(s) for s in outs[:made])
+        if not all(math.prod(s) for s in outs[:made]):
+            raise CVMLogicError(f"{n.where()}: its output of shape {list(outs[0])} holds no values: no CVM form")
+        temp = temporary_elements(n, in_shapes, outs[:made])
+        if not any(computed):  # folded now: every value at most 8 bytes (numpy's float64 promotion)
+            budget.check(const_bytes + 8 * (size + temp), f"{n.where()}: folding its constant operands")
+            vals = _eval(n, [consts.get(v) if v else None for v in n.inputs], fg, [list(s) for s in outs])
+            for v, val in zip(n.outputs[:made], vals):
+                consts[v] = np.asarray(val)
+                const_bytes += consts[v].nbytes
+            for v, s in zip(n.outputs, outs):
+                known[v] = s
+            continue
+        width = 8 if n.op == "ArgMax" else 4
+        value_bytes += width * size
+        temp_bytes = max(temp_bytes, width * temp)
+        budget.check(const_bytes + value_bytes + temp_bytes, f"{n.where()}: the float model's values up to it "
+                     f"(on one batch of shape {list(shape)})")
+        for v, s in zip(n.outputs, outs):
+            known[v] = s
+        fg.shapes.update(zip(n.outputs[:made], outs[:made]))
+        fg.nodes.append(n)
+    cache.clear()
+    for o in fg.outputs:
+        if o in unmade:
+            raise CVMLogicError(f"output {o!r}: {unmade[o]}, which the quantizer does not make")
+        if o == x_in.name or o in consts or o not in known or fg.outputs.count(o) > 1:
+            what = "is the input itself" if o == x_in.name else "is a constant" if o in consts else \
+                "is named twice" if o in known else "is made by no node"
+            raise CVMLogicError(f"output {o!r} {what}: expected each output computed by a node from the input")
+    if not fg.outputs:
+        raise CVMLogicError("the model has no output")
+    fg.const_bytes = const_bytes
+    fg.row_bytes = -(-value_bytes // shape[0])
+    fg.temp_row_bytes = -(-temp_bytes // shape[0])
     _fold_batch_norm(fg)
     _dense(fg)
-    fg.shapes = {k: v.shape for k, v in run(fg, np.zeros(shape, np.float32)).items()}
-    return fg
-
-
-def _fold_constants(fg: FloatGraph) -> None:
-    """Evaluate every node whose inputs are all constants (Constant, Transpose or Reshape of a weight, ...)."""
-    kept = []
     for n in fg.nodes:
-        if n.op == "Constant":
-            from onnx import numpy_helper
-
-            if "value" not in n.attrs:
-                raise CVMLogicError(f"{n.where()}: only the 'value' form of Constant is read")
-            fg.consts[n.outputs[0]] = numpy_helper.to_array(n.attrs["value"])
-        elif all(i == "" or i in fg.consts for i in n.inputs):
-            vals = _eval(n, [fg.consts.get(i) if i else None for i in n.inputs], fg)
-            for name, v in zip(n.outputs, vals):
-                fg.consts[name] = v
-        else:
-            kept.append(n)
-    fg.nodes = kept
+        for v in n.inputs:
+            c = fg.consts.get(v)
+            if c is not None and c.dtype.kind == "f" and not np.all(np.isfinite(c)):
+                raise CVMLogicError(f"{n.where()}: the constant {v!r} holds values that are not finite (inf or NaN): "
+                                    f"no CVM form")
+    budget.check(fg.const_bytes + fg.run_bytes(shape[0]), f"the float model on one input of shape {list(shape)}")
+    inferred = fg.shapes
+    fg.shapes = {k: v.shape for k, v in run(fg, np.zeros(shape, np.float32)).items()}
+    assert all(fg.shapes[k] == s for k, s in inferred.items() if k in fg.shapes), "the shape inference disagrees"
+    log.info("read %s: opset %d, %d nodes after folding, input %s %s", name, opset, len(fg.nodes), fg.input_name,
+             list(shape))
+    return fg
 
 
 def _fold_batch_norm(fg: FloatGraph) -> None:
@@ -160,7 +233,7 @@ def _fold_batch_norm(fg: FloatGraph) -> None:
             prev.inputs = [prev.inputs[0], wname, bname]
             prev.outputs = [n.outputs[0]]
             continue
-        shape = (1, -1) + (1,) * 2
+        shape = (1, -1) + (1,) * (len(fg.shapes[n.inputs[0]]) - 2)
         fg.consts[n.name + "/mul"] = mul.reshape(shape)
         fg.consts[n.name + "/add"] = add.reshape(shape)
         mid = n.name + "/scaled"
@@ -181,7 +254,7 @@ def _dense(fg: FloatGraph) -> None:
             c = fg.consts.get(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] else None
             if len(n.inputs) > 2 and n.inputs[2] and c is None:
                 raise CVMLogicError(f"{n.where()}: expected a constant C")
-            bias = None if c is None else np.broadcast_to(c * a.get("beta", 1.0), (w.shape[0],))
+            bias = None if c is None else np.broadcast_to((c * a.get("beta", 1.0)).reshape(-1), (w.shape[0],))
         elif n.op == "MatMul":
             w = fg.consts.get(n.inputs[1])
             if w is None or w.ndim != 2 or n.inputs[0] in fg.consts:
@@ -254,8 +327,8 @@ def _pool(n: Node, x: np.ndarray) -> np.ndarray:
     return _windows(x, k, s, p, (1, 1), 0.0).mean(axis=(4, 5))
 
 
-def _eval(n: Node, xs: list[Any], fg: FloatGraph) -> list[np.ndarray]:
-    """One node on float (or constant) values."""
+def _eval(n: Node, xs: list[Any], fg: FloatGraph, outs: list[list[int]] | None = None) -> list[np.ndarray]:
+    """One node on float values (a stack of input rows), or on constants: then `outs` gives the outputs' shapes."""
     a, x = n.attrs, xs[0]
     op = n.op
     if op in ("Identity", "Dropout"):
@@ -294,14 +367,14 @@ def _eval(n: Node, xs: list[Any], fg: FloatGraph) -> list[np.ndarray]:
     if op == "GlobalAveragePool":
         return [x.mean(axis=(2, 3), keepdims=True)]
     if op == "Flatten":
-        ax = a.get("axis", 1) % max(x.ndim, 1)
-        return [x.reshape(int(np.prod(x.shape[:ax])), -1)]
+        ax = a.get("axis", 1)
+        ax = ax + x.ndim if ax < 0 else ax
+        return [x.reshape(math.prod(x.shape[:ax]), math.prod(x.shape[ax:]))]
     if op == "Reshape":
-        shape = [int(v) for v in xs[1]]
-        shape = [x.shape[i] if v == 0 and not a.get("allowzero", 0) else v for i, v in enumerate(shape)]
-        if fg.input_shape and shape and x.ndim and shape[0] == fg.input_shape[0] != x.shape[0]:
-            shape[0] = x.shape[0]  # a calibration batch larger than the model's: the batch stays first
-        return [x.reshape(shape)]
+        if outs is not None:  # a constant: the shape inferred (onnx_spec.infer), -1 and 0 resolved
+            return [x.reshape(outs[0])]
+        # a computed value keeps its batch axis first (onnx_spec.infer): the stack's rows, then the model's shape
+        return [x.reshape((x.shape[0], *fg.shapes[n.outputs[0]][1:]))]
     if op == "Transpose":
         return [np.transpose(x, a.get("perm"))]
     if op == "Concat":

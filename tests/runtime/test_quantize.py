@@ -96,11 +96,16 @@ def test_digits_decode_matches_float(digits):
     assert sqnr_db(_float_logits(blob, xte[:64]), logits) > 25
 
 
+def _init(v):
+    """An initializer's array: integers as int64 (shapes), the rest as float32."""
+    v = np.asarray(v)
+    return v.astype(np.int64) if v.dtype.kind in "iu" else v.astype(np.float32)
+
+
 def _model(nodes, inits, in_shape=(1, 4), out="y", opset=13, in_dims=None, out_elem=TensorProto.FLOAT):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, in_dims if in_dims is not None else list(in_shape))
     y = helper.make_tensor_value_info(out, out_elem, None)
-    g = helper.make_graph(nodes, "g", [x], [y], [numpy_helper.from_array(np.asarray(v, np.float32), k)
-                                               for k, v in inits.items()])
+    g = helper.make_graph(nodes, "g", [x], [y], [numpy_helper.from_array(_init(v), k) for k, v in inits.items()])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
 
 
@@ -233,7 +238,7 @@ def test_bytes_that_are_not_onnx_and_a_missing_file(tmp_path):
 
     with pytest.raises(CVMRuntimeError, match="cannot read the ONNX model"):
         quantize(b"not a model", _calib((1, 4)))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(CVMRuntimeError, match=r"cannot read the ONNX model '.*missing.onnx': No such file"):
         quantize(tmp_path / "missing.onnx", _calib((1, 4)))
     assert cvm_quantize.main([str(tmp_path / "missing.onnx"), "--calibration", "c.npy", "-o", str(tmp_path)]) == 2
 
@@ -313,7 +318,7 @@ def test_cvm_quantize_writes_the_three_files(digits, tmp_path, capsys):
     np.save(tmp_path / "bad.npy", xtr[:8].astype(np.float64)[:, :, :4])
     argv[2] = str(tmp_path / "bad.npy")
     assert cvm_quantize.main(argv) == 1
-    assert "the calibration data for input" in capsys.readouterr().err
+    assert f"the calibration data {str(tmp_path / 'bad.npy')!r} for input" in capsys.readouterr().err
 
 
 def test_cvm_quantize_help_and_usage(capsys):
