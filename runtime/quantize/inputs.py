@@ -84,7 +84,8 @@ def read_model(model: Any, budget: Budget) -> tuple[Any, str | None, str]:
     try:
         proto.ParseFromString(data)
     except Exception as e:  # protobuf's DecodeError, or a RuntimeWarning-turned-error: bytes that are not ONNX
-        raise CVMRuntimeError(f"cannot read the ONNX model {name}: not an ONNX ModelProto ({e})") from None
+        raise CVMRuntimeError(f"cannot read the ONNX model {name if base is None else repr(name)}: not an ONNX "
+                              f"ModelProto ({e})") from None
     return proto, base, name
 
 

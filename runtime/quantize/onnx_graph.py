@@ -141,13 +141,6 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
                 raise CVMLogicError(f"{n.where()}: writes {v!r}, which is already defined")
         rank = len(known[n.inputs[0]]) if n.inputs and n.inputs[0] else 0
         n.attrs = check_node(n, p.attribute, opset, rank)
-        in_shapes = [known[v] if v else None for v in n.inputs]
-        computed = [bool(v) and v not in consts for v in n.inputs]
-        outs = infer(n, in_shapes, consts, computed)
-        made = OPS[n.op].made_outputs
-        for i, v in enumerate(n.outputs[made:], made):
-            if v:
-                unmade[v] = f"output {i} of {n.where()}"
         if n.op == "Constant":
             a = inputs.tensor_array(n.attrs["value"], f"{n.where()}: its value", base, budget, cache)
             const_bytes += a.nbytes
@@ -155,6 +148,13 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
             consts[n.outputs[0]] = a
             known[n.outputs[0]] = a.shape
             continue
+        in_shapes = [known[v] if v else None for v in n.inputs]
+        computed = [bool(v) and v not in consts for v in n.inputs]
+        outs = infer(n, in_shapes, consts, computed)
+        made = OPS[n.op].made_outputs
+        for i, v in enumerate(n.outputs[made:], made):
+            if v:
+                unmade[v] = f"output {i} of {n.where()}"
         size = sum(math.prod(s) for s in outs[:made])
         if not all(math.prod(s) for s in outs[:made]):
             raise CVMLogicError(f"{n.where()}: its output of shape {list(outs[0])} holds no values: no CVM form")
