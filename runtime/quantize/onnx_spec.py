@@ -33,7 +33,8 @@ MIN_OPSET = 13
 MAX_OPSET = 27  # every operator below has the same attributes and semantics (for float32) from 13 to 27
 
 INT, FLOAT, STRING, TENSOR, INTS = "INT", "FLOAT", "STRING", "TENSOR", "INTS"
-_PROTO_KIND = {1: FLOAT, 2: INT, 3: STRING, 4: TENSOR, 7: INTS}  # AttributeProto.AttributeType
+_PROTO_KIND = {1: FLOAT, 2: INT, 3: STRING, 4: TENSOR, 5: "GRAPH", 6: "FLOATS", 7: INTS, 8: "STRINGS", 9: "TENSORS",
+               10: "GRAPHS", 11: "SPARSE_TENSOR", 12: "SPARSE_TENSORS", 13: "TYPE_PROTO", 14: "TYPE_PROTOS"}
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ ONES = Rule("all 1", lambda v, r: all(x == 1 for x in v))
 SYMMETRIC = Rule("[h, w, h, w] (both sides of an axis alike, 2-D)",
                  lambda v, r: len(v) == 4 and v[0] == v[2] and v[1] == v[3])
 PERM = Rule("a permutation of the input's axes", lambda v, r: sorted(v) == list(range(r)))
-NONE = Rule("nothing (the attribute has no CVM form)", lambda v, r: False)
+NONE = Rule("no value of it (of a Constant, the 'value' tensor alone is read)", lambda v, r: False)
 POOL_PADS = ints(BOTH_SIDES, 0, "2 x (r - 2)")
 STRIDES = ints(SPATIAL, 1, "r - 2")
 
@@ -87,6 +88,10 @@ class Op:
     outputs: tuple[int, int]
     attrs: dict[str, Attr] = field(default_factory=dict)
     made_outputs: int = 1  # outputs past these (MaxPool's Indices, Dropout's mask, ...) may not be read
+    outputs_until: tuple[int, tuple[int, int]] | None = None  # (opset, outputs) before that opset
+
+    def output_counts(self, opset: int) -> tuple[int, int]:
+        return self.outputs_until[1] if self.outputs_until and opset < self.outputs_until[0] else self.outputs
 
     def default(self, name: str, rank: int = 0) -> Any:
         d = self.attrs[name].default
@@ -149,7 +154,7 @@ OPS: dict[str, Op] = {
     "Transpose": Op((1, 1), (1, 1), {
         "perm": Attr(INTS, lambda r: list(range(r))[::-1], PERM),
     }),
-    "Concat": Op((1, 1 << 31), (1, 1), {
+    "Concat": Op((1, (1 << 31) - 1), (1, 1), {  # variadic: protobuf's int32 bound, as onnx.defs gives it
         "axis": Attr(INT, None, AXIS, required=True),
     }),
     "Softmax": Op((1, 1), (1, 1), {
@@ -160,7 +165,7 @@ OPS: dict[str, Op] = {
         "keepdims": Attr(INT, 1, one_of(0, 1)),
         "select_last_index": Attr(INT, 0, one_of(0, 1), one_of(0)),
     }),
-    "BatchNormalization": Op((5, 5), (1, 3), {
+    "BatchNormalization": Op((5, 5), (1, 3), outputs_until=(14, (1, 5)), attrs={
         "epsilon": Attr(FLOAT, 1e-5, ANY, FINITE),
         "momentum": Attr(FLOAT, 0.9, ANY),  # used in training only
         "training_mode": Attr(INT, 0, one_of(0, 1), one_of(0), since=14),
@@ -193,11 +198,12 @@ def check_node(n: Node, proto_attrs: Sequence[Any], opset: int, rank: int) -> di
     lo, hi = op.inputs
     if not lo <= len(n.inputs) <= hi or any(not v for v in n.inputs[:lo]):
         raise CVMLogicError(f"{n.where()}: {len(n.inputs)} inputs {n.inputs}: the ONNX spec gives {n.op} "
-                            f"{lo}{'' if lo == hi else f' to {hi}' if hi < 1 << 31 else ' or more'}, the first "
+                            f"{lo}{'' if lo == hi else f' to {hi}' if hi < (1 << 31) - 1 else ' or more'}, the first "
                             f"{lo} present")
-    if not op.outputs[0] <= len(n.outputs) <= op.outputs[1] or not n.outputs[0]:
+    outs = op.output_counts(opset)
+    if not outs[0] <= len(n.outputs) <= outs[1] or not n.outputs[0]:
         raise CVMLogicError(f"{n.where()}: {len(n.outputs)} outputs: the ONNX spec gives {n.op} "
-                            f"{op.outputs[0]} to {op.outputs[1]}, the first named")
+                            f"{outs[0]} to {outs[1]}, the first named")
     got: dict[str, Any] = {}
     for a in proto_attrs:
         spec = op.attrs.get(a.name)
@@ -213,7 +219,7 @@ def check_node(n: Node, proto_attrs: Sequence[Any], opset: int, rank: int) -> di
             raise CVMLogicError(f"{n.where()}: attribute {a.name!r}: expected {spec.kind}, got an attribute of type "
                                 f"{kind}")
         got[a.name] = {INT: lambda: int(a.i), FLOAT: lambda: float(a.f), STRING: lambda: a.s.decode(errors="replace"),
-                       INTS: lambda: [int(x) for x in a.ints], TENSOR: lambda: a.t}[kind]()
+                       INTS: lambda: [int(x) for x in a.ints], TENSOR: lambda: a.t}.get(kind, lambda: kind)()
     for name, spec in op.attrs.items():
         if spec.since > opset:
             continue

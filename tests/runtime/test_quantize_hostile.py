@@ -17,10 +17,10 @@ from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 pytest.importorskip("onnx", reason="the quantizer reads ONNX (the quantize extra)")
 
 sys.path.insert(0, str(Path(__file__).parent))
-import quantize_hostile as hostile  # noqa: E402
+import quantize_hostile as hostile
 
-from cvmc.runtime.quantize import quantize  # noqa: E402
-from cvmc.tools import cvm_quantize  # noqa: E402
+from cvmc.runtime.quantize import quantize
+from cvmc.tools import cvm_quantize
 
 BUDGET = 64 << 20
 
