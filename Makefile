@@ -55,7 +55,8 @@ clean:
 
 # The long differential run of issue 3: random valid graphs, reference against cpu.
 # The random-chain fuzzer, then coverage-guided fuzzing (atheris) of every reader (model files, Task IR, cvm-opt's
-# MLIR, cvm-run's .npy) for FUZZ_SECONDS each (each reader's line reports its executions, coverage and crashes),
+# MLIR, cvm-run's .npy; the quantizer's ONNX importer and calibration reader) for FUZZ_SECONDS each (each
+# reader's line reports its executions, coverage and crashes),
 # programs of C-API calls on an ASan+UBSan libcvm, then the property tests on 300 fresh graphs each (hypothesis's
 # `long` profile).
 FUZZ_SECONDS ?= 300
@@ -63,6 +64,7 @@ fuzz-long: $(STAMP)
 	$(BIN)/python -m cvmc.tools.fuzz_cvm --count 2000
 	$(BIN)/python tests/fuzz/readers.py --seconds $(FUZZ_SECONDS)
 	$(BIN)/python tests/fuzz/capi.py --seconds $(FUZZ_SECONDS)
+	$(BIN)/python tests/fuzz/quantize.py --seconds $(FUZZ_SECONDS)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:xdist tests/runtime/test_properties.py
 
 # The consensus corpus through the C API of `cvm-aot` (issue 14; about a minute, not part of `make test`).

@@ -49,6 +49,12 @@ class Budget:
     def __init__(self, limit: int = DEFAULT_MAX_MEMORY):
         self.limit = check_max_memory(limit)
 
+    def check_shape(self, shape: Any, what: str) -> None:
+        """Every axis within the budget: an empty array (a 0 among its sizes) may not declare a huge one either."""
+        if any(d > self.limit for d in shape):
+            raise CVMLogicError(f"{what}: shape {list(shape)}: an axis longer than the memory budget of {self.limit} "
+                                f"(max_memory, cvm-quantize --max-memory)")
+
     def check(self, nbytes: int, what: str) -> None:
         if nbytes > self.limit:
             raise CVMLogicError(f"{what} needs {nbytes} bytes, more than the memory budget of {self.limit} bytes "
@@ -87,6 +93,30 @@ def read_model(model: Any, budget: Budget) -> tuple[Any, str | None, str]:
         raise CVMRuntimeError(f"cannot read the ONNX model {name if base is None else repr(name)}: not an ONNX "
                               f"ModelProto ({e})") from None
     return proto, base, name
+
+
+def check_names(proto: Any) -> None:
+    """Every name the importer reads is text: protobuf hands a string field that is not UTF-8 over as bytes."""
+    g = proto.graph
+    fields: list[tuple[str, Any]] = [("an opset domain", o.domain) for o in proto.opset_import]
+    fields += [("an input's name", v.name) for v in g.input] + [("an output's name", v.name) for v in g.output]
+    tensors = list(g.initializer)
+    fields += [("an initializer's name", t.name) for t in g.initializer]
+    for k, n in enumerate(g.node):
+        where = f"node {k}"
+        fields += [(f"{where}: its name", n.name), (f"{where}: its op_type", n.op_type), (f"{where}: its domain",
+                                                                                           n.domain)]
+        fields += [(f"{where}: an input", v) for v in n.input] + [(f"{where}: an output", v) for v in n.output]
+        for a in n.attribute:
+            fields += [(f"{where}: an attribute's name", a.name), (f"{where}: an attribute's reference",
+                                                                   a.ref_attr_name)]
+            if a.HasField("t"):
+                tensors.append(a.t)
+    for t in tensors:
+        fields += [(f"tensor {t.name!r}: its external data", v) for e in t.external_data for v in (e.key, e.value)]
+    for what, v in fields:
+        if not isinstance(v, str):
+            raise CVMRuntimeError(f"cannot read the ONNX model: {what} is not UTF-8 text ({v!r:.80})")
 
 
 # ONNX element types the quantizer reads, as little-endian numpy dtypes (TensorProto.DataType values)
@@ -158,6 +188,7 @@ def tensor_array(t: Any, what: str, base: str | None, budget: Budget, cache: dic
     count = math.prod(dims)
     nbytes = count * dtype.itemsize
     budget.check(nbytes, what)
+    budget.check_shape(dims, what)
     if t.data_location == 1:  # EXTERNAL
         raw = _external(t, what, base, nbytes, budget, cache)
     elif t.HasField("raw_data"):
@@ -198,6 +229,7 @@ def _npy(data: bytes, what: str, budget: Budget) -> np.ndarray:
         raise CVMLogicError(f"{what}: expected an array of numbers, got dtype {dtype.str!r}")
     nbytes = math.prod(shape) * dtype.itemsize
     budget.check(nbytes, what)
+    budget.check_shape(shape, what)
     offset = f.tell()
     if len(data) - offset != nbytes:
         raise CVMRuntimeError(f"cannot read {what}: its header gives shape {list(shape)} of dtype {dtype.str!r} "

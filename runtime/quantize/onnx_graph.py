@@ -91,6 +91,7 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
     node checked against the operator tables (`onnx_spec`), every allocation against `max_memory` bytes first."""
     budget = inputs.Budget(max_memory)
     proto, base, name = inputs.read_model(model, budget)
+    inputs.check_names(proto)
     opsets = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
     opset = opsets[0] if opsets else 0
     if not MIN_OPSET <= opset <= MAX_OPSET:
@@ -151,6 +152,8 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
         in_shapes = [known[v] if v else None for v in n.inputs]
         computed = [bool(v) and v not in consts for v in n.inputs]
         outs = infer(n, in_shapes, consts, computed)
+        for s in outs:
+            budget.check_shape(s, f"{n.where()}: its output")
         made = OPS[n.op].made_outputs
         for i, v in enumerate(n.outputs[made:], made):
             if v:

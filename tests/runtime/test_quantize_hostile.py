@@ -176,3 +176,53 @@ def test_the_command_line_gives_status_1_or_2_never_an_internal_error(tmp_path, 
     (tmp_path / "z.onnx").write_bytes(b"\xff" * 64)
     assert cvm_quantize.main([str(tmp_path / "z.onnx"), *argv[1:]]) == 2
     assert "cannot read the ONNX model" in capsys.readouterr().err
+
+
+# --- found by the coverage fuzzer (tests/fuzz/quantize.py) ----------------------------------------------------
+
+
+def test_a_name_that_is_not_utf8_is_a_cvm_error_found_by_the_fuzzer():
+    """Found by tests/fuzz/quantize.py in 150 s: protobuf hands a string field that is not UTF-8 over as bytes; a
+    node named b'm\\xed' reached `n.name + "/dense_weight"` as a TypeError."""
+    m = hostile.model([hostile.node("MatMul", ["x", "w"], ["y"], "mm")], {"w": np.ones((4, 4))})
+    blob = m.SerializeToString().replace(b"\x1a\x02mm", b"\x1a\x02m\xed")  # NodeProto.name, field 3
+    with pytest.raises(CVMRuntimeError, match=r"cannot read the ONNX model: node 0: its name is not UTF-8 text"):
+        quantize(blob, _calib())
+
+
+@pytest.mark.parametrize("where", ["initializer", "npy", "folded"])
+def test_an_empty_array_with_a_huge_axis_is_a_cvm_error_found_by_the_fuzzer(tmp_path, where):
+    """Found by tests/fuzz/quantize.py in 300 s: an initializer of dims [3, 0, 2^56 - 1] holds no values (its
+    byte count passes the budget) but numpy refuses the shape: a ValueError. Every axis is now held to the budget
+    (an initializer, a .npy header, a folded constant's shape)."""
+    big = (1 << 56) - 1
+    if where == "initializer":
+        t = hostile.raw_tensor("w", 1, [3, 0, big], b"")
+        m = hostile.model([hostile.node("Add", ["x", "w"], ["y"], "add")], raw_inits=[t])
+        args = (m.SerializeToString(), _calib())
+        pattern = rf"initializer 'w': shape \[3, 0, {big}\]: an axis longer than the memory budget"
+    elif where == "npy":
+        (tmp_path / "c.npy").write_bytes(hostile._npy_header((0, big)))
+        args = (hostile._relu().SerializeToString(), str(tmp_path / "c.npy"))
+        pattern = rf"the calibration data '.*c.npy': shape \[0, {big}\]: an axis longer than the memory budget"
+    else:
+        m = hostile.model([hostile.node("Reshape", ["e", "s"], ["r"], "rs"), hostile.node("Add", ["x", "r"], ["y"])],
+                          {"e": np.zeros((0,)), "s": np.array([0, big])})
+        args = (m.SerializeToString(), _calib())
+        pattern = r"node 'rs' \(Reshape\): (its output: shape \[0, \d+\]: an axis longer|shape \[0, \d+\])"
+    with pytest.raises(CVMLogicError, match=pattern):
+        quantize(*args)
+
+
+def test_the_fuzzer_smoke_run_finds_no_crash(tmp_path):
+    """A short atheris run of tests/fuzz/quantize.py on the importer and the calibration reader (`make fuzz-long`
+    runs them longer): no input ends in anything but a CVMError. Bounded by a count of runs with a fixed seed,
+    not by time, so every run tries the same inputs whatever the machine's load. Skipped where atheris is not
+    installed (the dev extra has it on Linux x86-64)."""
+    pytest.importorskip("atheris")
+    fuzzer = Path(__file__).parents[1] / "fuzz" / "quantize.py"
+    r = subprocess.run([sys.executable, str(fuzzer), "--seconds", "600", "--work", str(tmp_path), "--libfuzzer",
+                        "-runs=600", "-seed=7"], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 0, r.stdout[-4000:]
+    assert r.stdout.count("; 0 crashes") == 2 and r.stdout.count("600 executions") == 2, r.stdout
