@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from cvmc.errors import CVMLogicError
+from cvmc.errors import CVMLogicError, CVMRuntimeError
 
 onnx = pytest.importorskip("onnx", reason="the quantizer reads ONNX (the quantize extra)")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -234,8 +234,6 @@ def test_dynamic_input_shape_names_the_input():
 
 
 def test_bytes_that_are_not_onnx_and_a_missing_file(tmp_path):
-    from cvmc.errors import CVMRuntimeError
-
     with pytest.raises(CVMRuntimeError, match="cannot read the ONNX model"):
         quantize(b"not a model", _calib((1, 4)))
     with pytest.raises(CVMRuntimeError, match=r"cannot read the ONNX model '.*missing.onnx': No such file"):
@@ -328,3 +326,50 @@ def test_cvm_quantize_help_and_usage(capsys):
     with pytest.raises(SystemExit) as e:
         cvm_quantize.main(["m.onnx"])
     assert e.value.code == 64 and "--calibration" in capsys.readouterr().err
+
+
+# --- issue 39's quantizer findings ------------------------------------------------------------------------
+
+
+def test_a_missing_onnx_names_what_to_install(monkeypatch, tmp_path, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError
+    with pytest.raises(CVMRuntimeError, match=r"the onnx package, which is not installed: "
+                                              r"pip install '\.\[quantize\]'"):
+        quantize(b"", _calib((1, 4)))
+    assert cvm_quantize.main([str(tmp_path / "m.onnx"), "--calibration", "c.npy", "-o", str(tmp_path)]) == 2
+    assert "pip install '.[quantize]'" in capsys.readouterr().err
+
+
+def test_print_of_a_quantized_model_is_one_short_line():
+    blob, x = argmax_model()
+    q = quantize(blob, x, device="reference")
+    text = repr(q)
+    assert len(text) < 300 and "\n" not in text and "array" not in text, text
+    assert text.startswith("Quantized(input='x', input_shape=[1, 4], input_scale=") and f"gas={q.graph.gas}" in text
+
+
+def test_cvm_quantize_v_logs_its_stages(tmp_path, caplog):
+    import logging
+
+    blob, x = argmax_model()
+    (tmp_path / "m.onnx").write_bytes(blob)
+    np.save(tmp_path / "c.npy", x)
+    with caplog.at_level(logging.INFO, logger="cvmc"):
+        assert cvm_quantize.main([str(tmp_path / "m.onnx"), "--calibration", str(tmp_path / "c.npy"), "-o",
+                                  str(tmp_path / "out"), "--device", "reference", "-v"]) == 0
+    stages = [r.getMessage().split(":")[0].split(" on ")[0] for r in caplog.records if r.name.startswith(
+        "cvmc.runtime.quantize")]
+    assert [s.split()[0] for s in stages] == ["read", "equalized", "calibrating", "emitted", "measuring", "measuring"]
+
+
+def test_an_npz_calibration_names_its_key_and_dtype(tmp_path):
+    blob, x = argmax_model()
+    np.savez(tmp_path / "c.npz", x=x.astype(np.int32))
+    with pytest.raises(CVMLogicError, match=r"the calibration data '.*c.npz' \(key 'x'\) for input 'x': expected "
+                                            r"float32 values, got dtype int32"):
+        quantize(blob, str(tmp_path / "c.npz"))
+    np.savez(tmp_path / "d.npz", other=x, x=x)
+    q = quantize(blob, str(tmp_path / "d.npz"), device="reference")  # the array named as the input
+    assert q.report.samples == len(x)
