@@ -163,7 +163,9 @@ def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str,
                  + fg.run_bytes(len(calib_x)) + fg.run_bytes(len(test_x)),
                  f"the float model on {len(calib_x)} calibration and {len(test_x)} test inputs")
     log.info("calibrating on %d inputs (%s)", len(calib_x), method)
-    calib = onnx_graph.run(fg, calib_x)
+    with np.errstate(all="ignore"):  # overflow is refused by name, not warned of
+        calib = onnx_graph.run(fg, calib_x)
+    onnx_graph.check_finite(fg, calib, "the calibration data")
     e_in = choose_shift(calib_x, 1.0, DATA_PRECISION, method, floor=-60)
     input_scale = 2.0**e_in
     # the emitter sees the float values of the model fed the input as the CVM model sees it (on its grid)
@@ -203,7 +205,10 @@ def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str,
             sq = sqnr_db(calib[lr.output][:n_rep], got[(lr.tensor.node, lr.tensor.index)] * lr.scale)
         rep.layers.append(LayerReport(lr.name, lr.op, lr.shifts, lr.precision, lr.scale, sq))
     # the model: top-1 agreement and logits SQNR on the test inputs (first head)
-    ref = onnx_graph.run(fg, test_x)[float_names[0]]
+    with np.errstate(all="ignore"):
+        test_values = calib if test is None else onnx_graph.run(fg, test_x)
+    onnx_graph.check_finite(fg, test_values, "the test data")
+    ref = test_values[float_names[0]]
     log.info("measuring the model on %d test inputs (%s)", len(test_x), device)
     outs = _run_cvm(graph, enc.encode(test_x), shape[0], device, budget.limit)
     cvm_logits = outs[0].astype(np.float64) * scales[0]

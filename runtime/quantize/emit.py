@@ -72,7 +72,11 @@ def choose_shift(ref: np.ndarray, scale: float, precision: int, method: str, flo
     amax = float(np.max(np.abs(ref))) if ref.size else 0.0
     if amax == 0.0:
         return max(floor, 0)
-    k_max = max(floor, math.ceil(math.log2(amax / (bound * scale)) - 1e-9))
+    ratio = amax / (bound * scale) if scale > 0 else math.inf
+    if not 0 < ratio < math.inf:
+        raise CVMLogicError(f"values up to |{amax:g}| at the scale {scale:g}: a float cannot hold their ratio (no CVM "
+                            f"form)")
+    k_max = max(floor, math.ceil(math.log2(ratio) - 1e-9))
     if method == "minmax" or k_max == floor:
         return k_max
     flat = ref.reshape(-1).astype(np.float64)
@@ -298,7 +302,9 @@ class Emitter:
 
     def _binary(self, n: Node) -> QValue:
         a_name, b_name = n.inputs[:2]
-        consts = self.fg.consts
+        # a scalar constant as a 1-element one: CVM params have 1 to 6 axes, and the broadcast is the same
+        consts = {k: self.fg.consts[k].reshape(1) if self.fg.consts[k].ndim == 0 else self.fg.consts[k]
+                  for k in (a_name, b_name) if k in self.fg.consts}
         if a_name in consts and b_name in consts:
             raise CVMLogicError(f"{self._where()}: two constants (folding left it)")
         if n.op == "Mul":

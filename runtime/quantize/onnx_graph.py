@@ -203,7 +203,10 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
                                     f"no CVM form")
     budget.check(fg.const_bytes + fg.run_bytes(shape[0]), f"the float model on one input of shape {list(shape)}")
     inferred = fg.shapes
-    fg.shapes = {k: v.shape for k, v in run(fg, np.zeros(shape, np.float32)).items()}
+    with np.errstate(all="ignore"):  # overflow is refused by name below, not warned of
+        zeros = run(fg, np.zeros(shape, np.float32))
+    check_finite(fg, zeros, "an input of zeros")
+    fg.shapes = {k: v.shape for k, v in zeros.items()}
     assert all(fg.shapes[k] == s for k, s in inferred.items() if k in fg.shapes), "the shape inference disagrees"
     log.info("read %s: opset %d, %d nodes after folding, input %s %s", name, opset, len(fg.nodes), fg.input_name,
              list(shape))
@@ -394,6 +397,17 @@ def _eval(n: Node, xs: list[Any], fg: FloatGraph, outs: list[list[int]] | None =
         return [(x - m.reshape(shape)) / np.sqrt(v.reshape(shape) + a.get("epsilon", 1e-5)) * g.reshape(shape)
                 + b.reshape(shape)]
     raise CVMLogicError(f"{n.where()}: the operator has no CVM form in the quantizer")
+
+
+def check_finite(fg: FloatGraph, values: dict[str, np.ndarray], what: str) -> None:
+    """Refuse a float model whose values on `what` are not finite (weights near the float's limits overflow), by
+    the first node that makes one."""
+    for n in fg.nodes:
+        for v in n.outputs:
+            a = values.get(v)
+            if a is not None and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise CVMLogicError(f"{n.where()}: the float model's values are not finite (inf or NaN) on {what}: no "
+                                    f"CVM form")
 
 
 def run(fg: FloatGraph, x: np.ndarray, batch: int = 64) -> dict[str, np.ndarray]:

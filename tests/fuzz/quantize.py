@@ -4,6 +4,9 @@
                  budget) on the input's bytes; with its first byte odd the whole quantizer after it (calibration
                  inputs drawn from the model's input shape, the report on the reference device)
     calibration  the calibration reader (.npy and .npz: `inputs.read_array`, then the checks of the samples)
+    graph        the whole quantizer on graphs the input's bytes describe node by node (`graph_model`: operators
+                 of the tables, operands among the values made so far, attributes in and just past the spec's
+                 ranges, random weights): the emitter's paths, which mutated protobuf bytes rarely reach
 
     python tests/fuzz/quantize.py --target onnx --seconds 60 [--work DIR]   # `make fuzz-long`: both targets
 
@@ -61,6 +64,129 @@ def _calibration_seeds() -> list[bytes]:
     return out
 
 
+def _graph_seeds() -> list[bytes]:
+    import random
+
+    rng = random.Random(3)
+    return [bytes(rng.randrange(256) for _ in range(n)) for n in (8, 16, 32, 64, 96) for _ in range(8)]
+
+
+_UNARY = ["Relu", "LeakyRelu", "Clip", "Identity", "Dropout", "Flatten", "Softmax", "ArgMax", "Transpose",
+          "GlobalAveragePool", "MaxPool", "AveragePool", "BatchNormalization", "Reshape"]
+_WEIGHTED = ["Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Concat"]
+
+
+def graph_model(data: bytes):
+    """(ModelProto, calibration) of the graph `data` describes: a byte picks each choice (0 past the end)."""
+    import numpy as np
+
+    sys.path.insert(0, str(TESTS / "runtime"))
+    from quantize_hostile import model, node
+
+    pos = [0]
+
+    def b() -> int:
+        pos[0] += 1
+        return data[pos[0] - 1] if pos[0] <= len(data) else 0
+
+    def small(lo: int, hi: int) -> int:  # in [lo, hi]
+        return lo + b() % (hi - lo + 1)
+
+    rng = np.random.default_rng(b())
+    shape4 = b() % 2 == 0
+    in_shape = (small(1, 2), small(1, 4), small(1, 6), small(1, 6)) if shape4 else (small(1, 2), small(1, 8))
+    values = [("x", in_shape)]
+    nodes, inits = [], {}
+    for k in range(small(1, 6)):
+        name, shape = values[b() % len(values)]
+        ops = _UNARY + _WEIGHTED
+        op = ops[b() % len(ops)]
+        out = f"v{k}"
+        ins, attrs = [name], {}
+        r = len(shape)
+        c = shape[1] if r > 1 else 1
+        if op == "LeakyRelu":
+            attrs["alpha"] = [0.01, 0.5, 0.0, 1.0, -0.2, 1e-30][b() % 6]
+        elif op == "Clip":
+            lo, hi = sorted(float(v) for v in rng.normal(size=2) * 4)
+            inits[f"lo{k}"], inits[f"hi{k}"] = np.array(lo, np.float32), np.array(hi, np.float32)
+            ins += [f"lo{k}" if b() % 3 else "", f"hi{k}" if b() % 3 else ""]
+        elif op in ("Flatten", "Softmax", "ArgMax", "Concat"):
+            attrs["axis"] = small(-r - 1, r)
+            if op == "ArgMax":
+                attrs["keepdims"] = b() % 2
+            if op == "Concat":
+                ins = [name, values[b() % len(values)][0]]
+        elif op == "Transpose":
+            perm = list(range(r))
+            if r > 2 and b() % 2:
+                i, j = small(1, r - 1), small(1, r - 1)
+                perm[i], perm[j] = perm[j], perm[i]
+            attrs["perm"] = perm
+        elif op in ("MaxPool", "AveragePool"):
+            kk, st, pd = small(1, 3), small(1, 3), small(0, 2)
+            attrs.update(kernel_shape=[kk, kk], strides=[st, st], pads=[pd] * 4, ceil_mode=b() % 2 if
+                         op == "MaxPool" else 0)
+            if op == "AveragePool" and pd:
+                attrs["count_include_pad"] = 1
+        elif op == "BatchNormalization":
+            for t in "gbm":
+                inits[f"{t}{k}"] = rng.normal(size=c).astype(np.float32)
+            inits[f"v{k}_var"] = rng.uniform(0.1, 2, size=c).astype(np.float32)
+            ins += [f"g{k}", f"b{k}", f"m{k}", f"v{k}_var"]
+        elif op == "Reshape":
+            total = int(np.prod(shape[1:]))
+            target = [[0, -1], [shape[0], total], [-1, total], [0, 1, total], [shape[0], -1, 1]][b() % 5]
+            inits[f"s{k}"] = np.array(target, np.int64)
+            ins.append(f"s{k}")
+        elif op == "Conv":
+            g = [1, c][b() % 2]
+            oc = g * small(1, 3)
+            kk = small(1, 3)
+            inits[f"w{k}"] = (rng.normal(size=(oc, c // g, kk, kk)) * 10.0 ** small(-3, 1)).astype(np.float32)
+            ins.append(f"w{k}")
+            if b() % 2:
+                inits[f"b{k}"] = rng.normal(size=oc).astype(np.float32)
+                ins.append(f"b{k}")
+            attrs.update(group=g, strides=[small(1, 2)] * 2, pads=[small(0, 1)] * 4, dilations=[small(1, 2)] * 2)
+        elif op in ("Gemm", "MatMul"):
+            units = small(1, 6)
+            w = (rng.normal(size=(shape[-1], units)) * 10.0 ** small(-3, 1)).astype(np.float32)
+            if op == "Gemm" and b() % 2:
+                attrs["transB"], w = 1, np.ascontiguousarray(w.T)
+            inits[f"w{k}"] = w
+            ins.append(f"w{k}")
+            if op == "Gemm" and b() % 2:
+                inits[f"c{k}"] = rng.normal(size=units).astype(np.float32)
+                ins.append(f"c{k}")
+        elif op in ("Add", "Sub", "Mul"):
+            other = values[b() % len(values)]
+            if b() % 2:
+                cshape = [1 if b() % 2 else d for d in other[1]][1:] if b() % 2 else []
+                inits[f"k{k}"] = (rng.normal(size=cshape) * 10.0 ** small(-2, 2)).astype(np.float32)
+                ins.append(f"k{k}")
+            else:
+                ins.append(other[0])
+        nodes.append(node(op, ins, [out], f"n{k}", **attrs))
+        try:
+            from cvmc.runtime.quantize import onnx_graph
+
+            fg = onnx_graph.load(model(nodes, inits, in_shape=in_shape, out=out), BUDGET)
+            values.append((out, fg.shapes[out]))
+        except Exception:  # refused (the graph keeps the node: the quantizer refuses it cleanly, or fails)
+            break
+    x = rng.normal(size=(2 * in_shape[0], *in_shape[1:])).astype(np.float32) * 10.0 ** small(-2, 2)
+    return model(nodes, inits, in_shape=in_shape, out=nodes[-1].output[0]), x
+
+
+def _graph(data: bytes) -> None:
+    from cvmc.runtime.quantize import quantize
+
+    m, x = graph_model(data)
+    quantize(m, x, device="reference", report_samples=2, max_memory=BUDGET, per_channel=bool(data[:1] and
+                                                                                             data[0] & 1))
+
+
 def _onnx(data: bytes) -> None:
     import numpy as np
 
@@ -87,6 +213,7 @@ def _calibration(data: bytes) -> None:
 TARGETS: dict[str, tuple[Callable[[], list[bytes]], Callable[[bytes], None], list[str]]] = {
     "onnx": (_onnx_seeds, _onnx, ["cvmc.runtime.quantize"]),
     "calibration": (_calibration_seeds, _calibration, ["cvmc.runtime.quantize.inputs", "numpy.lib.format"]),
+    "graph": (_graph_seeds, _graph, ["cvmc.runtime.quantize"]),
 }
 
 

@@ -373,3 +373,15 @@ def test_an_npz_calibration_names_its_key_and_dtype(tmp_path):
     np.savez(tmp_path / "d.npz", other=x, x=x)
     q = quantize(blob, str(tmp_path / "d.npz"), device="reference")  # the array named as the input
     assert q.report.samples == len(x)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
+@pytest.mark.parametrize("shape", [(1, 4), (1, 2, 3, 3)])
+def test_a_scalar_constant_operand_quantizes(op, shape):
+    """x * 0.5 as exporters write it: a 0-d constant (a CVM param has 1 to 6 axes: it becomes a 1-element one)."""
+    blob = _model([helper.make_node(op, ["x", "k"], ["y"], name="n")], {"k": np.array(0.75)}, in_shape=shape)
+    x = _calib(shape, 32)
+    q = quantize(blob, x, device="reference")
+    want = {"Add": x + 0.75, "Sub": x - 0.75, "Mul": x * 0.75}[op]
+    got = q.decode(q.model("reference").run_batch(q.encode(x)))[0].reshape(want.shape)
+    assert sqnr_db(want, got) > 35

@@ -214,6 +214,21 @@ def test_an_empty_array_with_a_huge_axis_is_a_cvm_error_found_by_the_fuzzer(tmp_
         quantize(*args)
 
 
+def test_a_float_model_that_overflows_is_refused_by_the_node_found_by_the_fuzzer():
+    """Found by tests/fuzz/quantize.py in 300 s: finite weights near float32's limit (a mutated BatchNormalization)
+    made the float model's values inf, and choose_shift took log2(inf) (an OverflowError). The first node whose
+    values are not finite on the calibration data is now named; a scale a float cannot hold is refused too."""
+    m = hostile.model([hostile.node("MatMul", ["x", "w"], ["h"], "big"), hostile.node("Relu", ["h"], ["y"], "r")],
+                      {"w": np.full((4, 4), 3e38)})
+    with pytest.raises(CVMLogicError, match=r"node 'big' \(Dense\): the float model's values are not finite \(inf or "
+                                            r"NaN\) on the calibration data"):
+        quantize(m.SerializeToString(), np.full((4, 4), 2.0, np.float32))
+    from cvmc.runtime.quantize.emit import choose_shift
+
+    with pytest.raises(CVMLogicError, match=r"values up to \|1e\+30\| at the scale 1e-300: a float cannot hold"):
+        choose_shift(np.array([1e30]), 1e-300, 8, "mse")
+
+
 def test_the_fuzzer_smoke_run_finds_no_crash(tmp_path):
     """A short atheris run of tests/fuzz/quantize.py on the importer and the calibration reader (`make fuzz-long`
     runs them longer): no input ends in anything but a CVMError. Bounded by a count of runs with a fixed seed,
