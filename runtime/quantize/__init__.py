@@ -198,7 +198,7 @@ def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str,
     x_rep = enc.encode(calib_x[:n_rep])
     log.info("measuring the layers on %d inputs (%s)", n_rep, device)
     got = dict(zip([(t.node, t.index) for t in tensors],
-                   _run_cvm(em.b.graph(tensors), x_rep, shape[0], device, budget.limit)))
+                   _run_cvm(em.b.graph(tensors), x_rep, shape[0], device, budget.limit))) if tensors else {}
     for lr in em.layers:
         sq = None
         if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax"):

@@ -64,9 +64,11 @@ def equalize(fg: FloatGraph, rounds: int = 2) -> int:
                 continue
             r1 = np.abs(w1.reshape(c1, -1)).max(axis=1)
             r2 = np.abs(view).max(axis=1)
-            ok = (r1 > 0) & (r2 > 0)
+            with np.errstate(all="ignore"):
+                ratio = r1 / np.where(r2 > 0, r2, 1.0)
+            ok = (r1 > 0) & (r2 > 0) & np.isfinite(ratio) & (ratio > 0)  # a ratio a float cannot hold: not moved
             s = np.ones(c1)
-            s[ok] = np.sqrt(r1[ok] / r2[ok])
+            s[ok] = np.sqrt(ratio[ok])
             w1 = w1 / s.reshape(-1, 1, 1, 1)
             if second.op == "Conv" and groups == 1:
                 w2 = w2 * s.reshape(1, -1, 1, 1)

@@ -420,6 +420,8 @@ def infer(n: Node, shapes: list[tuple[int, ...] | None], consts: dict[str, np.nd
         return [tuple(sum(s[i] for s in shapes if s is not None) if i == ax else x[i] for i in range(r))]
     if op in ("Softmax", "ArgMax") and batch and r < 2:
         raise _refuse(n, f"the input of shape {list(x)} has the batch axis alone: no CVM form")
+    if op in ("Softmax", "ArgMax") and batch and a["axis"] % r == 0:
+        raise _refuse(n, f"axis {a['axis']} is the batch axis: the quantizer implements {op} along a later one")
     if op == "Softmax":
         return [x]
     if op == "ArgMax":

@@ -659,7 +659,12 @@ def _n6_models() -> list[tuple[str, Callable[[], Any], str, str]]:
                                                                                               "r")]), L,
          r"node 'sm' \(Softmax\): CVM offers Softmax only as the model's output"),
         ("ArgMax along the batch", lambda: model([node("ArgMax", ["x"], ["y"], "am")]), L,
-         r"node 'am' \(ArgMax\): axis 0: CVM's argmax runs along the last axis"),
+         r"node 'am' \(ArgMax\): axis 0 is the batch axis: the quantizer implements ArgMax along a later one"),
+        ("ArgMax along the batch, its shape unchanged, into a Concat", lambda: model(
+            [node("ArgMax", ["x"], ["a"], "am"), node("Concat", ["x", "a"], ["y"], "cat", axis=1)]), L,
+         r"node 'am' \(ArgMax\): axis 0 is the batch axis"),
+        ("Softmax along the batch", lambda: model([node("Softmax", ["x"], ["y"], "sm", axis=-2)]), L,
+         r"node 'sm' \(Softmax\): axis -2 is the batch axis"),
         ("opset 12", lambda: model([node("Relu", ["x"], ["y"], "r")], opset=12), L,
          r"the model uses ONNX opset 12; the quantizer reads opset 13 and later"),
         ("opset 999", lambda: model([node("Relu", ["x"], ["y"], "r")], opset=999), L, r"opset 999"),

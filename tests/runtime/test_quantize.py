@@ -385,3 +385,13 @@ def test_a_scalar_constant_operand_quantizes(op, shape):
     want = {"Add": x + 0.75, "Sub": x - 0.75, "Mul": x * 0.75}[op]
     got = q.decode(q.model("reference").run_batch(q.encode(x)))[0].reshape(want.shape)
     assert sqnr_db(want, got) > 35
+
+
+@pytest.mark.parametrize(("op", "attrs"), [("Softmax", {}), ("ArgMax", {"axis": 1}), ("Identity", {})])
+def test_a_head_on_the_input_itself_quantizes(op, attrs):
+    """No layer to measure (the report's per-layer run had no tensors: the builder refused a graph of no
+    outputs)."""
+    blob = _model([helper.make_node(op, ["x"], ["y"], name="h", **attrs)], {}, out_elem=TensorProto.INT64
+                  if op == "ArgMax" else TensorProto.FLOAT)
+    q = quantize(blob, _calib((1, 4)), device="reference")
+    assert q.report.agreement == 1.0 and [lr.op for lr in q.report.layers] == [op]

@@ -76,6 +76,8 @@ def _harness(op, attrs, opset=13):
         return model([node(op, ["x", "g", "b", "m", "v"], ["y"], "n", **attrs)], c, in_shape=X4, opset=opset)
     if op == "Constant":
         return model([node(op, [], ["c"], "n", **attrs), node("Add", ["x", "c"], ["y"], "add")], opset=opset)
+    if op == "ArgMax":
+        attrs = {"axis": 1, **attrs}  # its default, 0, is the batch axis
     return model([node(op, ["x"], ["y"], "n", **attrs)], opset=opset)  # (1, 4)
 
 
@@ -148,10 +150,16 @@ CASES = [  # (op, {attribute: value}, opset, None for a model read, else what th
     ("Concat", {"axis": 1}, 13, OK), ("Concat", {"axis": 3}, 13, OK), ("Concat", {"axis": -1}, 13, OK),
     ("Concat", {"axis": -3}, 13, OK), ("Concat", {"axis": 4}, 13, SPEC), ("Concat", {"axis": -5}, 13, SPEC),
     ("Concat", {"axis": 0}, 13, "is the batch axis"), ("Concat", {"axis": -4}, 13, "is the batch axis"),
-    ("Softmax", {"axis": -1}, 13, OK), ("Softmax", {"axis": 1}, 13, OK), ("Softmax", {"axis": -2}, 13, OK),
+    ("Softmax", {"axis": -1}, 13, OK), ("Softmax", {"axis": 1}, 13, OK),
+    ("Softmax", {"axis": -2}, 13, "is the batch axis"), ("Softmax", {"axis": 0}, 13, "is the batch axis"),
     ("Softmax", {"axis": 2}, 13, SPEC), ("Softmax", {"axis": -3}, 13, SPEC),
-    ("ArgMax", {"axis": 1}, 13, OK), ("ArgMax", {"axis": -2}, 13, OK), ("ArgMax", {"axis": 2}, 13, SPEC),
-    ("ArgMax", {"axis": -3}, 13, SPEC), ("ArgMax", {"keepdims": 0}, 13, OK), ("ArgMax", {"keepdims": 1}, 13, OK),
+    ("ArgMax", {"axis": 1}, 13, OK),
+    ("ArgMax", {"axis": -2}, 13, "is the batch axis"),
+    ("ArgMax", {"axis": 2}, 13, SPEC),
+    ("ArgMax", {"axis": -3}, 13, SPEC),
+    ("ArgMax", {"axis": 0}, 13, "is the batch axis"),
+    ("ArgMax", {"keepdims": 0}, 13, OK),
+    ("ArgMax", {"keepdims": 1}, 13, OK),
     ("ArgMax", {"keepdims": 2}, 13, SPEC), ("ArgMax", {"select_last_index": 0}, 13, OK),
     ("ArgMax", {"select_last_index": 1}, 13, IMPL), ("ArgMax", {"select_last_index": 2}, 13, SPEC),
     ("BatchNormalization", {"epsilon": 1e-5}, 13, OK), ("BatchNormalization", {"epsilon": 0.0}, 13, OK),
