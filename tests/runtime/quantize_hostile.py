@@ -775,6 +775,9 @@ def _n6_cases() -> list[Case]:
             ("max_memory a string", {"max_memory": "1G"}, "CVMLogicError", r"got '1G'"),
             ("report_samples 0", {"report_samples": 0}, "CVMLogicError", r"'report_samples' to be an integer >= 1"),
             ("a bogus method", {"method": "bogus"}, "CVMLogicError", r"expected a calibration method"),
+            ("a bogus device", {"device": "bogus"}, "CVMLogicError", r"unknown device 'bogus'"),
+            ("labels of two columns", {"labels": np.zeros((16, 2))}, "CVMLogicError",
+             r"the labels: expected 16 labels \(one per test prediction\), got 32"),
             ("a model of the wrong type", {"model": 3}, "CVMLogicError",
              r"expected the model as a path, bytes or an onnx.ModelProto, got int")):
         def with_kw(folder: Path, kw=kw) -> dict[str, Any]:
