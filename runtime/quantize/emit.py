@@ -235,7 +235,7 @@ class Emitter:
         acc_scale = x.scale * sw
         oc = w_int.shape[0]
         const = np.zeros(oc, np.int64) if bias is None else np.floor(bias.astype(np.float64) / acc_scale + 0.5)
-        const = np.clip(const, -(2.0**40), 2.0**40).astype(np.int64)  # past 32 bits is refused below, by its bits
+        const = np.clip(const, -(2.0**62), 2.0**62).astype(np.int64)  # within int64: past 32 bits is refused below
         per_pixel = None
         if zp and conv is None:
             const = const + zp * w_int.reshape(oc, -1).sum(axis=1)
