@@ -50,10 +50,11 @@ class Budget:
         self.limit = check_max_memory(limit)
 
     def check_shape(self, shape: Any, what: str) -> None:
-        """Every axis within the budget: an empty array (a 0 among its sizes) may not declare a huge one either."""
-        if any(d > self.limit for d in shape):
-            raise CVMLogicError(f"{what}: shape {list(shape)}: an axis longer than the memory budget of {self.limit} "
-                                f"(max_memory, cvm-quantize --max-memory)")
+        """Every axis within the budget, and the product of the nonzero ones: an empty array (a 0 among its sizes)
+        may not declare a shape numpy cannot hold either."""
+        if 8 * math.prod(d for d in shape if d) > self.limit:
+            raise CVMLogicError(f"{what}: shape {list(shape)}: its axes hold more than the memory budget of "
+                                f"{self.limit} bytes (max_memory, cvm-quantize --max-memory)")
 
     def check(self, nbytes: int, what: str) -> None:
         if nbytes > self.limit:
