@@ -50,9 +50,9 @@ class Budget:
         self.limit = check_max_memory(limit)
 
     def check_shape(self, shape: Any, what: str) -> None:
-        """Every axis within the budget, and the product of the nonzero ones: an empty array (a 0 among its sizes)
-        may not declare a shape numpy cannot hold either."""
-        if 8 * math.prod(d for d in shape if d) > self.limit:
+        """An empty array (a 0 among its sizes) whose other axes multiply past the budget is refused too: its byte
+        count passes, but numpy cannot hold its shape (a nonempty array is held by its byte count, `check`)."""
+        if 0 in shape and 8 * math.prod(d for d in shape if d) > self.limit:
             raise CVMLogicError(f"{what}: shape {list(shape)}: its axes hold more than the memory budget of "
                                 f"{self.limit} bytes (max_memory, cvm-quantize --max-memory)")
 

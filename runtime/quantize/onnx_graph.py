@@ -21,26 +21,21 @@ import numpy as np
 
 from cvmc.errors import CVMLogicError
 from cvmc.runtime.quantize import inputs
-from cvmc.runtime.quantize.onnx_spec import MAX_OPSET, MIN_OPSET, OPS, SUPPORTED, check_node, infer, temporary_elements
+from cvmc.runtime.quantize.onnx_spec import (
+    MAX_OPSET,
+    MIN_OPSET,
+    OPS,
+    SUPPORTED,
+    Node,
+    check_node,
+    infer,
+    temporary_elements,
+)
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "SUPPORTED", "FloatGraph", "Node", "load", "run"]
 
 log = logging.getLogger(__name__)
 RUN_BATCH = 64  # rows of the input `run` computes at once
-
-
-@dataclass
-class Node:
-    """One ONNX node: `inputs` and `outputs` are value names ("" for an absent optional input)."""
-
-    name: str
-    op: str
-    inputs: list[str]
-    outputs: list[str]
-    attrs: dict[str, Any] = field(default_factory=dict)
-
-    def where(self) -> str:
-        return f"node {self.name!r} ({self.op})"
 
 
 @dataclass

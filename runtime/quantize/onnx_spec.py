@@ -20,14 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from cvmc.errors import CVMLogicError
-
-if TYPE_CHECKING:
-    from cvmc.runtime.quantize.onnx_graph import Node
 
 MIN_OPSET = 13
 MAX_OPSET = 27  # every operator below has the same attributes and semantics (for float32) from 13 to 27
@@ -35,6 +32,20 @@ MAX_OPSET = 27  # every operator below has the same attributes and semantics (fo
 INT, FLOAT, STRING, TENSOR, INTS = "INT", "FLOAT", "STRING", "TENSOR", "INTS"
 _PROTO_KIND = {1: FLOAT, 2: INT, 3: STRING, 4: TENSOR, 5: "GRAPH", 6: "FLOATS", 7: INTS, 8: "STRINGS", 9: "TENSORS",
                10: "GRAPHS", 11: "SPARSE_TENSOR", 12: "SPARSE_TENSORS", 13: "TYPE_PROTO", 14: "TYPE_PROTOS"}
+
+
+@dataclass
+class Node:
+    """One ONNX node: `inputs` and `outputs` are value names ("" for an absent optional input)."""
+
+    name: str
+    op: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def where(self) -> str:
+        return f"node {self.name!r} ({self.op})"
 
 
 @dataclass(frozen=True)
@@ -365,14 +376,16 @@ def infer(n: Node, shapes: list[tuple[int, ...] | None], consts: dict[str, np.nd
             return [(*x[:-1], w.shape[1])]
         y = shapes[1]
         assert y is not None
-        if not x or not y or (len(x) >= 2 and len(y) >= 1 and x[-1] != (y[-2] if len(y) >= 2 else y[0])) \
-                or (len(x) == 1 and x[0] != (y[-2] if len(y) >= 2 else y[0])):
+        xs, ys = list(x), list(y)
+        if not xs or not ys or xs[-1] != (ys[-2] if len(ys) >= 2 else ys[0]):
             raise _refuse(n, f"{list(x)} times {list(y)}: the inner sizes differ")
         try:
             lead = tuple(np.broadcast_shapes(x[:-2], y[:-2]))
         except ValueError:
             raise _refuse(n, f"{list(x)} times {list(y)}: the batch axes do not broadcast") from None
-        return [lead + x[-2:-1] * (len(x) >= 2) + y[-1:] * (len(y) >= 2)]
+        rows: tuple[int, ...] = (x[-2],) if len(x) >= 2 else ()
+        cols: tuple[int, ...] = (y[-1],) if len(y) >= 2 else ()
+        return [lead + rows + cols]
     if op == "Flatten":
         ax = a["axis"] + r if a["axis"] < 0 else a["axis"]
         out = (math.prod(x[:ax]), math.prod(x[ax:]))
