@@ -119,6 +119,7 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
     known: dict[str, tuple[int, ...]] = {k: v.shape for k, v in consts.items()}
     known[x_in.name] = shape
     unmade: dict[str, str] = {}  # outputs the importer does not make (MaxPool's Indices, ...): who names them
+    indices: dict[str, str] = {}  # the computed outputs of ArgMax (int64 indices): a head only
     value_bytes = 4 * math.prod(shape)
     temp_bytes = 0
     for k, p in enumerate(g.node):
@@ -127,6 +128,9 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
             raise CVMLogicError(f"{n.where()}: the operator has no CVM form in the quantizer (supported: "
                                 f"{', '.join(sorted(SUPPORTED - {'Constant', 'Identity', 'Dropout'}))})")
         for v in n.inputs:
+            if v in indices:
+                raise CVMLogicError(f"{n.where()}: reads {v!r}, the indices {indices[v]} makes: the quantizer gives "
+                                    f"ArgMax a CVM form only as the model's output")
             if v in unmade:
                 raise CVMLogicError(f"{n.where()}: reads {v!r}, {unmade[v]}, which the quantizer does not make")
             if v and v not in known:
@@ -174,6 +178,8 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
         for v, s in zip(n.outputs, outs):
             known[v] = s
         fg.shapes.update(zip(n.outputs[:made], outs[:made]))
+        if n.op == "ArgMax":
+            indices[n.outputs[0]] = n.where()
         fg.nodes.append(n)
     cache.clear()
     for o in fg.outputs:

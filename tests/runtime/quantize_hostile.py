@@ -663,6 +663,11 @@ def _n6_models() -> list[tuple[str, Callable[[], Any], str, str]]:
         ("ArgMax along the batch, its shape unchanged, into a Concat", lambda: model(
             [node("ArgMax", ["x"], ["a"], "am"), node("Concat", ["x", "a"], ["y"], "cat", axis=1)]), L,
          r"node 'am' \(ArgMax\): axis 0 is the batch axis"),
+        ("ArgMax's indices read by a MaxPool", lambda: model(
+            [node("ArgMax", ["x"], ["a"], "am", axis=1), node("MaxPool", ["a"], ["y"], "mp", kernel_shape=[1, 1])],
+            in_shape=(1, 2, 3, 3)), L,
+         r"node 'mp' \(MaxPool\): reads 'a', the indices node 'am' \(ArgMax\) makes: the quantizer gives ArgMax a "
+         r"CVM form only as the model's output"),
         ("Softmax along the batch", lambda: model([node("Softmax", ["x"], ["y"], "sm", axis=-2)]), L,
          r"node 'sm' \(Softmax\): axis -2 is the batch axis"),
         ("opset 12", lambda: model([node("Relu", ["x"], ["y"], "r")], opset=12), L,

@@ -234,6 +234,19 @@ def test_a_float_model_that_overflows_is_refused_by_the_node_found_by_the_fuzzer
         choose_shift(np.array([1e30]), 1e-300, 8, "mse")
 
 
+def test_argmax_indices_read_by_another_node_are_refused_found_by_the_fuzzer():
+    """Found by tests/fuzz/quantize.py's graph target in 400 s: a MaxPool over an ArgMax's int64 indices padded
+    them with -inf in the float interpreter (an OverflowError). ArgMax is a head only: a node that reads its
+    indices is refused at load, by name."""
+    node = hostile.node
+    m = hostile.model([node("ArgMax", ["x"], ["a"], "am", axis=-3),
+                       node("MaxPool", ["a"], ["y"], "mp", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                      in_shape=(2, 1, 2, 5))
+    with pytest.raises(CVMLogicError, match=r"node 'mp' \(MaxPool\): reads 'a', the indices node 'am' \(ArgMax\) "
+                                            r"makes"):
+        quantize(m.SerializeToString(), _calib((2, 1, 2, 5), 4))
+
+
 def test_the_fuzzer_smoke_run_finds_no_crash(tmp_path):
     """A short atheris run of tests/fuzz/quantize.py on the importer, the calibration reader and built graphs
     (`make fuzz-long` runs them longer): no input ends in anything but a CVMError. Bounded by a count of runs with
