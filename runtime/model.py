@@ -36,6 +36,7 @@ from cvmc.runtime.threads import MAX_THREADS, default_threads, physical_cores
 __all__ = ["DEFAULT_DEVICE", "Model", "default_threads", "dump_stages", "load_model", "pack_outputs", "physical_cores"]
 
 if TYPE_CHECKING:
+    from cvmc.runtime.folder import Quantization
     from cvmc.runtime.host import HostProgram
 
 log = logging.getLogger(__name__)
@@ -83,13 +84,38 @@ def _check_memory_limit(max_memory: object) -> int:
     return int(max_memory)
 
 
-def _input_array(x: object, shape: tuple[int, ...]) -> np.ndarray:
-    """The caller's input as an integer array of the input's shape, every value within int32 (the API's input
-    type): floats, strings and values an int32 cannot hold are refused, never truncated or wrapped."""
+def _accepted(found: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether an input of shape `found` is one of shape `shape`: the shape itself, the shape without some of its
+    leading 1s (an image (1, 8, 8) or (8, 8) for a model of (1, 1, 8, 8)), or its values flat (a row of 64 for
+    (1, 64))."""
+    ones = next((i for i, d in enumerate(shape) if d != 1), len(shape))
+    return any(found == shape[k:] for k in range(ones + 1)) or (len(found) == 1 and found[0] == prod(shape))
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    if len(shape) <= 1:
+        return str(list(shape))
+    lead = " without its leading 1s," if shape[:1] == (1,) and len(shape) > 1 else ""
+    return f"{list(shape)} (or{lead} its {prod(shape)} values flat)".replace(", its", " or its")
+
+
+def _input_array(x: object, shape: tuple[int, ...], batch: bool = False, precision: int | None = None) -> np.ndarray:
+    """The caller's input as an integer array of the input's shape (`batch`: a stack of them, (N, *shape)), every
+    value within int32 (the API's input type): floats, strings and values an int32 cannot hold are refused, never
+    truncated or wrapped; a shape other than those `_accepted` is refused even where the sizes agree (an NHWC image
+    for an NCHW model), and uint8 data above the input's precision is refused rather than saturated (an image of
+    0..255 would read as 0..127)."""
+    what = "a stack of inputs" if batch else "the input as an integer array"
     try:
         a = np.asarray(x)
     except (ValueError, TypeError) as e:  # ragged nested lists, objects numpy cannot hold
-        raise CVMLogicError(f"expected the input as an integer array of shape {list(shape)}: {e}") from None
+        raise CVMLogicError(f"expected {what} of shape {list(shape)}: {e}") from None
+    if batch and a.ndim < 1:
+        raise CVMLogicError(f"expected a stack of inputs of shape {list(shape)}, got a scalar")
+    found = tuple(a.shape[1:]) if batch else tuple(a.shape)
+    if not _accepted(found, shape):
+        raise CVMLogicError(f"expected {'a stack of N inputs, each' if batch else 'an input'} of shape "
+                            f"{_shape_text(shape)}, got {list(a.shape)}")
     if a.dtype.kind not in "iub":
         raise CVMLogicError(f"expected an integer input, got dtype {a.dtype}")
     if a.dtype.kind != "b" and a.size and np.dtype(a.dtype).itemsize >= 4 and a.dtype != np.int32:
@@ -98,11 +124,15 @@ def _input_array(x: object, shape: tuple[int, ...]) -> np.ndarray:
             bad = lo if lo < INT32_MIN else hi
             raise CVMLogicError(f"expected input values in int32 [{INT32_MIN}, {INT32_MAX}], got {bad} "
                                 f"(dtype {a.dtype})")
-    if tuple(a.shape) != shape:
-        if a.size != prod(shape):
-            raise CVMLogicError(f"expected an input of shape {list(shape)}, got {list(a.shape)}")
-        a = a.reshape(shape)
-    return a
+    if precision is not None and a.dtype == np.uint8 and a.size:
+        bound = precision_bound(precision)
+        hi = int(a.max())
+        if hi > bound:
+            raise CVMLogicError(f"expected uint8 input values in [0, {bound}] (the input's precision is {precision} "
+                                f"bits: [-{bound}, {bound}]), got {hi}: they would saturate at {bound}; scale them "
+                                f"first (a folder with quantize.json takes floats), or pass a signed array to "
+                                f"saturate on purpose")
+    return a.reshape((a.shape[0], *shape) if batch else shape)
 
 
 def _check_threads(threads: object) -> int | None:
@@ -122,6 +152,8 @@ class Model:
     (a pickle is data like any model file), and compiles again (from the cache).
 
     Attributes: `name` (the graph file's path, the builder's name, or None), `device`, `threads`, `gas`,
+    `quantization` (the scales of quantize.json when loaded from a folder that has one: `run` then takes floats
+    and returns floats, see `run_float`; else None),
     `input_shape` and `input_precision` (None for a model without input), `output_shapes` and `output_precisions`
     (one per head), `max_memory` and `memory_bytes` (the limit, and the working memory the device planned), `graph`
     (the verified `Graph`), `stats` (the device's compile figures: `compile_ms`, or `load_ms` when the compiled code
@@ -135,6 +167,7 @@ class Model:
         self.graph = graph
         self.device = device
         self.name: str | None = None  # what the model is called: its graph file, or its builder's name
+        self.quantization: Quantization | None = None  # its scales (quantize.json), when loaded from a folder
         self.max_memory = _check_memory_limit(max_memory)
         self.threads = _check_threads(threads) or default_threads()
         self._replicas: list[Runner] = []
@@ -176,8 +209,9 @@ class Model:
 
     def __repr__(self) -> str:
         name = "" if self.name is None else f"{self.name!r}, "
+        scales = "" if self.quantization is None else f", quantization=({self.quantization})"
         return (f"Model({name}device={self.device!r}, input_shape={self.input_shape}, "
-                f"output_shapes={self.output_shapes}, gas={self.gas}, threads={self.threads})")
+                f"output_shapes={self.output_shapes}, gas={self.gas}, threads={self.threads}{scales})")
 
     @classmethod
     def from_graph(cls, graph: Graph, device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY,
@@ -193,7 +227,8 @@ class Model:
 
         files = (json.dumps(graph_to_json(self.graph), ensure_ascii=False).encode(), write_params(self.graph.params))
         return {"files": files, "device": self.device, "max_memory": self.max_memory, "threads": self.threads,
-                "name": self.name}
+                "name": self.name,
+                "quantization": None if self.quantization is None else self.quantization.facts()}
 
     def __setstate__(self, state: object) -> None:
         files = state.get("files") if isinstance(state, dict) else None
@@ -205,6 +240,12 @@ class Model:
         self.__init__(load_graph(*files), device, max_memory, threads)  # type: ignore[arg-type]
         name = state.get("name")
         self.name = name if isinstance(name, str) else None
+        facts = state.get("quantization")
+        if facts is not None:  # checked again, as quantize.json is
+            from cvmc.runtime.folder import quantization_from
+
+            self.quantization = quantization_from(facts, "the pickle's quantization", self.input_shape,
+                                                  self.input_precision, len(self.output_shapes))
 
     def _runners(self, n: int) -> list[Runner]:
         """`n` runners that may run at once: this model's and replicas with arenas of their own over the same
@@ -219,28 +260,36 @@ class Model:
             self._replicas.append(CpuRunner(program, engine, 1))
         return [self._run, *self._replicas[:n - 1]]
 
-    def run_batch(self, xs: object, progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
-        """Run a stack of inputs (`xs[i]` has the input's shape, or its size): one stacked int32 array per head,
-        `out[h][i]` equal to `run(xs[i])[h]`. On cpu the inputs are spread over `threads` threads, each with an
-        arena of its own; `progress(n)` is called as each input ends (from those threads)."""
+    def run_batch(self, xs: object, progress: Callable[[int], None] | None = None, *, replicas: int | None = None,
+                  threads: int | None = None) -> list[np.ndarray]:
+        """Run a stack of inputs (`xs[i]` of the input's shape, or as `run` takes it): one stacked int32 array per
+        head, `out[h][i]` equal to `run(xs[i])[h]`; a stack of floats gives floats (a model with scales: `run`).
+        On cpu the inputs are spread over `replicas` copies of the model run at once (default: the model's
+        `threads`), each with an arena of its own; `progress(n)` is called as each input ends (from those
+        threads). `threads=` is the old name of `replicas` (deprecated: `threads` is the model's thread count)."""
+        if threads is not None:
+            import warnings
+
+            warnings.warn("run_batch(threads=N) is deprecated: it counts replicas, so it is now run_batch("
+                          "replicas=N) (a model's threads are set at load_model)", DeprecationWarning, stacklevel=2)
+            replicas = threads if replicas is None else replicas
+        if replicas is not None and (isinstance(replicas, bool) or not isinstance(replicas, int | np.integer)
+                                     or not 1 <= replicas <= MAX_THREADS):
+            raise CVMLogicError(f"expected 'replicas' to be an integer in [1, {MAX_THREADS}], got {replicas!r}")
         if self.input_shape is None:
             raise CVMLogicError("run_batch needs a model with an input")
-        try:
-            a = np.asarray(xs)
-        except (ValueError, TypeError) as e:
-            raise CVMLogicError(f"expected a stack of inputs of shape {list(self.input_shape)}: {e}") from None
-        if a.ndim < 1:
-            raise CVMLogicError(f"expected a stack of inputs of shape {list(self.input_shape)}, got a scalar")
-        n = a.shape[0]
-        if n and prod(a.shape[1:]) != prod(self.input_shape):
-            raise CVMLogicError(f"expected a stack of inputs of shape {list(self.input_shape)}, got "
-                                f"{list(a.shape)}")
+        if self._floats(xs):
+            assert self.quantization is not None
+            outs = self.run_batch(self.quantization.encode(self._float_array(xs, batch=True)), progress,
+                                  replicas=replicas)
+            return self.quantization.decode(outs)
+        stacked = _input_array(xs, self.input_shape, batch=True, precision=self.input_precision)
+        n = stacked.shape[0]
         bound = precision_bound(self.input_precision or 32)
-        stacked = _input_array(a, (n, *self.input_shape))  # one check of dtype and int32 range for the stack
         data = np.clip(stacked if stacked.dtype == np.int32 else stacked.astype(np.int64), -bound, bound)
         data = data.astype(np.int32)
         results: list[list[np.ndarray] | None] = [None] * n
-        runners = self._runners(min(self.threads, max(n, 1)))
+        runners = self._runners(min(replicas or self.threads, max(n, 1)))
         if len(runners) == 1:
             for i in range(n):
                 results[i] = self._call(data[i])
@@ -288,13 +337,17 @@ class Model:
     def output_precisions(self) -> list[int]:
         return self.graph.head_precisions()
 
-    def run(self, x: np.ndarray | None = None) -> list[np.ndarray]:
-        """Every head as an int32 array; the input is saturated to its precision first, as the runtime does."""
+    def run(self, x: object = None) -> list[np.ndarray]:
+        """Every head as an int32 array; the input is saturated to its precision first, as the runtime does. Given
+        floats, a model loaded with its scales (a folder with quantize.json) encodes them and returns each head as
+        floats (`run_float`); without scales floats are refused."""
         if self.input_shape is None:
             return self._call(None)
         if x is None:
             raise CVMLogicError(f"the model needs an input of shape {list(self.input_shape)}")
-        a = _input_array(x, self.input_shape)
+        if self._floats(x):
+            return self.run_float(x)
+        a = _input_array(x, self.input_shape, precision=self.input_precision)
         assert self.input_precision is not None
         bound = np.int64(precision_bound(self.input_precision))
         try:  # into a fresh int32 array: the values fit it (`_input_array`), saturated ones too
@@ -302,6 +355,40 @@ class Model:
         except MemoryError:
             raise CVMRuntimeError(f"out of memory copying the input of shape {list(self.input_shape)}") from None
         return self._call(data)
+
+    def _floats(self, x: object) -> bool:
+        """Whether `x` is float data (then the model must have its scales: refused with a hint otherwise)."""
+        try:
+            kind = x.dtype.kind if isinstance(x, np.ndarray) else np.asarray(x).dtype.kind
+        except (ValueError, TypeError):
+            return False  # `_input_array` names the fault
+        if kind != "f":
+            return False
+        if self.quantization is None:
+            raise CVMLogicError(f"expected an integer input, got dtype {np.asarray(x).dtype}: floats, but this model "
+                                f"has no scales; load the folder cvm-quantize wrote (cvmc.load_model('DIR/'), its "
+                                f"quantize.json gives input_scale), or pass clip(round(x / input_scale)) as integers")
+        return True
+
+    def _float_array(self, x: object, batch: bool = False) -> np.ndarray:
+        assert self.input_shape is not None
+        a = np.asarray(x)
+        found = tuple(a.shape[1:]) if batch and a.ndim else tuple(a.shape)
+        if (batch and a.ndim < 1) or not _accepted(found, self.input_shape):
+            raise CVMLogicError(f"expected {'a stack of N float inputs, each' if batch else 'a float input'} of "
+                                f"shape {_shape_text(self.input_shape)}, got {list(a.shape)}")
+        if a.size and not np.all(np.isfinite(a)):
+            raise CVMLogicError("expected finite float input values, got NaN or infinity")
+        return a.reshape((a.shape[0], *self.input_shape) if batch else self.input_shape)
+
+    def run_float(self, x: object) -> list[np.ndarray]:
+        """Float in, float out: `x` encoded with the model's `quantization` (`clip(round(x / input_scale))`), run,
+        and each head decoded (x its output scale), as `cvmc.quantize`'s `Quantized.decode(m.run(q.encode(x)))`."""
+        if self.quantization is None:
+            raise CVMLogicError("run_float needs the model's scales: load the folder cvm-quantize wrote "
+                                "(cvmc.load_model('DIR/'), with its quantize.json)")
+        a = self._float_array(x)
+        return self.quantization.decode(self.run(self.quantization.encode(a)))
 
     def infer(self, input_bytes: bytes) -> bytes:
         """`CVMAPIInference`: input bytes (int8 when the input precision <= 8, else int32 LE) -> packed output."""
@@ -359,14 +446,30 @@ def pack_outputs(graph: Graph, outs: list[np.ndarray]) -> bytes:
     return b"".join(o.astype(dtype).tobytes() for o in outs)
 
 
-def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str],
+def _named(x: object) -> str:
+    return repr(os.fspath(x)) if isinstance(x, str | os.PathLike) and len(os.fspath(x)) < 200 else \
+        f"a {type(x).__name__}"
+
+
+def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str] | None = None,
                device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY, threads: int | None = None,
                dump: str | os.PathLike[str] | None = None) -> Model:
-    """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text).
+    """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text), or
+    a model folder (`load_model("net/")`: its model.json and params.bin, and its quantize.json when present, which
+    gives the model its `quantization`: `run` then takes and returns floats).
 
     A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError.
     `threads` (cpu): default `$CVMC_THREADS`, else the physical cores, at most the CPUs this process may use
     (`threads.default_threads`). `dump=DIR` writes every stage of the compilation into DIR (see `dump_stages`)."""
+    folder, scales = None, None
+    if params is None:
+        from cvmc.runtime.folder import is_folder, model_files
+
+        if not is_folder(graph_json):
+            raise CVMLogicError(f"expected a model folder (model.json, params.bin) or two files, got "
+                                f"{_named(graph_json)} alone: pass the params too, or the folder")
+        folder = os.fspath(graph_json)  # type: ignore[arg-type]
+        graph_json, params, scales = model_files(folder)
     threads = _check_threads(threads)
     max_memory = _check_memory_limit(max_memory)
     t0 = time.perf_counter()
@@ -381,5 +484,12 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
     model.stats["read_ms"] = round(1000 * (t1 - t0), 1)  # the two files read and verified
     if isinstance(graph_json, os.PathLike) or (isinstance(graph_json, str) and graph_json.lstrip()[:1] not in "{["):
         model.name = os.fspath(graph_json)
+    if folder is not None:
+        model.name = folder
+    if scales is not None:
+        from cvmc.runtime.folder import read_quantization
+
+        model.quantization = read_quantization(scales, model.input_shape, model.input_precision,
+                                               len(model.output_shapes))
     log.info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
     return model
