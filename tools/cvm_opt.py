@@ -154,13 +154,70 @@ def elide_large_constants(module: ModuleOp, limit: int) -> None:
                     table[k] = new  # type: ignore[assignment]
 
 
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, whole (its lines joined), never cut mid-sentence."""
+    paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
+    end = re.search(r"\.(\s|$)(?![^(]*\))", paragraph)  # a full stop outside parentheses
+    return paragraph[:end.start() + 1] if end else paragraph
+
+
 def list_passes() -> str:
-    """cvmc's passes, one line each: the name and the first line of the pass's docstring."""
-    lines = []
-    for name, factory in sorted(get_all_passes().items()):
-        doc = (factory().__doc__ or "").strip().splitlines()
-        lines.append(f"{name:<28} {doc[0] if doc else ''}")
-    return "\n".join(lines) + "\n"
+    """cvmc's passes, one line each: the name and the first sentence of the pass's docstring."""
+    return "".join(f"{name:<28} {first_sentence(factory().__doc__)}\n"
+                   for name, factory in sorted(get_all_passes().items()))
+
+
+_PLAIN_VALUE = re.compile(r"[-+\w.]+(,[-+\w.]+)*")
+_OPTION = re.compile(r'([A-Za-z_][\w-]*)=("(?:\\.|[^"\\])*"|\[[^\]{}]*\]|[^\s{}"]+)')
+
+
+def normalize_pipeline(spec: str) -> str:
+    """A pass pipeline with the option values xDSL's lexer takes only quoted (`target=x86:avx512-vnni`) quoted,
+    and a bracketed list (`dot_block=[8,32,256]`) as the comma list it means; what is unambiguous parses."""
+    def option(m: re.Match[str]) -> str:
+        key, value = m.group(1), m.group(2)
+        if value.startswith('"'):
+            return m.group(0)
+        if value.startswith("[") and value.endswith("]") and _PLAIN_VALUE.fullmatch(value[1:-1].replace(" ", "")):
+            return f"{key}={value[1:-1].replace(' ', '')}"
+        if _PLAIN_VALUE.fullmatch(value) or "[" in value or "]" in value:
+            return m.group(0)
+        return f'{key}="{value}"'
+
+    return re.sub(r"\{[^{}]*\}", lambda b: _OPTION.sub(option, b.group(0)), spec)
+
+
+def _did_you_mean(name: str, names: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else " (cvm-opt --list-passes lists cvmc's)"
+
+
+def _pipeline_error(spec: str, e: BaseException) -> str:
+    """xDSL's multi-line ArgSpecParseError as one line: the pipeline, the column and the reason."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    where = next((ln for ln in lines if ln.startswith("pass-pipeline:")), "")
+    column = where.rsplit(":", 1)[-1] if where else "?"
+    reason = lines[-1].strip() if lines else type(e).__name__
+    return f"cannot parse the pass pipeline {spec!r} at column {column}: {reason}"
+
+
+# What each pass works on: a pass whose dialect the module does not hold does nothing (and cvm-opt says so).
+_CONVERTS = {"cvm-to-loops": ("cvm", None), "cvm-to-gpu-loops": ("cvm", None)}
+
+
+def _works_on(name: str) -> tuple[str | None, str | None]:
+    """(the dialect a pass reads, the one it leaves) by its name; (None, None) for a pass of any IR."""
+    if name in _CONVERTS:
+        return _CONVERTS[name]
+    m = re.fullmatch(r"convert-(cvm|cinn|taskgraph)-to-(\w+)", name)
+    if m:
+        return m.group(1), m.group(2) if m.group(2) in ("cvm", "cinn", "taskgraph") else None
+    for dialect in ("cvm", "cinn", "taskgraph"):
+        if name.startswith(dialect + "-"):
+            return dialect, dialect
+    return None, None
 
 
 _HEX = re.compile(r'dense<"0x[0-9A-Fa-f]{64,}">')
@@ -237,6 +294,46 @@ class CvmOptMain(xDSLOptMain):
         super().register_all_passes()
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
+
+    def setup_pipeline(self):
+        """xDSL's pipeline, from the spec made unambiguous (`normalize_pipeline`); a spec that does not parse or
+        names an unknown pass is a one-line usage error (with a "did you mean")."""
+        from xdsl.utils.arg_spec import parse_pipeline
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        spec = self.args.passes
+        if spec:
+            self.args.passes = normalize_pipeline(spec)
+            try:
+                names = [p.name for p in parse_pipeline(self.args.passes)]
+            except ArgSpecParseError as e:  # a BaseException: it would pass every `except Exception`
+                raise cli.UsageError(_pipeline_error(spec, e)) from None
+            for name in names:
+                if name not in self.available_passes:
+                    ours = sorted(get_all_passes())
+                    raise cli.UsageError(f"unknown pass {name!r} in -p {spec!r}"
+                                         f"{_did_you_mean(name, ours + sorted(self.available_passes))}")
+            self.pass_names = names
+        try:
+            super().setup_pipeline()
+        except ArgSpecParseError as e:
+            raise cli.UsageError(_pipeline_error(spec, e)) from None
+
+    def apply_passes(self, prog: ModuleOp):
+        """The passes, after a warning for each that works on a dialect the module will not hold when it runs."""
+        held = {op.name.split(".", 1)[0] for op in prog.walk()} & {"cvm", "cinn", "taskgraph"}
+        for name in getattr(self, "pass_names", []):
+            reads, leaves = _works_on(name)
+            if reads is None:
+                continue
+            if reads not in held:
+                print(f"cvm-opt: warning: pass '{name}' works on {reads} ops, and the module holds none when it "
+                      f"runs: it does nothing", file=sys.stderr)
+            elif leaves != reads:
+                held.discard(reads)
+                if leaves is not None:
+                    held.add(leaves)
+        super().apply_passes(prog)
 
 
 def main(args: list[str] | None = None) -> int:

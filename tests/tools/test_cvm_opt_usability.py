@@ -69,3 +69,73 @@ def test_dot_has_shapes_and_precisions_on_the_edges(digits_mlir, capsys):
     assert re.search(r'n\d+ -> n\d+ \[label="1x64 p8"\]', out)  # the input into fc1
     assert '[label="64x64 p8"]' in out and '[label="1x10 p24"]' in out
     assert out.count(" -> ") == 10  # fc1 (3), relu, rq1, fc2 (3), rq2, return: one edge per use
+
+
+# issue 39: the README's own pipeline, bad pipelines as one line, a "did you mean", a pass that does nothing
+
+
+@pytest.mark.parametrize("spec", ["convert-cvm-to-loops{target=x86:avx512-vnni}",
+                                  'convert-cvm-to-loops{target="x86:avx512-vnni"}'])
+def test_an_unquoted_option_value_parses_as_the_quoted_one(digits_mlir, spec, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-p", 'convert-cvm-to-loops{target="x86:avx512-vnni"}']) == 0
+    want = capsys.readouterr().out
+    assert cvm_opt.main([str(digits_mlir), "-p", spec]) == 0
+    assert capsys.readouterr().out == want and "x86:avx512-vnni" in want
+
+
+@pytest.mark.parametrize(("spec", "column", "reason"), [
+    ("cvm-to-loops{", 14, "Expected argument name here"),
+    (",", 1, "Expected pass name here"),
+    ("a b", 2, "Expected a comma or pass arguments here"),
+    ("cvm-to-loops{target=}", 21, "Unknown argument value"),
+])  # fmt: skip
+def test_a_pipeline_that_does_not_parse_is_one_usage_line(digits_mlir, spec, column, reason, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-p", spec]) == 64
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (f"cvm-opt: error: cannot parse the pass pipeline {spec!r} at column "
+                                            f"{column}: {reason}" + (", wrap argument in quotes to pass arbitrary "
+                                                                     "string values" if "Unknown" in reason else ""))
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["[8,32,256]", "[8, 32, 256]", "8,32,256"])
+def test_a_bracketed_list_is_the_comma_list(digits_mlir, value, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-p", f"convert-cinn-to-loops{{dot_block={value}}}"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("cvm-opt: CVMLogicError: expected the option dot_block as "
+                                                   "MR,NR,KC")
+    assert "got 8,32,256" in err and "Traceback" not in err
+
+
+def test_normalize_pipeline_leaves_what_xdsl_parses():
+    for spec in ["cvm-infer-shapes,cvm-gas", 'cvm-to-loops{target="x86:amx"}',
+                 "convert-cinn-to-loops{dot_block=8,2,256}", "x{a=1 b=true c=-2.5}"]:
+        assert cvm_opt.normalize_pipeline(spec) == spec
+    assert cvm_opt.normalize_pipeline("p{target=x86:avx2 n=3}") == 'p{target="x86:avx2" n=3}'
+
+
+@pytest.mark.parametrize(("name", "hint"), [("cvm-fus", "did you mean 'cvm-fuse'?"),
+                                            ("cvm-to-loop", "did you mean 'cvm-to-loops'?"),
+                                            ("zzzz", "cvm-opt --list-passes lists cvmc's")])
+def test_an_unknown_pass_gets_a_did_you_mean(digits_mlir, name, hint, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-p", f"cvm-infer-shapes,{name}"]) == 64
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"cvm-opt: error: unknown pass {name!r} in -p " \
+                                                               f"'cvm-infer-shapes,{name}' ({hint})"
+
+
+def test_a_pass_for_another_dialect_says_it_does_nothing(digits_mlir, capsys):
+    assert cvm_opt.main([str(digits_mlir), "-p", "convert-cinn-to-loops"]) == 0
+    assert ("cvm-opt: warning: pass 'convert-cinn-to-loops' works on cinn ops, and the module holds none when it "
+            "runs: it does nothing") in capsys.readouterr().err
+    assert cvm_opt.main([str(digits_mlir), "-p", "cvm-infer-shapes,cvm-gas"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert cvm_opt.main([str(digits_mlir), "-p", "convert-cvm-to-taskgraph,taskgraph-stats", "-o", "/dev/null"]) == 0
+    assert "warning" not in capsys.readouterr().err  # the first pass makes what the second reads
+
+
+def test_list_passes_gives_whole_sentences(capsys):
+    assert cvm_opt.main(["--list-passes"]) == 0
+    for line in capsys.readouterr().out.splitlines():
+        assert line.rstrip().endswith((".", ")")), line
+    assert cvm_opt.first_sentence("Do a thing (see `x.y`. here)\n  over two lines. More.\n\nArgs") == \
+        "Do a thing (see `x.y`. here) over two lines."
