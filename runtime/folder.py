@@ -132,3 +132,19 @@ def read_quantization(path: str | os.PathLike[str], input_shape: tuple[int, ...]
     except (ValueError, RecursionError) as e:
         raise CVMRuntimeError(f"cannot read quantize file {where!r}: not JSON ({e})") from None
     return quantization_from(facts, where, input_shape, input_precision, heads)
+
+
+def swapped(graph: object, params: object) -> bool:
+    """Whether two model paths were given in the wrong order: the "graph" starts as no JSON does and the "params"
+    starts with `{` (the first bytes of each, read no further)."""
+    if not all(isinstance(p, str | os.PathLike) and os.path.isfile(p) for p in (graph, params)):
+        return False
+
+    def first(path: object) -> bytes:
+        try:
+            with open(path, "rb") as f:  # type: ignore[arg-type]
+                return f.read(64).lstrip()[:1]
+        except OSError:
+            return b""
+
+    return first(graph) not in (b"{", b"[", b"") and first(params) == b"{"

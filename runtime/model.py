@@ -84,7 +84,7 @@ def _check_memory_limit(max_memory: object) -> int:
     return int(max_memory)
 
 
-def _accepted(found: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+def accepts_shape(found: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     """Whether an input of shape `found` is one of shape `shape`: the shape itself, the shape without some of its
     leading 1s (an image (1, 8, 8) or (8, 8) for a model of (1, 1, 8, 8)), or its values flat (a row of 64 for
     (1, 64))."""
@@ -102,7 +102,7 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 def _input_array(x: object, shape: tuple[int, ...], batch: bool = False, precision: int | None = None) -> np.ndarray:
     """The caller's input as an integer array of the input's shape (`batch`: a stack of them, (N, *shape)), every
     value within int32 (the API's input type): floats, strings and values an int32 cannot hold are refused, never
-    truncated or wrapped; a shape other than those `_accepted` is refused even where the sizes agree (an NHWC image
+    truncated or wrapped; a shape other than those `accepts_shape` is refused even where the sizes agree (an NHWC image
     for an NCHW model), and uint8 data above the input's precision is refused rather than saturated (an image of
     0..255 would read as 0..127)."""
     what = "a stack of inputs" if batch else "the input as an integer array"
@@ -113,7 +113,7 @@ def _input_array(x: object, shape: tuple[int, ...], batch: bool = False, precisi
     if batch and a.ndim < 1:
         raise CVMLogicError(f"expected a stack of inputs of shape {list(shape)}, got a scalar")
     found = tuple(a.shape[1:]) if batch else tuple(a.shape)
-    if not _accepted(found, shape):
+    if not accepts_shape(found, shape):
         raise CVMLogicError(f"expected {'a stack of N inputs, each' if batch else 'an input'} of shape "
                             f"{_shape_text(shape)}, got {list(a.shape)}")
     if a.dtype.kind not in "iub":
@@ -374,7 +374,7 @@ class Model:
         assert self.input_shape is not None
         a = np.asarray(x)
         found = tuple(a.shape[1:]) if batch and a.ndim else tuple(a.shape)
-        if (batch and a.ndim < 1) or not _accepted(found, self.input_shape):
+        if (batch and a.ndim < 1) or not accepts_shape(found, self.input_shape):
             raise CVMLogicError(f"expected {'a stack of N float inputs, each' if batch else 'a float input'} of "
                                 f"shape {_shape_text(self.input_shape)}, got {list(a.shape)}")
         if a.size and not np.all(np.isfinite(a)):
