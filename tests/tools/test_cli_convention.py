@@ -29,6 +29,7 @@ VERBOSE_RUNS = {
     "cvm-examples": (["-vv", "list"], 0, ""),
     "cvm-aot": (["build", "-vv", "{d}/missing.json", MLP / "params.bin", "--store", "{d}/store"], 2, "missing.json"),
     "cvm-quantize": (["{d}/missing.onnx", "--calibration", "{d}/c.npy", "-o", "{d}/out", "-vv"], 2, "missing.onnx"),
+    "cvm-bench": (["{d}/missing.json", MLP / "params.bin", "-vv"], 2, "missing.json"),
 }
 
 
