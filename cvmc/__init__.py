@@ -3,6 +3,7 @@
     import cvmc
     m = cvmc.load_model("model.json", "params.bin")   # device="cpu" by default
     outs = m.run(x)                                   # one int32 array per head
+    net = cvmc.load_model("net/")                     # a folder: model.json, params.bin (quantize.json: floats)
     m.gas                                             # as CVMAPIGetGasFromModel
 
 Names are imported lazily so that `import cvmc` (and the command-line tools) start fast.
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use
     from cvmc.runtime.builder import CvmBuilder
     from cvmc.runtime.cinn_builder import CinnBuilder
     from cvmc.runtime.model import Model, load_model
+    from cvmc.runtime.quantize import Quantized
     from cvmc.runtime.quantize import quantize
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "CinnBuilder",
     "CvmBuilder",
     "Model",
+    "Quantized",
     "__version__",
     "load_model",
     "quantize",
@@ -40,7 +43,13 @@ _LAZY = {
     "CvmBuilder": "cvmc.runtime.builder",
     "CinnBuilder": "cvmc.runtime.cinn_builder",
     "quantize": "cvmc.runtime.quantize",
+    "Quantized": "cvmc.runtime.quantize",
 }
+
+
+def __dir__() -> list[str]:
+    """The module's names with the lazy ones (`dir(cvmc)` showed neither `load_model` nor `Model`)."""
+    return sorted({*globals(), *_LAZY, "examples"})
 
 
 def __getattr__(name: str):

@@ -108,7 +108,7 @@ def _bindings() -> tuple[Any, Any]:
             from cuda import nvrtc  # pyright: ignore
         except ImportError as e:
             raise CVMRuntimeError(
-                "no CUDA device: cuda-python is not installed (pip install 'cvmc[cuda]')"
+                "no CUDA device: cuda-python is not installed (pip install '.[cuda]' in the cvmc checkout)"
             ) from e
     return driver, nvrtc
 

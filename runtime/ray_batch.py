@@ -1,4 +1,4 @@
-"""Batch inference over a data set on Ray Data (`pip install 'cvmc[ray]'`).
+"""Batch inference over a data set on Ray Data (`pip install '.[ray]'` in the cvmc checkout).
 
     import ray, cvmc.examples
     from cvmc.runtime.ray_batch import CvmPredictor, predict

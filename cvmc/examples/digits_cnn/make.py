@@ -1,11 +1,11 @@
 """The script that made the digits_cnn example: a small CNN trained in PyTorch on scikit-learn's digits, exported
-to ONNX and quantized by `cvmc.quantize` (the path of the README's "Getting a model").
+to ONNX and quantized by `cvmc.quantize` (the path of the README's "Build a model", From PyTorch).
 
     python $(cvm-examples path digits_cnn)/make.py [OUT_DIR]     # default: this script's folder
 
-Needs the quantize extra and scikit-learn (`pip install 'cvmc[quantize]' scikit-learn`). Training takes a few
-seconds on one CPU thread (seed 0, 40 epochs of Adam); the first 1347 digits train and calibrate (256 of them),
-the last 450 test. Writes model.json, params.bin and quantize.json (the scales and the report), and
+Needs the quantize extra, torch and scikit-learn (`pip install '.[quantize]' torch scikit-learn` in the cvmc
+checkout, or the dev extra). Training takes a few seconds on one CPU thread (seed 0, 40 epochs of Adam); the
+first 1347 digits train and calibrate (256 of them), the last 450 test. Writes model.json, params.bin and quantize.json (the scales and the report), and
 test_inputs.bin / test_labels.bin: the 450 test digits as the CVM model's int8 inputs and their labels (int32).
 """
 
