@@ -21,8 +21,7 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use
     from cvmc.runtime.builder import CvmBuilder
     from cvmc.runtime.cinn_builder import CinnBuilder
     from cvmc.runtime.model import Model, load_model
-    from cvmc.runtime.quantize import Quantized
-    from cvmc.runtime.quantize import quantize
+    from cvmc.runtime.quantize import Quantized, quantize
 
 __all__ = [
     "CVMError",
@@ -49,14 +48,14 @@ _LAZY = {
 
 def __dir__() -> list[str]:
     """The module's names with the lazy ones (`dir(cvmc)` showed neither `load_model` nor `Model`)."""
-    return sorted({*globals(), *_LAZY, "examples"})
+    return sorted({*globals(), *_LAZY, "examples", "aot"})
 
 
 def __getattr__(name: str):
-    if name == "examples":
+    if name in ("examples", "aot"):  # cvmc.aot: the AOT store's Python door (cvmc.aot.load)
         import importlib
 
-        return importlib.import_module("cvmc.examples")
+        return importlib.import_module("cvmc.examples" if name == "examples" else "cvmc.runtime.aot_serve")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'cvmc' has no attribute {name!r}")

@@ -453,14 +453,19 @@ def _named(x: object) -> str:
 
 def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str] | None = None,
                device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY, threads: int | None = None,
-               dump: str | os.PathLike[str] | None = None) -> Model:
+               dump: str | os.PathLike[str] | None = None, *, store: str | os.PathLike[str] | None = None):
     """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text), or
     a model folder (`load_model("net/")`: its model.json and params.bin, and its quantize.json when present, which
-    gives the model its `quantization`: `run` then takes and returns floats).
+    gives the model its `quantization`: `run` then takes and returns floats). `store=DIR` serves the model's entry
+    in an AOT store (`cvm-aot build`) through the C library instead: an `aot_serve.AotModel`, nothing compiled.
 
     A model whose working memory on `device` exceeds `max_memory` bytes is refused with a CVMLogicError.
     `threads` (cpu): default `$CVMC_THREADS`, else the physical cores, at most the CPUs this process may use
     (`threads.default_threads`). `dump=DIR` writes every stage of the compilation into DIR (see `dump_stages`)."""
+    if store is not None:  # served by the AOT library from the store: nothing is compiled, nor imported for it
+        from cvmc.runtime.aot_serve import load
+
+        return load(graph_json, params, store=store)
     folder, scales = None, None
     if params is None:
         from cvmc.runtime.folder import is_folder, model_files

@@ -5,8 +5,9 @@ to ONNX and quantized by `cvmc.quantize` (the path of the README's "Build a mode
 
 Needs the quantize extra, torch and scikit-learn (`pip install '.[quantize]' torch scikit-learn` in the cvmc
 checkout, or the dev extra). Training takes a few seconds on one CPU thread (seed 0, 40 epochs of Adam); the
-first 1347 digits train and calibrate (256 of them), the last 450 test. Writes model.json, params.bin and quantize.json (the scales and the report), and
-test_inputs.bin / test_labels.bin: the 450 test digits as the CVM model's int8 inputs and their labels (int32).
+first 1347 digits train and calibrate (256 of them), the last 450 test. Writes model.json, params.bin and
+quantize.json (the scales and the report), and test_inputs.bin / test_labels.bin: the 450 test digits as the CVM
+model's int8 inputs and their labels (int32).
 """
 
 from __future__ import annotations
