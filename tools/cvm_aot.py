@@ -1,6 +1,7 @@
 """`cvm-aot`: compile CVM models ahead of time for cvm-runtime's C API, and write the library that serves them.
 
     cvm-aot build model.json params.bin --store DIR [--target T]    # verify, compile, write the model's entry
+    cvm-aot build net/ --store DIR                                   # the same from a model folder
     cvm-aot lib -o libcvm.so [--header c_api.h]                      # the C-API library (and its header)
 
 `build` loads the model as `CVMAPILoadModel` does; a model the runtime accepts is compiled into a shared object
@@ -29,8 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     cli.add_common_arguments(p)
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="verify and compile a model into a store")
-    b.add_argument("graph", help="the graph JSON")
-    b.add_argument("params", help="the params binary")
+    b.add_argument("graph", metavar="MODEL", help="the model folder, or the graph JSON (then the params binary)")
+    b.add_argument("params", nargs="?", help="the params binary (none after a folder)")
     b.add_argument("--store", required=True, metavar="DIR", help="the store folder (created if missing)")
     b.add_argument("--target", default="host", metavar="T",
                    help="host (default), x86-64-v3, x86-64-v4, amx or all (a kernel set per tier, chosen at load)")
@@ -44,7 +45,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _build(a: argparse.Namespace) -> int:
     from cvmc.runtime.aot import TARGET_NAMES, build_model
+    from cvmc.runtime.folder import model_files
     from cvmc.runtime.graph import read_source
+    from cvmc.tools.cvm_run import model_arguments
+
+    model_arguments(a, "cvm-aot build")  # a folder; swapped files are refused, never stored as a rejection
+    if a.params is None:
+        a.graph, a.params, _ = model_files(a.graph)
 
     if a.cpu is not None and not a.cpu.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise cli.UsageError(f"--cpu: expected an LLVM CPU name (letters, digits, '-', '_', '.'), got {a.cpu!r}")
