@@ -145,8 +145,19 @@ def guard_streams() -> None:
             setattr(sys, name, open(os.devnull, mode))
 
 
+ELIDED_HINT = ("the input holds constants elided by --elide-elementsattrs-if-larger (dense_resource<__elided__>): "
+               "such a print is for reading and cannot be read back; print the module without the option")
+
+
 def _status_of(e: BaseException) -> tuple[int, str]:
-    """The exit status and message of an exception a tool's body raised."""
+    """The exit status and message of an exception a tool's body raised (a reader of elided constants says so)."""
+    status, message = _status_and_message(e)
+    if "dense_resource<__elided__>" in message and "should be of base attribute" in message:
+        return status, ELIDED_HINT
+    return status, message
+
+
+def _status_and_message(e: BaseException) -> tuple[int, str]:
     if isinstance(e, CVMError):
         return e.status, str(e)
     if isinstance(e, UsageError):
@@ -262,3 +273,9 @@ def setup_logging(args: argparse.Namespace) -> None:
     logger.setLevel(level)
     if logger.isEnabledFor(logging.DEBUG):  # the versions' lookup (importlib.metadata) costs every start 20-40 ms
         logger.debug("%s", dependency_versions())
+    import warnings
+
+    # a library warning (the cache's) as one line, `TOOL: warning: message`, not Python's file:line and source line
+    prog = os.path.basename(sys.argv[0]) if os.path.basename(sys.argv[0]).startswith("cvm-") else "cvmc"
+    warnings.showwarning = lambda message, category, *rest, **kw: print(f"{prog}: warning: {message}",
+                                                                        file=sys.stderr)

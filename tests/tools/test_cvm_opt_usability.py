@@ -139,3 +139,13 @@ def test_list_passes_gives_whole_sentences(capsys):
         assert line.rstrip().endswith((".", ")")), line
     assert cvm_opt.first_sentence("Do a thing (see `x.y`. here)\n  over two lines. More.\n\nArgs") == \
         "Do a thing (see `x.y`. here) over two lines."
+
+
+def test_reading_elided_constants_says_why(digits_mlir, tmp_path, capsys):
+    out = str(tmp_path / "e.mlir")
+    assert cvm_opt.main([str(digits_mlir), "--elide-elementsattrs-if-larger", "16", "-o", out]) == 0
+    assert cvm_opt.main([str(tmp_path / "e.mlir")]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "cvm-opt: CVMLogicError: the input holds constants elided by --elide-elementsattrs-if-larger "
+        "(dense_resource<__elided__>): such a print is for reading and cannot be read back; print the module "
+        "without the option")

@@ -91,3 +91,17 @@ def test_threads_above_the_cpus_warn(tmp_path, ints, capsys):
     assert "warning" not in capsys.readouterr().err  # at the bound
     assert cvm_run.main([*args, "--threads", str(cpus + 1)]) == 0  # one past it: taken, with a warning
     assert f"--threads {cpus + 1} is more than the {cpus} CPU" in capsys.readouterr().err
+
+
+def test_a_cache_warning_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "file").write_text("")
+    env = {**os.environ, "CVMC_CACHE_DIR": str(tmp_path / "file" / "sub")}
+    r = subprocess.run([sys.executable, "-m", "cvmc.tools.cvm_run", str(cvmc.examples.digits().folder), "--gas"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "39850"
+    assert r.stderr.splitlines() == [f"cvmc: warning: cvmc cache: the cache folder {tmp_path / 'file' / 'sub'} "
+                                     f"cannot be created: Not a directory; running uncached"]
