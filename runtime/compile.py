@@ -165,8 +165,9 @@ def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) ->
 
 
 def emit_sources(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[Path]:
-    """What `device` compiles, written into `directory` (needs no GPU): on cpu `kernels.ll` and the host function
-    `host.mlir`; on cuda `kernels.cu`, `host.mlir` and `launches.json` (`cuda.emit_sources`). Returns the paths."""
+    """What `device` compiles, written into `directory` (needs no GPU): on cpu `kernels.ll` and `host.mlir`, the
+    host function in the module of the kernels and globals it names (it parses back in cvm-opt); on cuda
+    `kernels.cu`, `host.mlir` and `launches.json` (`cuda.emit_sources`). Returns the paths."""
     if device == "cuda":
         from cvmc.runtime.cuda import emit_sources as cuda_sources
 
@@ -177,7 +178,9 @@ def emit_sources(graph: Graph, directory: str | os.PathLike[str], device: str) -
     make_folder(out)
     paths = [out / "kernels.ll", out / "host.mlir"]
     write_file(paths[0], ir_text, "the kernels' source")
-    write_file(paths[1], str(lowered.main) + "\n", "the host function")
+    whole = lowered.kernels.clone()  # the host function with the kernels and globals it names: it parses back
+    whole.body.block.add_op(lowered.main.clone())
+    write_file(paths[1], str(whole) + "\n", "the host function")
     return paths
 
 

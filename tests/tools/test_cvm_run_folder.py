@@ -105,3 +105,13 @@ def test_a_cache_warning_is_one_line(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "39850"
     assert r.stderr.splitlines() == [f"cvmc: warning: cvmc cache: the cache folder {tmp_path / 'file' / 'sub'} "
                                      f"cannot be created: Not a directory; running uncached"]
+
+
+def test_emit_source_of_a_folder_gives_a_host_mlir_that_parses(tmp_path, capsys):
+    from cvmc.tools import cvm_opt
+
+    assert cvm_run.main([str(cvmc.examples.digits().folder), "--emit-source", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "kernels.ll"), str(tmp_path / "host.mlir")]
+    assert cvm_opt.main([str(tmp_path / "host.mlir"), "-o", str(tmp_path / "again.mlir")]) == 0
+    assert "func.func @main" in (tmp_path / "again.mlir").read_text()
+    assert cvm_opt.main([str(tmp_path / "host.mlir"), "-t", "llvm-ir", "-o", str(tmp_path / "k.ll")]) == 0
