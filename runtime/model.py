@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
-from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 from cvmc.runtime.compile import StageDump, dump_stages
 from cvmc.runtime.graph import Graph, load_graph
 from cvmc.runtime.threads import MAX_THREADS, default_threads, physical_cores
@@ -482,6 +482,13 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
         graph = load_graph(graph_json, params)
     except MemoryError:
         raise CVMRuntimeError("out of memory reading the model files") from None
+    except CVMError as e:  # the runtime's class, with the files named when they came in the wrong order
+        from cvmc.runtime.folder import swapped
+
+        if swapped(graph_json, params):
+            raise type(e)(f"{e} (the files are swapped: load_model({_named(graph_json)}, {_named(params)}) takes "
+                          f"the graph JSON first, then the params)") from None
+        raise
     t1 = time.perf_counter()
     log.info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
              (t1 - t0) * 1e3)

@@ -151,3 +151,12 @@ def test_quantize_json_that_is_not_json(tmp_path):
     (folder / "quantize.json").write_text(json.dumps({"input_scale": 1.0}))
     with pytest.raises(cvmc.CVMLogicError, match="expected the field 'input_precision'"):
         cvmc.load_model(folder, device="reference")
+
+
+def test_swapped_files_keep_the_runtimes_class_and_say_so():
+    d = cvmc.examples.digits()
+    with pytest.raises(cvmc.CVMRuntimeError) as e:
+        cvmc.load_model(d.params, d.graph, device="reference")
+    assert str(e.value).startswith("graph JSON: expected '{' at byte 1")  # the runtime's decision, unchanged
+    assert f"(the files are swapped: load_model({str(d.params)!r}, {str(d.graph)!r}) takes the graph JSON first" \
+        in str(e.value)
