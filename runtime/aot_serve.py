@@ -164,14 +164,15 @@ def load(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.Pa
     if params is None:
         if not is_folder(graph_json):
             raise CVMLogicError("expected a model folder (model.json, params.bin) or two files")
-        name = os.fspath(graph_json)  # type: ignore[arg-type]
+        assert isinstance(graph_json, str | os.PathLike)  # is_folder holds
+        name = os.fspath(graph_json)
         graph_json, params, _ = model_files(name)
     blobs = []
     for f, what in ((graph_json, "graph file"), (params, "params file")):
         if isinstance(f, bytes):
             blobs.append(f)
         else:
-            name = name or (os.fspath(f) if what == "graph file" else name)
+            name = name or (str(os.fspath(f)) if what == "graph file" else name)
             blobs.append(read_bounded(f, what, (1 << 31) - 1, "the C API's lengths are ints"))
     folder = os.fspath(store)
     if not os.path.isdir(folder):

@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from cvmc.runtime.threads import MAX_THREADS, default_threads, physical_cores
 __all__ = ["DEFAULT_DEVICE", "Model", "default_threads", "dump_stages", "load_model", "pack_outputs", "physical_cores"]
 
 if TYPE_CHECKING:
+    from cvmc.runtime.aot_serve import AotModel
     from cvmc.runtime.folder import Quantization
     from cvmc.runtime.host import HostProgram
 
@@ -451,9 +452,24 @@ def _named(x: object) -> str:
         f"a {type(x).__name__}"
 
 
-def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str | os.PathLike[str] | None = None,
-               device: str = DEFAULT_DEVICE, max_memory: int = MAX_MEMORY, threads: int | None = None,
-               dump: str | os.PathLike[str] | None = None, *, store: str | os.PathLike[str] | None = None):
+ModelSource = bytes | str | os.PathLike[str]
+
+
+@overload
+def load_model(graph_json: ModelSource, params: ModelSource | None = None, device: str = DEFAULT_DEVICE,
+               max_memory: int = MAX_MEMORY, threads: int | None = None, dump: str | os.PathLike[str] | None = None,
+               *, store: None = None) -> Model: ...
+
+
+@overload
+def load_model(graph_json: ModelSource, params: ModelSource | None = None, device: str = DEFAULT_DEVICE,
+               max_memory: int = MAX_MEMORY, threads: int | None = None, dump: str | os.PathLike[str] | None = None,
+               *, store: str | os.PathLike[str]) -> AotModel: ...
+
+
+def load_model(graph_json: ModelSource, params: ModelSource | None = None, device: str = DEFAULT_DEVICE,
+               max_memory: int = MAX_MEMORY, threads: int | None = None, dump: str | os.PathLike[str] | None = None,
+               *, store: str | os.PathLike[str] | None = None) -> Model | AotModel:
     """Load, verify and compile a cvm-runtime model (graph JSON and params binary: bytes, a path, or text), or
     a model folder (`load_model("net/")`: its model.json and params.bin, and its quantize.json when present, which
     gives the model its `quantization`: `run` then takes and returns floats). `store=DIR` serves the model's entry
@@ -473,7 +489,8 @@ def load_model(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
         if not is_folder(graph_json):
             raise CVMLogicError(f"expected a model folder (model.json, params.bin) or two files, got "
                                 f"{_named(graph_json)} alone: pass the params too, or the folder")
-        folder = os.fspath(graph_json)  # type: ignore[arg-type]
+        assert isinstance(graph_json, str | os.PathLike)  # is_folder holds
+        folder = os.fspath(graph_json)
         graph_json, params, scales = model_files(folder)
     threads = _check_threads(threads)
     max_memory = _check_memory_limit(max_memory)

@@ -198,7 +198,7 @@ def table(rows: list[dict]) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = cli.ArgumentParser(prog="cvm-bench", description="Time a CVM model: cold and warm latency, throughput.",
-                           epilog=__doc__.split("\n\n", 2)[2] + "\n" + cli.EXIT_STATUSES)
+                           epilog=(__doc__ or "").split("\n\n", 2)[-1] + "\n" + cli.EXIT_STATUSES)
     cli.add_common_arguments(p)
     p.add_argument("graph", metavar="MODEL", help="the model folder, or the graph JSON (then the params binary)")
     p.add_argument("params", nargs="?", help="the params binary (none after a folder)")

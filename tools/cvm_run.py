@@ -37,6 +37,7 @@ import os
 import stat
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,8 @@ def write_heads(path: str, outs: list[np.ndarray]) -> str:
             if len(outs) == 1:
                 np.save(f, outs[0])
             else:
-                np.savez(f, **{f"head{i}": o for i, o in enumerate(outs)})
+                heads: dict[str, Any] = {f"head{i}": o for i, o in enumerate(outs)}
+                np.savez(f, **heads)
     except OSError as e:
         raise CVMRuntimeError(f"cannot write {path!r}: {e.strerror or e}") from None
     return path
