@@ -1,6 +1,7 @@
 """`cvm-translate`: between model files and IR.
 
     cvm-translate --import-cvm model.json params.bin [-o model.mlir]   # cvm-runtime files -> cvm IR
+    cvm-translate --import-cvm net/ [-o model.mlir]                    # ... from a model folder
     cvm-translate --export-cvm model.mlir -o DIR                       # cvm IR -> DIR/model.json, DIR/params.bin
     cvm-translate --import-task task.json [-o task.mlir]               # Task IR file -> taskgraph IR
     cvm-translate --export-task task.mlir -o task.json                 # taskgraph IR -> Task IR file
@@ -80,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         from cvmc.runtime.cvm_ir import graph_to_module
         from cvmc.runtime.graph import load_graph
 
-        _write_module(graph_to_module(load_graph(*args.import_cvm)), args.output)
+        _write_module(graph_to_module(load_graph(*_model_files(args.import_cvm))), args.output)
     elif args.export_cvm:
         from cvmc.runtime.cvm_ir import module_to_graph
         from cvmc.runtime.graph import save_graph
@@ -97,18 +98,34 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_files(given: list[str]) -> tuple[str, str]:
+    """--import-cvm's model: a folder (its model.json and params.bin) or the two files, in order."""
+    import argparse
+
+    from cvmc.runtime.folder import model_files
+    from cvmc.tools.cvm_run import model_arguments
+
+    a = argparse.Namespace(graph=given[0], params=given[1] if len(given) > 1 else None)
+    model_arguments(a, "cvm-translate --import-cvm")
+    if a.params is None:
+        a.graph, a.params, _ = model_files(a.graph)
+    return a.graph, a.params
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = cli.ArgumentParser(prog="cvm-translate", description="Translate between model files and cvmc IR.")
     cli.add_common_arguments(ap)
     mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--import-cvm", nargs=2, metavar=("MODEL_JSON", "PARAMS_BIN"),
-                      help="cvm-runtime model files to cvm IR")
+    mode.add_argument("--import-cvm", nargs="+", metavar="MODEL",
+                      help="cvm-runtime model files to cvm IR: a model folder, or model.json then params.bin")
     mode.add_argument("--export-cvm", metavar="IN_MLIR", help="cvm IR to DIR/model.json and DIR/params.bin")
     mode.add_argument("--import-task", metavar="FILE", help="a Task IR file to taskgraph IR")
     mode.add_argument("--export-task", metavar="IN_MLIR", help="taskgraph IR to a Task IR file")
     ap.add_argument("-o", "--output", metavar="PATH", help="output file (a directory for --export-cvm)")
     args = ap.parse_args(argv)
     cli.setup_logging(args)
+    if args.import_cvm is not None and len(args.import_cvm) > 2:
+        ap.error(f"--import-cvm takes a model folder or two files, got {len(args.import_cvm)}")
     if (args.export_cvm or args.export_task) and not args.output:
         ap.error("an export needs -o")
     return cli.run_tool("cvm-translate", lambda: _run(args))

@@ -115,3 +115,17 @@ def test_emit_source_of_a_folder_gives_a_host_mlir_that_parses(tmp_path, capsys)
     assert cvm_opt.main([str(tmp_path / "host.mlir"), "-o", str(tmp_path / "again.mlir")]) == 0
     assert "func.func @main" in (tmp_path / "again.mlir").read_text()
     assert cvm_opt.main([str(tmp_path / "host.mlir"), "-t", "llvm-ir", "-o", str(tmp_path / "k.ll")]) == 0
+
+
+def test_cvm_translate_takes_a_folder(tmp_path, capsys):
+    from cvmc.tools import cvm_translate
+
+    d = cvmc.examples.digits()
+    assert cvm_translate.main(["--import-cvm", str(d.folder), "-o", str(tmp_path / "a.mlir")]) == 0
+    assert cvm_translate.main(["--import-cvm", str(d.graph), str(d.params), "-o", str(tmp_path / "b.mlir")]) == 0
+    assert (tmp_path / "a.mlir").read_text() == (tmp_path / "b.mlir").read_text()
+    assert cvm_translate.main(["--import-cvm", str(d.params), str(d.graph)]) == 64
+    assert "the files are swapped" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cvm_translate.main(["--import-cvm", str(d.graph), str(d.params), str(d.input)])
+    assert e.value.code == 64

@@ -73,11 +73,13 @@ def test_errors(tmp_path, capsys, args, text, status, message):
 
 
 def test_usage_errors(capsys):
-    for args in ([], ["--export-cvm", "x.mlir"], ["--import-cvm", "a.json"]):
+    for args in ([], ["--export-cvm", "x.mlir"]):
         with pytest.raises(SystemExit) as e:
             main(args)
         assert e.value.code == 64  # EX_USAGE, distinct from 1 (logic) and 2 (runtime)
     assert "usage: cvm-translate" in capsys.readouterr().err
+    assert main(["--import-cvm", "a.json"]) == 64  # one file that is no folder
+    assert "'a.json' is not a folder: name the model folder, or model.json then params.bin" in capsys.readouterr().err
 
 
 def test_task_round_trip(tmp_path):
