@@ -110,15 +110,14 @@ def read_batch(path: str) -> np.ndarray:
 def write_heads(path: str, outs: list[np.ndarray]) -> str:
     """The heads to `path` exactly as named (np.save would add `.npy` to `scores.bin`): one head as .npy, several
     as an .npz of head0, head1, ...; the path written."""
-    try:
-        with open(path, "wb") as f:
-            if len(outs) == 1:
-                np.save(f, outs[0])
-            else:
-                heads: dict[str, Any] = {f"head{i}": o for i, o in enumerate(outs)}
-                np.savez(f, **heads)
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot write {path!r}: {e.strerror or e}") from None
+    from cvmc.runtime.files import writing
+
+    with writing(path, "the outputs") as f:  # cvmc's one writer: no link followed, put in place when complete
+        if len(outs) == 1:
+            np.save(f, outs[0])
+        else:
+            heads: dict[str, Any] = {f"head{i}": o for i, o in enumerate(outs)}
+            np.savez(f, **heads)
     return path
 
 
