@@ -21,6 +21,8 @@ The load path, in the runtime's order (`CvmRuntime::Init`, `Setup`, the `CVMMode
   4. the storage size, the heads, the input `data`;
   5. the params file (`load_param_dict`, `NDArray::Load`, `LoadParams`, `SetInput`);
   6. the gas (`GetOps`), which the API reports on request and cvmc checks at load.
+  Then the storage plan is followed (`_follow_storage`): a read that sees another tensor's values in a shared
+  buffer reads them in the graph too; the plans cvmc does not model are refused as `not modelled by cvmc`.
 
 Deviations. Where the runtime reads memory it does not own, or computes on memory nobody wrote, its result is not
 a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message says "undefined in
@@ -33,9 +35,7 @@ cvm-runtime" (the operators' cases are `cvm_rules.DEVIATIONS`). The graph's and 
   - a params array whose data is cut short after its first byte (the runtime keeps uninitialised memory), or a
     params file cut inside the array count (the runtime compares an uninitialised count);
   - a param whose device type is negative or in [32, 128) (the runtime indexes past its device table);
-  - a storage plan under which a tensor is read after another tensor overwrote its buffer, or two outputs of one
-    node share a buffer (the runtime's output then depends on earlier inferences or on its kernels' write order),
-    or a storage id of 2^24 or more (the runtime allocates one pool entry per id, as memory allows);
+  - a storage id of 2^24 or more (the runtime allocates one pool entry per id, as memory allows);
   - a postprocess name of 32 bytes or more (the runtime copies it into a 32-byte buffer with its terminator);
   - an allocation the runtime's reader makes from a count in the file: above 2^34 bytes cvmc assumes it fails
     (`std::bad_alloc`, a runtime error), below it succeeds; in between the runtime's outcome depends on the machine.
@@ -473,12 +473,13 @@ def _follow_storage(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]
     by element, the last write that reached it. Where that is the tensor named, nothing changes; otherwise the
     reader is given a node that computes those elements: flat slices of the tensors written in this inference,
     params' values cut at load, joined, reshaped to the tensor named and widened to its precision (`cvm_clip`,
-    which changes no value of a lower precision). Where the runtime's result is not a function of the model and
-    its input, the model is refused: a read of an element nobody wrote (`undefined in cvm-runtime`: the pool is
-    not initialised), a read of a param's element that this inference writes later (the next inference reads
-    what this one left), a read of values of a higher precision than the tensor named (cvmc's kernels rely on
-    the declared precision), or two outputs of one node in one buffer (their order of writes is the kernel's):
-    `not modelled by cvmc`."""
+    which changes no value of a lower precision; values of a higher precision are read as such, and the reader's
+    output precision must then stay the graph's). No element is read unwritten: each tensor read was itself
+    written before (its own elements cover the read). Refused as `not modelled by cvmc`, though the runtime's one
+    inference on them is defined: a read of a param's element that this inference writes later (the next
+    inference reads what this one left), values of a higher precision that change the reader's output precision
+    or reach a head (cvmc's types carry the precision), and two outputs of one node in one buffer (their order of
+    writes is the kernel's)."""
     row, sid = p.row_ptr, p.storage
     where: dict[int, tuple[int, int]] = {}
     for nid in range(len(nodes)):
@@ -520,7 +521,7 @@ def _follow_storage(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]
                 pos = end
             if pos == n:
                 break
-        _undefined(pos == n, f"{by} reads entry {e} (storage_id {s}): its elements {pos} to {n} were never written")
+        assert pos == n, "every entry read was written itself: a param at load, data or an output before it is read"
         for src, a, _, live in out:
             _unmodelled(live or reach.get(s, 0) <= a,
                         f"{by} reads entry {e}, whose storage_id {s} holds what this inference writes there later "
