@@ -25,12 +25,14 @@ import json
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 import cvmc
+from cvmc.runtime.graph import read_params
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "consensus"))
-from grid import cpu_sample, model_files, read_rows
+from grid import STORAGE_GRAPHS, cpu_sample, model_files, read_rows, storage_files
 
 ROWS = read_rows()
 BY_GRID: dict[str, list[dict]] = collections.defaultdict(list)
@@ -133,3 +135,40 @@ def test_the_value_grids_reach_the_edges():
     assert any(r["status"] == "logic" and "parameter i" in r["why"] for r in values["take_values"])
     lut = {v for r in values["lut_values"] for v in r["values"]["data"]}
     assert {-1, 0, 255, 256, 257, -(1 << 31), (1 << 31) - 1} <= lut
+
+
+def _storage_model(graph: str, plan: list[int]) -> tuple[cvmc.Model, np.ndarray, dict[str, np.ndarray]]:
+    """A storage grid graph under a plan: the loaded model, its input and its params."""
+    js, pb, inp = storage_files({"graph": graph, "storage": plan})
+    data = STORAGE_GRAPHS[graph][0][0]
+    x = np.frombuffer(inp, dtype="<i1" if data[3] <= 8 else "<i4").astype(np.int64).reshape(data[2])
+    return cvmc.load_model(js, pb, device="reference"), x, read_params(pb)
+
+
+def test_a_param_in_the_datas_buffer_reads_the_data():
+    """The fuzzer's case (storage ids [0, 0, 0]): `data` is written over the param at each inference, so
+    elemwise_add(data, p) is data + data, however often it runs."""
+    m, x, _ = _storage_model("add", [0, 0, 0])
+    for _ in range(2):
+        assert np.array_equal(np.frombuffer(m.infer(x.astype(np.int8).tobytes()), "<i4"), (2 * x).reshape(-1))
+
+
+def test_a_smaller_tensor_over_a_param_leaves_the_params_tail():
+    """r = data[0:1, 0:3] shares the param's buffer: broadcast_add(p, r) reads r's 3 values, then p's last 3."""
+    m, x, params = _storage_model("small_write", [0, 1, 1, 2])
+    r = x[0:1, 0:3]
+    seen = np.concatenate([r.reshape(-1), params["p"].reshape(-1)[3:]]).reshape(2, 3)
+    for _ in range(2):
+        assert np.array_equal(np.frombuffer(m.infer(x.astype(np.int8).tobytes()), "<i4"), (seen + r).reshape(-1))
+
+
+@pytest.mark.parametrize(("graph", "plan", "message"), [
+    ("add", [0, 1, 1], "the next inference reads what this one left"),  # y in place over p, which it reads
+    ("big_write", [0, 0, 1, 0, 2], "so its output precision would be [11], not [7]"),
+    ("chain", [0, 1, 0, 1], "head 1 reads values of precision 9 where the graph gives 8"),
+])
+def test_the_storage_plans_cvmc_does_not_model(graph, plan, message):
+    """Plans the runtime runs deterministically (one inference, clean under valgrind) but cvmc refuses."""
+    with pytest.raises(cvmc.CVMLogicError, match="not modelled by cvmc") as e:
+        _storage_model(graph, plan)
+    assert message in str(e.value)
