@@ -711,11 +711,12 @@ def cpu_sample(rows: list[dict[str, Any]], every_refusal: bool = True) -> list[d
     of each (operator, status, message) class."""
     seen, out = set(), []
     for r in rows:
-        accepted = r["status"] == "ok" and "deviation" not in r
-        if accepted:
-            key: tuple = (r["op"], tuple(map(len, r["shapes"])), tuple(map(len, r["out"])))
+        accepted = r["status"] == "ok" and "deviation" not in r and "limit" not in r
+        if accepted:  # a storage grid row: its graph
+            key: tuple = (r["op"], r.get("graph"), tuple(map(len, r.get("shapes", []))),
+                          tuple(map(len, r.get("out", []))))
         else:
-            key = (r["op"], r["status"], r["why"], "deviation" in r) if not every_refusal else (id(r),)
+            key = (r["op"], r["status"], r["why"], "deviation" in r, "limit" in r) if not every_refusal else (id(r),)
         if key not in seen:
             seen.add(key)
             out.append(r)
