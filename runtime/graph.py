@@ -21,6 +21,8 @@ The load path, in the runtime's order (`CvmRuntime::Init`, `Setup`, the `CVMMode
   4. the storage size, the heads, the input `data`;
   5. the params file (`load_param_dict`, `NDArray::Load`, `LoadParams`, `SetInput`);
   6. the gas (`GetOps`), which the API reports on request and cvmc checks at load.
+  Then the storage plan is followed (`_follow_storage`): a read that sees another tensor's values in a shared
+  buffer reads them in the graph too; the plans cvmc does not model are refused as `not modelled by cvmc`.
 
 Deviations. Where the runtime reads memory it does not own, or computes on memory nobody wrote, its result is not
 a function of the model: cvmc rejects such a model with a `CVMLogicError` whose message says "undefined in
@@ -33,9 +35,7 @@ cvm-runtime" (the operators' cases are `cvm_rules.DEVIATIONS`). The graph's and 
   - a params array whose data is cut short after its first byte (the runtime keeps uninitialised memory), or a
     params file cut inside the array count (the runtime compares an uninitialised count);
   - a param whose device type is negative or in [32, 128) (the runtime indexes past its device table);
-  - a storage plan under which a tensor is read after another tensor overwrote its buffer, or two outputs of one
-    node share a buffer (the runtime's output then depends on earlier inferences or on its kernels' write order),
-    or a storage id of 2^24 or more (the runtime allocates one pool entry per id, as memory allows);
+  - a storage id of 2^24 or more (the runtime allocates one pool entry per id, as memory allows);
   - a postprocess name of 32 bytes or more (the runtime copies it into a 32-byte buffer with its terminator);
   - an allocation the runtime's reader makes from a count in the file: above 2^34 bytes cvmc assumes it fails
     (`std::bad_alloc`, a runtime error), below it succeeds; in between the runtime's outcome depends on the machine.
@@ -461,52 +461,178 @@ def graph_gas(nodes: list[Node]) -> int:
     return ops + mem
 
 
-def _check_storage_history(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]],
-                           param_order: list[str]) -> None:
-    """A documented limit (`not modelled by cvmc`): refuse a storage plan under which a tensor read is not the tensor
-    written.
+def _follow_storage(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]], param_order: list[str],
+                    params: dict[str, np.ndarray]) -> tuple[list[Node], list[tuple[int, int]]]:
+    """The graph the runtime runs under its storage plan, as a dataflow graph: each read that does not see the
+    tensor it names becomes a read of what its buffer holds then.
 
-    The runtime runs every tensor in a view at the start of its storage_id's buffer (sized for the largest): params
-    are written once at load, `data` at each inference, each operator's outputs when it runs. A read sees the tensor
-    it names when no other tensor wrote the buffer since that tensor was written (an operator in IN_PLACE_OPS may
-    overwrite its own input as it reads it). Otherwise the runtime reads what the other tensor left, a defined
-    result (clean under valgrind) that may depend on earlier inferences when a param's buffer is written; cvmc
-    executes the dataflow graph and does not model shared buffers."""
-    row = p.row_ptr
-    sid = p.storage
-    last: dict[int, int] = {}  # storage id -> the entry written last
-    param_eids = {row[i] for i, n in enumerate(nodes) if n.is_variable and n.name != "data"}
-    data_eid = next((row[i] for i, n in enumerate(nodes) if n.is_variable and n.name == "data"), None)
-    first_var = {}
+    The runtime runs every tensor in a view at the start of its storage_id's buffer (sized for the largest, all
+    int32; graph_runtime.cc:576 SetupStorage): params are written once at load (in the params file's order),
+    `data` at each inference, then each operator's outputs as it runs (an operator in IN_PLACE_OPS reads each
+    element of its input before it writes the same element of its output). A read of n elements sees, element
+    by element, the last write that reached it. Where that is the tensor named, nothing changes; otherwise the
+    reader is given a node that computes those elements: flat slices of the tensors written in this inference,
+    params' values cut at load, joined, reshaped to the tensor named and widened to its precision (`cvm_clip`,
+    which changes no value of a lower precision; values of a higher precision are read as such, and the reader's
+    output precision must then stay the graph's). No element is read unwritten: each tensor read was itself
+    written before (its own elements cover the read). Refused as `not modelled by cvmc`, though the runtime's one
+    inference on them is defined: a read of a param's element that this inference writes later (the next
+    inference reads what this one left), values of a higher precision that change the reader's output precision
+    or reach a head (cvmc's types carry the precision), and two outputs of one node in one buffer (their order of
+    writes is the kernel's)."""
+    row, sid = p.row_ptr, p.storage
+    where: dict[int, tuple[int, int]] = {}
+    for nid in range(len(nodes)):
+        for k in range(row[nid + 1] - row[nid]):
+            where[row[nid] + k] = (nid, k)
+
+    def size(e: int) -> int:
+        nid, k = where[e]
+        return prod(nodes[nid].shapes[k])
+
+    def prec(e: int) -> int:
+        nid, k = where[e]
+        return nodes[nid].precisions[k]
+
+    first_var: dict[str, int] = {}
     for i, n in enumerate(nodes):
         if n.is_variable:
             first_var.setdefault(n.name, row[i])
-    for name in param_order:  # load order
-        e = first_var[name]
-        last[sid[e]] = e
-    written_later = {sid[e] for e in range(row[-1]) if e not in param_eids}
-    loaded = dict(last)
+    load: dict[int, list[int]] = {}  # storage id -> the entries written at load, in order
+    for name in param_order:
+        load.setdefault(sid[first_var[name]], []).append(first_var[name])
+    data_eid = first_var.get("data")
+    op_nodes = [nid for nid, n in enumerate(nodes) if not n.is_variable]
+    reach: dict[int, int] = {}  # storage id -> how far this inference's writes reach in its buffer
+    for e in ([data_eid] if data_eid is not None else []) + [e for nid in op_nodes for e in range(row[nid],
+                                                                                                  row[nid + 1])]:
+        reach[sid[e]] = max(reach.get(sid[e], 0), size(e))
 
-    def read(e: int, by: str) -> None:
-        if e in param_eids:
-            _unmodelled(loaded.get(sid[e]) == e and sid[e] not in written_later,
-                       f"{by} reads param entry {e}, whose storage_id {sid[e]} another tensor also writes")
-            return
-        _unmodelled(last.get(sid[e]) == e, f"{by} reads entry {e} after another tensor overwrote storage_id {sid[e]}")
+    Piece = tuple[int, int, int, bool]  # (entry, first element, end, written in this inference)
+    written: dict[int, list[int]] = {}  # storage id -> the entries written so far in this inference, in order
 
+    def pieces(e: int, by: str) -> list[Piece]:
+        n, s, pos, out = size(e), sid[e], 0, []
+        for src, live in [(x, True) for x in reversed(written.get(s, []))] + \
+                         [(x, False) for x in reversed(load.get(s, []))]:
+            end = min(size(src), n)
+            if end > pos:
+                out.append((src, pos, end, live))
+                pos = end
+            if pos == n:
+                break
+        assert pos == n, "every entry read was written itself: a param at load, data or an output before it is read"
+        for src, a, _, live in out:
+            _unmodelled(live or reach.get(s, 0) <= a,
+                        f"{by} reads entry {e}, whose storage_id {s} holds what this inference writes there later "
+                        f"(the next inference reads what this one left)")
+        return out
+
+    plans: dict[tuple[int, int], list[Piece]] = {}  # (reading node or -1 for a head, input index) -> pieces
     if data_eid is not None:
-        last[sid[data_eid]] = data_eid
-    for nid, node in enumerate(nodes):
-        if node.is_variable:
-            continue
+        written.setdefault(sid[data_eid], []).append(data_eid)
+    for nid in op_nodes:
+        node = nodes[nid]
         outs = range(row[nid], row[nid + 1])
         _unmodelled(len({sid[o] for o in outs}) == len(outs), f"node {nid}'s outputs share a storage_id")
-        for s, k in node.inputs:
-            read(row[s] + k, f"node {nid} ({node.name!r})")
+        for i, (src, k) in enumerate(node.inputs):
+            e = row[src] + k
+            got = pieces(e, f"node {nid} ({node.name!r})")
+            if [(x, a, b) for x, a, b, _ in got] != [(e, 0, size(e))]:
+                plans[(nid, i)] = got
         for o in outs:
-            last[sid[o]] = o
-    for s, k in heads:
-        read(row[s] + k, "a head")
+            written.setdefault(sid[o], []).append(o)
+    for i, (src, k) in enumerate(heads):
+        e = row[src] + k
+        got = pieces(e, "a head")
+        if [(x, a, b) for x, a, b, _ in got] != [(e, 0, size(e))]:
+            plans[(-1, i)] = got
+    if not plans:
+        return nodes, heads
+    return _rewire(nodes, heads, params, plans, row, where, prec, size)
+
+
+def _rewire(nodes: list[Node], heads: list[tuple[int, int]], params: dict[str, np.ndarray],
+            plans: dict[tuple[int, int], list[tuple[int, int, int, bool]]], row: list[int],
+            where: dict[int, tuple[int, int]], prec: Any, size: Any) -> tuple[list[Node], list[tuple[int, int]]]:
+    """The nodes with each planned read replaced by a node computing what the runtime's buffer holds."""
+    names = {n.name for n in nodes}
+    out: list[Node] = []
+    new_id: dict[int, int] = {}
+
+    def fresh(base: str) -> str:
+        k = 0
+        while f"{base}@storage{k}" in names:
+            k += 1
+        names.add(f"{base}@storage{k}")
+        return f"{base}@storage{k}"
+
+    def add(op: str, inputs: list[tuple[int, int]], attrs: dict[str, str], base: str) -> tuple[int, int]:
+        a = rules.parse_attrs(op, attrs)
+        shapes = [out[s].shapes[k] for s, k in inputs]
+        precs = [out[s].precisions[k] for s, k in inputs]
+        sig = rules.infer(op, a, shapes, precs)
+        out.append(Node(fresh(base), op, list(inputs), a, tuple(sig.shapes), tuple(sig.precisions)))
+        return len(out) - 1, 0
+
+    def composite(e: int, got: list[tuple[int, int, int, bool]], base: str) -> tuple[int, int]:
+        """What entry e's buffer holds: its shape, and its precision or the higher one of the values there."""
+        nid, k = where[e]
+        shape, want = nodes[nid].shapes[k], prec(e)
+        parts = []
+        for src, a, b, live in got:
+            if not live:  # a param's values, cut at load
+                snid, _ = where[src]
+                name = fresh(base)
+                params[name] = np.ascontiguousarray(params[nodes[snid].name].reshape(-1)[a:b])
+                out.append(Node(name, "null", shapes=((b - a,),), precisions=(prec(src),)))
+                parts.append((len(out) - 1, 0))
+                continue
+            snid, sk = where[src]
+            ref = (new_id[snid], sk)
+            if len(nodes[snid].shapes[sk]) != 1:
+                ref = add("reshape", [ref], {"shape": f"({size(src)},)"}, base)
+            if (a, b) != (0, size(src)):
+                ref = add("strided_slice", [ref], {"begin": f"({a},)", "end": f"({b},)"}, base)
+            parts.append(ref)
+        ref = parts[0] if len(parts) == 1 else add("concatenate", parts, {"axis": "0"}, base)
+        if tuple(shape) != (prod(shape),):
+            ref = add("reshape", [ref], {"shape": str(tuple(shape))}, base)
+        if out[ref[0]].precisions[ref[1]] < want:
+            ref = add("cvm_clip", [ref], {"precision": str(want)}, base)
+        return ref
+
+    for nid, node in enumerate(nodes):
+        if node.is_variable:
+            new_id[nid] = len(out)
+            out.append(node)
+            continue
+        inputs = []
+        for i, (s, k) in enumerate(node.inputs):
+            got = plans.get((nid, i))
+            inputs.append((new_id[s], k) if got is None else composite(row[s] + k, got, node.name))
+        precs = [out[s].precisions[k] for s, k in inputs]
+        if precs != [nodes[s].precisions[k] for s, k in node.inputs]:  # it reads values of a higher precision
+            try:
+                again = tuple(rules.infer_precision(node.op, node.attrs, [out[s].shapes[k] for s, k in inputs],
+                                                    precs, node.shapes))
+            except CVMError:
+                again = ()
+            _unmodelled(again == node.precisions,
+                        f"node {nid} ({node.name!r}) reads values of precision {precs} where the graph gives "
+                        f"{[nodes[s].precisions[k] for s, k in node.inputs]}, so its output precision would be "
+                        f"{list(again) or 'refused'}, not {list(node.precisions)}")
+        new_id[nid] = len(out)
+        out.append(Node(node.name, node.op, inputs, node.attrs, node.shapes, node.precisions))
+    new_heads = []
+    for i, (s, k) in enumerate(heads):
+        got = plans.get((-1, i))
+        ref = (new_id[s], k) if got is None else composite(row[s] + k, got, "head")
+        _unmodelled(out[ref[0]].precisions[ref[1]] == nodes[s].precisions[k],
+                    f"head {i} reads values of precision {out[ref[0]].precisions[ref[1]]} where the graph gives "
+                    f"{nodes[s].precisions[k]}")
+        new_heads.append(ref)
+    return out, new_heads
 
 
 def verify_graph(nodes: list[Node], params: dict[str, np.ndarray]) -> int:
@@ -564,7 +690,7 @@ def load_graph(graph_json: bytes | str | os.PathLike[str], params: bytes | str |
             raise
         raise type(e)(f"params file {os.fspath(params)!r}: {e}") from None
     gas = graph_gas(nodes)
-    _check_storage_history(prepared, nodes, heads, order)
+    nodes, heads = _follow_storage(prepared, nodes, heads, order, param_arrays)
     _follow_conv_weights(nodes, heads, param_arrays)
     return Graph(nodes, heads, param_arrays, prepared.raw.version, post, gas)
 
