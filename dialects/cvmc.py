@@ -28,6 +28,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     AnyFloat,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -37,10 +38,11 @@ from xdsl.dialects.builtin import (
     i16,
     i32,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     attr_def,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_attr_def,
@@ -49,8 +51,14 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from cvmc.dialects.target_rules import TIERS, VECTOR_BYTES, target_error
+
+__all__ = ["TIERS", "VECTOR_BYTES", "Cvmc", "CvmcUpstream", "TargetAttr", "target_error"]
 
 
 def _int(op: IRDLOperation, name: str, default: int | None = None) -> int:
@@ -275,7 +283,98 @@ class RemFOp(IRDLOperation):
                                   f"{self.result.type}")
 
 
-Cvmc = Dialect("cvmc", [DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp, Dp4aOp, LoadWordOp], [])
+# --------------------------------------------------------------------------------------------------------------
+# The target: what the loop level and code generation build for
+# --------------------------------------------------------------------------------------------------------------
+
+@irdl_attr_definition
+class TargetAttr(ParametrizedAttribute):
+    """What the loop level and code generation build for, on a module as `cvmc.target`
+    (`passes.loops.target.Target` is its Python face). An x86 CPU: its ISA tier (`tier`, each implying the tiers
+    before it in TIERS), `mmk` (the register-blocked micro-kernels), `emulated` (the tier's kernels in portable
+    IR), the LLVM CPU and features code generation compiles for (`cpu`, `features`; empty: this machine's CPU, the
+    CPU's own features) and the width of the float vector registers the cinn kernels block for (`vector_bytes`).
+    A CUDA GPU: its architecture (`arch`) alone.
+
+        #cvmc.target<x86, tier = "avx2", mmk = true, emulated = false, vector_bytes = 32>
+        #cvmc.target<x86, tier = "avx2", mmk = true, emulated = false, vector_bytes = 32, cpu = "x86-64-v3",
+                     features = "+avx2,+fma,-avx512f">
+        #cvmc.target<cuda, arch = "sm_90">
+    """
+
+    name = "cvmc.target"
+
+    tier: StringAttr
+    arch: StringAttr  # "" for a CPU
+    mmk: IntAttr
+    emulated: IntAttr
+    cpu: StringAttr
+    features: StringAttr
+    vector_bytes: IntAttr
+
+    _KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "x86": ("tier", "mmk", "emulated", "vector_bytes", "cpu", "features"), "cuda": ("arch",)}
+
+    def __init__(self, tier: str = "avx2", arch: str = "", mmk: bool = True, emulated: bool = False, cpu: str = "",
+                 features: str = "", vector_bytes: int = 32):
+        super().__init__(StringAttr(tier), StringAttr(arch), IntAttr(int(mmk)), IntAttr(int(emulated)),
+                         StringAttr(cpu), StringAttr(features), IntAttr(vector_bytes))
+
+    def verify(self) -> None:
+        for name, flag in (("mmk", self.mmk), ("emulated", self.emulated)):
+            if flag.data not in (0, 1):
+                raise VerifyException(f"expected '{name}' 0 or 1, got {flag.data}")
+        error = target_error(self.tier.data, self.arch.data or None, bool(self.mmk.data), bool(self.emulated.data),
+                             self.cpu.data, self.features.data, self.vector_bytes.data)
+        if error is not None:
+            raise VerifyException(error)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            if self.arch.data:
+                printer.print_string("cuda, arch = ")
+                printer.print_string_literal(self.arch.data)
+                return
+            printer.print_string("x86, tier = ")
+            printer.print_string_literal(self.tier.data)
+            mmk, emulated = ("true" if flag.data else "false" for flag in (self.mmk, self.emulated))
+            printer.print_string(f", mmk = {mmk}, emulated = {emulated}, vector_bytes = {self.vector_bytes.data}")
+            for key, value in (("cpu", self.cpu.data), ("features", self.features.data)):
+                if value:
+                    printer.print_string(f", {key} = ")
+                    printer.print_string_literal(value)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """`<x86` or `<cuda`, then `, key = value` in any order (each at most once; absent: its default), `>`."""
+        start = parser.pos
+        with parser.in_angle_brackets():
+            kind = parser.parse_keyword_in(tuple(cls._KEYS), " as the kind of target")
+            fields: dict[str, str | bool | int] = {}
+            while parser.parse_optional_punctuation(",") is not None:
+                at = parser.pos
+                key = parser.parse_identifier(" (a target field)")
+                if key not in cls._KEYS[kind]:
+                    parser.raise_error(f"expected a field of the {kind} target in {', '.join(cls._KEYS[kind])}, got "
+                                       f"{key!r}", at, parser.pos)
+                if key in fields:
+                    parser.raise_error(f"expected each target field once, got {key!r} twice", at, parser.pos)
+                parser.parse_punctuation("=")
+                if key in ("mmk", "emulated"):
+                    fields[key] = parser.parse_boolean(f" as '{key}'")
+                elif key == "vector_bytes":
+                    fields[key] = parser.parse_integer(allow_boolean=False, context_msg=" as 'vector_bytes'")
+                else:
+                    fields[key] = parser.parse_str_literal(f" as '{key}'")
+        if kind == "cuda" and "arch" not in fields:
+            parser.raise_error("expected the field 'arch' of a cuda target")
+        try:
+            return TargetAttr(**fields).parameters  # pyright: ignore[reportArgumentType]
+        except VerifyException as e:
+            parser.raise_error(str(e), start, parser.pos)
+
+
+Cvmc = Dialect("cvmc", [DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp, Dp4aOp, LoadWordOp], [TargetAttr])
 # Ops of upstream namespaces that xDSL 0.74 lacks: load them eagerly (`Context.load_dialect`), since a lookup of
 # `math.isnan` by its namespace finds xDSL's `math`.
 CvmcUpstream = Dialect("cvmc_upstream", [IsNanOp, IsInfOp, IsFiniteOp, RemFOp], [])

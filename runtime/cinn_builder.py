@@ -100,10 +100,15 @@ def _compile_cpu(
     from cvmc.passes.cinn_fuse import CinnFusePass
     from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
     from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
+    from cvmc.passes.loops.target import set_module_target
     from cvmc.runtime.jit import compile_module
-    from cvmc.runtime.target import host_vector_bytes
+    from cvmc.runtime.target import detect_target
 
     module = ModuleOp([function.clone()])
+    try:
+        set_module_target(module, detect_target())  # its vector width: what the float kernels block for
+    except ValueError as e:
+        raise CVMLogicError(str(e)) from None
     if fuse:
         CinnMarkViewsPass().apply(Context(), module)
         CinnFusePass().apply(Context(), module)
@@ -113,8 +118,7 @@ def _compile_cpu(
     works = [sum(_op_work(op) for op in (plan.root, *plan.inlined)) for plan in plans]  # before the ops are lowered
     kernels = []
     if plans:  # a program of no primitive returns its inputs
-        ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes(),
-                               dot_block=dot_block).apply(Context(), module)
+        ConvertCinnToLoopsPass(exact_float=exact_float, dot_block=dot_block).apply(Context(), module)
         engine = compile_module(module)
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op

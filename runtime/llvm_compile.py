@@ -16,12 +16,15 @@ import functools
 import os
 import re
 import threading
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
+
+if TYPE_CHECKING:
+    from cvmc.passes.loops.target import Target
 
 # Bump when the optimization pipeline or the target options change: it is part of the cache key.
 _PIPELINE_VERSION = "o3-vec-slp-unroll50-parts-4-zmm"
@@ -69,14 +72,14 @@ def shared_target(cpu: str | None = None) -> tuple[str, str]:
     return (host_cpu, host_features) if cpu is None or cpu == host_cpu else (cpu, "")
 
 
-def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None, features: str | None = None) -> bytes:
+def shared_object_code(llvm_ir: ir.Module | str, target: Target | None = None) -> bytes:
     """The object file of `llvm_ir` for a shared library (`cvm-aot`): the engine's O3 pipeline and options, for
-    this machine's CPU or the named one (with exactly `features`, LLVM's "+name,-name" list, when given), as
-    position-independent code with the small code model (the JIT's objects use the large code model and static
-    relocations, which MCJIT places anywhere in memory)."""
+    the LLVM CPU and features `target` names (its `cpu` "": this machine's; its `features` "": the CPU's own;
+    `target` None: this machine's CPU and features), as position-independent code with the small code model (the
+    JIT's objects use the large code model and static relocations, which MCJIT places anywhere in memory)."""
     triple = host_target()[0]
-    name, default = shared_target(cpu)
-    features = default if features is None else features
+    name, default = shared_target(target.cpu or None if target is not None else None)
+    features = target.features if target is not None and target.features else default
     tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=full_width(features), opt=3,
                                                                 reloc="pic", codemodel="default")
     return _object_file(str(llvm_ir), tm)
