@@ -25,10 +25,10 @@ func.func @main(%data: tensor<1x2x4x5xi32, #cvm.prec<8>>) -> tensor<1x3x4x5xi32,
 // CHECK-NEXT:    ^bb0(%[[OH:.*]]: index):
 // CHECK-NEXT:      %[[ACC:.*]] = memref.alloca() : memref<16x5xi32>
 // CHECK-NEXT:      scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[J]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[J]]) {depth = 2 : i64, split = 5 : i64, acc_split = 9 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 2 : i64, kh = 3 : i64, stride_h = 14 : i64, kw = 3 : i64, stride_w = 2 : i64}
+// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[J]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[J]]) <{depth = 2 : i64, split = 5 : i64, acc_split = 9 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 2 : i64, kh = 3 : i64, stride_h = 14 : i64, kw = 3 : i64, stride_w = 2 : i64}>
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[T]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[T]]) {{{.*}} rows = 1 : i64,
+// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[T]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[T]]) <{{{.*}} rows = 1 : i64,
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.for %[[O:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:        %[[BIAS:.*]] = memref.load %3[%[[O]]] : memref<3xi32>
