@@ -258,10 +258,9 @@ REDUCE_LANES = 8
 FLOAT_SPLIT = 16
 # An element-wise kernel of at least CHAIN_OPS ops (a dependency chain per element) and CHAIN_ELEMENTS elements
 # computes CHAINS elements an iteration, each a CHAINS-th of an axis apart: LLVM's vectorizer interleaves no such
-# loop, and one chain runs at its latency; LONG_CHAINS from LONG_CHAIN_OPS ops (bench's chain of 16 ops x 1M, Zen 5,
-# 1 thread: 0.34 ms as one chain, 0.28 as 2, 0.25 as 4, 0.21 as 8; 0.52, 0.47, 0.41, 0.37 in ymm; 16 chains were
-# slower than 8; a layer norm's 5-op kernel of 256 x 1024 took 19 us as 1 to 4 chains and 23 as 8: more streams of
-# memory than its short chain pays for). Same values.
+# loop, and one chain runs at its latency; LONG_CHAINS from LONG_CHAIN_OPS ops (long chains gain up to 8 chains, 16
+# are slower; a short chain does not pay for more streams of memory: times in bench/results/cpu.md and the git
+# log). Same values.
 CHAINS = 4
 CHAIN_OPS = 4
 LONG_CHAINS = 8

@@ -389,8 +389,8 @@ def _free_all(device: Device, pointers: list[int]) -> None:
 
 
 def _record(device: Device, launches: list[tuple[Any, int, int, Any]]) -> Any:
-    """The launches of a run recorded once as one CUDA graph where the device can record one (launch overhead: the
-    bench model's 19 launches took 0.106 ms one by one on an H100, 0.064 ms as one graph), else None."""
+    """The launches of a run recorded once as one CUDA graph where the device can record one (less launch overhead
+    than one launch at a time: bench/results/2026-11-26-h100.md), else None."""
     if not hasattr(device, "record"):
         return None
     try:
