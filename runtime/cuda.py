@@ -504,14 +504,14 @@ class CinnCudaRunner:
     one per SSA value, allocated once."""
 
     def __init__(self, function: func.FuncOp, device: Device | None = None):
-        from xdsl.context import Context
-
-        from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, cinn_ops, kernel_name
+        from cvmc.passes.convert_cinn_to_loops import cinn_ops, kernel_name
         from cvmc.runtime.cinn_reference import numpy_dtype
+        from cvmc.runtime.compile import lower_cinn
+        from cvmc.runtime.target import detect_target
 
         self.device = device if device is not None else default_device()
-        module = ModuleOp([function.clone()])
-        ConvertCinnToLoopsPass(micro_kernels=False).apply(Context(), module)  # a CPU form (the pass says)
+        # one kernel per primitive, no micro-kernels (a CPU form, the pass says), through the one driver
+        module = lower_cinn(function, detect_target("cuda"), fuse=False, micro_kernels=False)
         specs = kernel_specs(module)
         self.source = emit_cuda(module)
         self.module = self.device.compile(self.source)
