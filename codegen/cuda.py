@@ -71,7 +71,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects import func, scf
+from xdsl.dialects import arith, func, gpu, math, memref, scf
 from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
@@ -108,6 +108,7 @@ from cvmc.codegen.cuda_launch import (
     kernel_specs,
 )
 from cvmc.codegen.loop_ir import VIEW_OPS, constant_int, op_name, static_layout
+from cvmc.dialects.cvmc import Dp4aOp, IndexCastUIOp, IsFiniteOp, IsInfOp, IsNanOp, LoadWordOp, RemFOp
 from cvmc.errors import CVMRuntimeError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -126,30 +127,30 @@ def _layout(t: Attribute) -> tuple[tuple[int, ...], tuple[int, ...], int]:
 
 # Wrapping integer ops: the low bits of the unsigned operation.
 _INT_BINARY = {
-    "arith.addi": "+",
-    "arith.subi": "-",
-    "arith.muli": "*",
-    "arith.andi": "&",
-    "arith.ori": "|",
-    "arith.xori": "^",
+    arith.AddiOp: "+",
+    arith.SubiOp: "-",
+    arith.MuliOp: "*",
+    arith.AndIOp: "&",
+    arith.OrIOp: "|",
+    arith.XOrIOp: "^",
 }
 # Float arithmetic: round-to-nearest intrinsics (never contracted to FMA), by C type.
 _FLOAT_BINARY = {
-    "arith.addf": ("__fadd_rn", "__dadd_rn"),
-    "arith.subf": ("__fsub_rn", "__dsub_rn"),
-    "arith.mulf": ("__fmul_rn", "__dmul_rn"),
-    "arith.divf": ("__fdiv_rn", "__ddiv_rn"),
+    arith.AddfOp: ("__fadd_rn", "__dadd_rn"),
+    arith.SubfOp: ("__fsub_rn", "__dsub_rn"),
+    arith.MulfOp: ("__fmul_rn", "__dmul_rn"),
+    arith.DivfOp: ("__fdiv_rn", "__ddiv_rn"),
 }
 # Total integer ops calling a helper on 32 or 64 bits, and whether their operands are sign extended.
 _INT_HELPERS = {
-    "arith.divsi": ("cvmc_divsi", True),
-    "arith.remsi": ("cvmc_remsi", True),
-    "arith.floordivsi": ("cvmc_floordivsi", True),
-    "arith.ceildivsi": ("cvmc_ceildivsi", True),
-    "arith.divui": ("cvmc_divui", False),
-    "arith.remui": ("cvmc_remui", False),
-    "arith.ceildivui": ("cvmc_ceildivui", False),
-    "math.ipowi": ("cvmc_ipowi", True),
+    arith.DivSIOp: ("cvmc_divsi", True),
+    arith.RemSIOp: ("cvmc_remsi", True),
+    arith.FloorDivSIOp: ("cvmc_floordivsi", True),
+    arith.CeilDivSIOp: ("cvmc_ceildivsi", True),
+    arith.DivUIOp: ("cvmc_divui", False),
+    arith.RemUIOp: ("cvmc_remui", False),
+    arith.CeilDivUIOp: ("cvmc_ceildivui", False),
+    math.IPowIOp: ("cvmc_ipowi", True),
 }
 # (signed, C operator) by the predicate's enum value.
 _CMPI = {
@@ -184,59 +185,59 @@ _CMPF = (
     "true",
 )
 _MIN_MAX_INT = {
-    "arith.minsi": (True, "<"),
-    "arith.maxsi": (True, ">"),
-    "arith.minui": (False, "<"),
-    "arith.maxui": (False, ">"),
+    arith.MinSIOp: (True, "<"),
+    arith.MaxSIOp: (True, ">"),
+    arith.MinUIOp: (False, "<"),
+    arith.MaxUIOp: (False, ">"),
 }
 # Float ops that are one CUDA device function: the double version's name (the float one adds `f`), or the two
 # names where they differ.
-_FLOAT_FUNCTIONS: dict[str, str | tuple[str, str]] = {
-    "math.absf": "fabs",
-    "math.exp": "exp",
-    "math.exp2": "exp2",
-    "math.expm1": "expm1",
-    "math.log": "log",
-    "math.log1p": "log1p",
-    "math.log2": "log2",
-    "math.log10": "log10",
-    "math.sqrt": ("__fsqrt_rn", "__dsqrt_rn"),
-    "math.sin": "sin",
-    "math.cos": "cos",
-    "math.tan": "tan",
-    "math.asin": "asin",
-    "math.acos": "acos",
-    "math.atan": "atan",
-    "math.sinh": "sinh",
-    "math.cosh": "cosh",
-    "math.tanh": "tanh",
-    "math.asinh": "asinh",
-    "math.acosh": "acosh",
-    "math.atanh": "atanh",
-    "math.erf": "erf",
-    "math.cbrt": "cbrt",
-    "math.floor": "floor",
-    "math.ceil": "ceil",
-    "math.round": "round",  # half away from zero, as C's round
-    "math.roundeven": "rint",  # the default rounding mode: to nearest, ties to even
-    "math.trunc": "trunc",
-    "math.powf": "pow",
-    "math.atan2": "atan2",
-    "math.copysign": "copysign",
-    "math.fma": ("__fmaf_rn", "__fma_rn"),
-    "arith.remf": "fmod",
-    "arith.minnumf": "fmin",
-    "arith.maxnumf": "fmax",
+_FLOAT_FUNCTIONS: dict[type[Operation], str | tuple[str, str]] = {
+    math.AbsFOp: "fabs",
+    math.ExpOp: "exp",
+    math.Exp2Op: "exp2",
+    math.ExpM1Op: "expm1",
+    math.LogOp: "log",
+    math.Log1pOp: "log1p",
+    math.Log2Op: "log2",
+    math.Log10Op: "log10",
+    math.SqrtOp: ("__fsqrt_rn", "__dsqrt_rn"),
+    math.SinOp: "sin",
+    math.CosOp: "cos",
+    math.TanOp: "tan",
+    math.AsinOp: "asin",
+    math.AcosOp: "acos",
+    math.AtanOp: "atan",
+    math.SinhOp: "sinh",
+    math.CoshOp: "cosh",
+    math.TanhOp: "tanh",
+    math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh",
+    math.AtanhOp: "atanh",
+    math.ErfOp: "erf",
+    math.CbrtOp: "cbrt",
+    math.FloorOp: "floor",
+    math.CeilOp: "ceil",
+    math.RoundOp: "round",  # half away from zero, as C's round
+    math.RoundEvenOp: "rint",  # the default rounding mode: to nearest, ties to even
+    math.TruncOp: "trunc",
+    math.PowFOp: "pow",
+    math.Atan2Op: "atan2",
+    math.CopySignOp: "copysign",
+    math.FmaOp: ("__fmaf_rn", "__fma_rn"),
+    RemFOp: "fmod",
+    arith.MinnumfOp: "fmin",
+    arith.MaxnumfOp: "fmax",
 }
 
 _Handler = Callable[["_KernelPrinter", Operation], None]
-_HANDLERS: dict[str, _Handler] = {}
+_HANDLERS: dict[type[Operation], _Handler] = {}  # by the op's class: one dispatch
 
 
-def _handles(*names: str) -> Callable[[_Handler], _Handler]:
+def _handles(*ops: type[Operation]) -> Callable[[_Handler], _Handler]:
     def register(handler: _Handler) -> _Handler:
-        for name in names:
-            _HANDLERS[name] = handler
+        for op in ops:
+            _HANDLERS[op] = handler
         return handler
 
     return register
@@ -318,17 +319,17 @@ class _KernelPrinter:
         """Print every op of `block` but its terminator; return the terminator's operand expressions."""
         result: list[str] = []
         for op in block.ops:
-            name = op_name(op)
-            if name in ("scf.yield", "scf.reduce"):
-                if name == "scf.reduce" and op.operands:
+            kind = type(op)
+            if kind in (scf.YieldOp, scf.ReduceOp):
+                if kind is scf.ReduceOp and op.operands:
                     raise CVMRuntimeError("scf.parallel reductions are not part of the loop level")
                 result = [self.values[v] for v in op.operands]
                 continue
-            if name == "func.return":
+            if kind is func.ReturnOp:
                 continue
-            handler = _HANDLERS.get(name)
+            handler = _HANDLERS.get(kind)
             if handler is None:
-                raise CVMRuntimeError(f"cuda codegen: unsupported op '{name}'")
+                raise CVMRuntimeError(f"cuda codegen: unsupported op '{op_name(op)}'")
             handler(self, op)
         return result
 
@@ -350,7 +351,7 @@ class _KernelPrinter:
         for (target, _, _), temp in zip(moves, temps):
             self.line(f"{target} = {temp};")
 
-    @_handles("scf.for")
+    @_handles(scf.ForOp)
     def _for(self, op: Operation) -> None:
         assert isinstance(op, scf.ForOp)
         lb, ub, step = (self.values[v] for v in (op.lb, op.ub, op.step))
@@ -372,7 +373,7 @@ class _KernelPrinter:
         for res, name in zip(op.results, carried):
             self.values[res] = name
 
-    @_handles("scf.parallel")
+    @_handles(scf.ParallelOp)
     def _parallel(self, op: Operation) -> None:
         assert isinstance(op, scf.ParallelOp)
         if op.initVals:
@@ -421,7 +422,7 @@ class _KernelPrinter:
             self.line(f"i64 {iv} = {expr};")
             self.values[block.args[dim]] = iv
 
-    @_handles("scf.if")
+    @_handles(scf.IfOp)
     def _if(self, op: Operation) -> None:
         cond = self.values[op.operands[0]]
         names = []
@@ -466,14 +467,14 @@ class _KernelPrinter:
             linear += f" + {static}" if static > 0 else f" - {-static}"
         return f"{self.values[memref_value]}[{linear}]"
 
-    @_handles("memref.load")
+    @_handles(memref.LoadOp)
     def _load(self, op: Operation) -> None:
         memref_value, *indices = op.operands
         access = self.address(memref_value, indices)
         result = op.results[0]
         self.define(result, f"({access} != 0)" if c_type(result.type) == "bool" else access)
 
-    @_handles("memref.store")
+    @_handles(memref.StoreOp)
     def _store(self, op: Operation) -> None:
         value_ssa, memref_value, *indices = op.operands
         value = self.values[value_ssa]
@@ -488,7 +489,7 @@ class _KernelPrinter:
             raise CVMRuntimeError(f"cuda codegen: expected a layout with non-negative element indices, got {t}")
         return max(1, hi)
 
-    @_handles("memref.alloca")
+    @_handles(memref.AllocaOp)
     def _alloca(self, op: Operation) -> None:
         """A local array of the thread, or (memory space 3) a `__shared__` array of the block."""
         t = op.results[0].type
@@ -500,34 +501,34 @@ class _KernelPrinter:
 
     # ---- gpu and the GPU schedule's own ops --------------------------------------------------------------
 
-    @_handles("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim")
+    @_handles(gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
     def _gpu_index(self, op: Operation) -> None:
-        dimension = op.properties["dimension"]
-        axis = str(getattr(dimension, "data", "x")).lower().rsplit(".", 1)[-1]
+        assert isinstance(op, gpu.ThreadIdOp | gpu.BlockIdOp | gpu.BlockDimOp | gpu.GridDimOp)
+        axis = str(op.dimension.data).lower().rsplit(".", 1)[-1]
         if axis != "x":
             raise CVMRuntimeError(f"cuda codegen: expected dimension x in {op_name(op)}, got {axis}")
-        variable = {"gpu.thread_id": "threadIdx", "gpu.block_id": "blockIdx", "gpu.block_dim": "blockDim",
-                    "gpu.grid_dim": "gridDim"}[op_name(op)]  # fmt: skip
+        variable = {gpu.ThreadIdOp: "threadIdx", gpu.BlockIdOp: "blockIdx", gpu.BlockDimOp: "blockDim",
+                    gpu.GridDimOp: "gridDim"}[type(op)]  # fmt: skip
         self.define(op.results[0], f"(i64){variable}.x")
 
-    @_handles("gpu.barrier")
+    @_handles(gpu.BarrierOp)
     def _barrier(self, op: Operation) -> None:
         self.line("__syncthreads();")
 
-    @_handles("cvmc.dp4a")
+    @_handles(Dp4aOp)
     def _dp4a(self, op: Operation) -> None:
         """acc + the sum of the four products of the signed bytes of a and b (exact, wrapping in int32)."""
         a, b, acc = self.operands(op)
         self.define(op.results[0], f"__dp4a({a}, {b}, {acc})")
 
-    @_handles("cvmc.load_word")
+    @_handles(LoadWordOp)
     def _load_word(self, op: Operation) -> None:
         """The four bytes at a 4-byte aligned element of an i8 memref, as one i32 (memory order: byte k at bits 8k
         on the little-endian GPU)."""
         memref_value, *indices = op.operands
         self.define(op.results[0], f"{self.helper('cvmc_load_word')}(&{self.address(memref_value, indices)})")
 
-    @_handles("memref.alloc")
+    @_handles(memref.AllocOp)
     def _alloc(self, op: Operation) -> None:
         t = op.results[0].type
         assert isinstance(t, MemRefType)
@@ -537,7 +538,7 @@ class _KernelPrinter:
         self.line(f"if ({name} == nullptr) __trap();  // the device heap is exhausted")
         self.values[op.results[0]] = name
 
-    @_handles("memref.dealloc")
+    @_handles(memref.DeallocOp)
     def _dealloc(self, op: Operation) -> None:
         self.line(f"free({self.values[op.operands[0]]});")
 
@@ -547,14 +548,15 @@ class _KernelPrinter:
         source = op.operands[0]
         _, src_strides, src_offset = _layout(source.type)
         _, _, res_offset = _layout(op.results[0].type)
-        name = op_name(op)
-        if name == "memref.cast":
+        kind = type(op)
+        if kind is memref.CastOp:
             element_offset = src_offset
         else:
             if len(op.operands) != 1:
-                raise CVMRuntimeError(f"cuda codegen: expected static offsets, sizes and strides in {name}")
-            values = op.properties["static_offsets"].get_values()  # pyright: ignore[reportAttributeAccessIssue]
-            if name == "memref.subview":
+                raise CVMRuntimeError(f"cuda codegen: expected static offsets, sizes and strides in {op_name(op)}")
+            assert isinstance(op, memref.SubviewOp | memref.ReinterpretCastOp)
+            values = op.static_offsets.get_values()
+            if kind is memref.SubviewOp:
                 element_offset = src_offset + sum(o * s for o, s in zip(values, src_strides))
             else:  # reinterpret_cast: relative to the base pointer
                 element_offset = values[0]
@@ -571,7 +573,7 @@ class _KernelPrinter:
         self.line(f"{const}{ty} *{view} = {self.values[source]} + {delta};")
         self.values[result] = view
 
-    @_handles("memref.copy")
+    @_handles(memref.CopyOp)
     def _copy(self, op: Operation) -> None:
         source, target = op.operands
         shape, _, _ = _layout(source.type)
@@ -588,9 +590,10 @@ class _KernelPrinter:
 
     # ---- arith -------------------------------------------------------------------------------------------
 
-    @_handles("arith.constant")
+    @_handles(arith.ConstantOp)
     def _constant(self, op: Operation) -> None:
-        attr = op.properties["value"]
+        assert isinstance(op, arith.ConstantOp)
+        attr = op.value
         t = op.results[0].type
         if isinstance(attr, IntegerAttr) and is_int(t):
             self.values[op.results[0]] = int_literal(attr.value.data, bit_width(t))
@@ -603,15 +606,15 @@ class _KernelPrinter:
     def _int_binary(self, op: Operation) -> None:
         a, b = self.operands(op)
         w = bit_width(op.results[0].type)
-        self.define(op.results[0], wrap(f"({low(a, w)} {_INT_BINARY[op_name(op)]} {low(b, w)})", w))
+        self.define(op.results[0], wrap(f"({low(a, w)} {_INT_BINARY[type(op)]} {low(b, w)})", w))
 
     @_handles(*_FLOAT_BINARY)
     def _float_binary(self, op: Operation) -> None:
         a, b = self.operands(op)
-        f32, f64 = _FLOAT_BINARY[op_name(op)]
+        f32, f64 = _FLOAT_BINARY[type(op)]
         self.define(op.results[0], f"{f32 if c_type(op.results[0].type) == 'float' else f64}({a}, {b})")
 
-    @_handles("arith.negf")
+    @_handles(arith.NegfOp)
     def _negf(self, op: Operation) -> None:
         self.define(op.results[0], f"-{self.operands(op)[0]}")
 
@@ -619,44 +622,43 @@ class _KernelPrinter:
     def _int_helper(self, op: Operation) -> None:
         a, b = self.operands(op)
         w = bit_width(op.results[0].type)
-        base, signed = _INT_HELPERS[op_name(op)]
+        base, signed = _INT_HELPERS[type(op)]
         if signed:
             call = f"{self.helper(f'{base}_i{64 if w == 64 else 32}')}({sext(a, w)}, {sext(b, w)})"
         else:
             call = f"{self.helper(f'{base}_u{64 if w == 64 else 32}')}({zext(a, w)}, {zext(b, w)})"
         self.define(op.results[0], call if w in (32, 64) and signed else wrap(call, w))
 
-    @_handles("arith.shli", "arith.shrui", "arith.shrsi")
+    @_handles(arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp)
     def _shift(self, op: Operation) -> None:
         a, b = self.operands(op)
         w = bit_width(op.results[0].type)
         amount = zext(b, w)
-        name = op_name(op)
+        kind = type(op)
         constant = constant_int(op.operands[1])
         if constant is not None:  # a constant amount: the range check is done here
             k = constant & ((1 << w) - 1)
-            if name == "arith.shrsi":
+            if kind is arith.ShRSIOp:
                 self.define(op.results[0], wrap(f"({sext(a, w)} >> {min(k, w - 1)})", w))
             elif k >= w:
                 self.define(op.results[0], int_literal(0, w))
-            elif name == "arith.shli":
+            elif kind is arith.ShLIOp:
                 self.define(op.results[0], wrap(f"({low(a, w)} << {k})", w))
             else:
                 self.define(op.results[0], wrap(f"({zext(a, w)} >> {k})", w))
             return
-        if name == "arith.shrsi":
+        if kind is arith.ShRSIOp:
             clamped = f"({amount} < {w}u ? {amount} : {w - 1}u)"
             self.define(op.results[0], wrap(f"({sext(a, w)} >> {clamped})", w))
             return
-        shifted = f"({low(a, w)} << {amount})" if name == "arith.shli" else f"({zext(a, w)} >> {amount})"
+        shifted = f"({low(a, w)} << {amount})" if kind is arith.ShLIOp else f"({zext(a, w)} >> {amount})"
         self.define(op.results[0], f"({amount} < {w}u ? {wrap(shifted, w)} : {int_literal(0, w)})")
 
-    @_handles("arith.cmpi")
+    @_handles(arith.CmpiOp)
     def _cmpi(self, op: Operation) -> None:
         a, b = self.operands(op)
-        predicate = op.properties["predicate"]
-        assert isinstance(predicate, IntegerAttr)
-        signed, c_op = _CMPI[predicate.value.data]
+        assert isinstance(op, arith.CmpiOp)
+        signed, c_op = _CMPI[op.predicate.value.data]
         w = bit_width(op.operands[0].type)
         if c_op in ("==", "!="):
             self.define(op.results[0], f"({a} {c_op} {b})")
@@ -664,14 +666,13 @@ class _KernelPrinter:
             ext = sext if signed else zext
             self.define(op.results[0], f"({ext(a, w)} {c_op} {ext(b, w)})")
 
-    @_handles("arith.cmpf")
+    @_handles(arith.CmpfOp)
     def _cmpf(self, op: Operation) -> None:
         a, b = self.operands(op)
-        predicate = op.properties["predicate"]
-        assert isinstance(predicate, IntegerAttr)
-        self.define(op.results[0], _CMPF[predicate.value.data].format(a=a, b=b))
+        assert isinstance(op, arith.CmpfOp)
+        self.define(op.results[0], _CMPF[op.predicate.value.data].format(a=a, b=b))
 
-    @_handles("arith.select")
+    @_handles(arith.SelectOp)
     def _select(self, op: Operation) -> None:
         c, a, b = self.operands(op)
         self.define(op.results[0], f"({c} ? {a} : {b})")
@@ -680,18 +681,18 @@ class _KernelPrinter:
     def _min_max(self, op: Operation) -> None:
         a, b = self.operands(op)
         w = bit_width(op.results[0].type)
-        signed, c_op = _MIN_MAX_INT[op_name(op)]
+        signed, c_op = _MIN_MAX_INT[type(op)]
         ext = sext if signed else zext
         self.define(op.results[0], f"({ext(a, w)} {c_op} {ext(b, w)} ? {a} : {b})")
 
-    @_handles("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui")
+    @_handles(arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp, IndexCastUIOp)
     def _int_cast(self, op: Operation) -> None:
         (a,) = self.operands(op)
         src, dst = bit_width(op.operands[0].type), bit_width(op.results[0].type)
-        name = op_name(op)
+        kind = type(op)
         if dst <= src:
             expr = wrap(low(a, src), dst) if dst < src else a
-        elif name in ("arith.extui", "arith.index_castui"):
+        elif kind in (arith.ExtUIOp, IndexCastUIOp):
             expr = wrap(zext(a, src), dst)
         elif dst == 32:
             expr = sext(a, src)  # already an i32
@@ -699,20 +700,20 @@ class _KernelPrinter:
             expr = wrap(sext(a, src), dst)
         self.define(op.results[0], expr)
 
-    @_handles("arith.sitofp", "arith.uitofp")
+    @_handles(arith.SIToFPOp, arith.UIToFPOp)
     def _itofp(self, op: Operation) -> None:
         (a,) = self.operands(op)
         w = bit_width(op.operands[0].type)
-        ext = sext if op_name(op) == "arith.sitofp" else zext
+        ext = sext if type(op) is arith.SIToFPOp else zext
         self.define(op.results[0], f"({c_type(op.results[0].type)}){ext(a, w)}")
 
-    @_handles("arith.fptosi", "arith.fptoui")
+    @_handles(arith.FPToSIOp, arith.FPToUIOp)
     def _fptoi(self, op: Operation) -> None:
         """Saturating, NaN to 0: the `_rz` conversion intrinsics, clamped further for narrow types."""
         (x,) = self.operands(op)
         w = bit_width(op.results[0].type)
         f = "float" if c_type(op.operands[0].type) == "float" else "double"
-        signed = op_name(op) == "arith.fptosi"
+        signed = type(op) is arith.FPToSIOp
         if w == 64:
             self.define(op.results[0], f"(i64)__{f}2{'ll' if signed else 'ull'}_rz({x})")
             return
@@ -727,7 +728,7 @@ class _KernelPrinter:
                 wide = f"{self.helper('cvmc_clamp_u32')}({wide}, {(1 << w) - 1}u)"
         self.define(op.results[0], wide if w == 32 else wrap(wide, w))
 
-    @_handles("arith.extf", "arith.truncf")
+    @_handles(arith.ExtFOp, arith.TruncFOp)
     def _float_cast(self, op: Operation) -> None:
         (x,) = self.operands(op)
         src, dst = c_type(op.operands[0].type), c_type(op.results[0].type)
@@ -737,7 +738,7 @@ class _KernelPrinter:
             expr = "(double)" + x if dst == "double" else f"__double2float_rn({x})"
         self.define(op.results[0], expr)
 
-    @_handles("arith.bitcast")
+    @_handles(arith.BitcastOp)
     def _bitcast(self, op: Operation) -> None:
         (x,) = self.operands(op)
         src, dst = c_type(op.operands[0].type), c_type(op.results[0].type)
@@ -754,7 +755,7 @@ class _KernelPrinter:
         else:
             raise CVMRuntimeError(f"cuda codegen: unsupported arith.bitcast from {src} to {dst}")
 
-    @_handles("arith.minimumf", "arith.maximumf")
+    @_handles(arith.MinimumfOp, arith.MaximumfOp)
     def _minimum_maximum(self, op: Operation) -> None:
         a, b = self.operands(op)
         base = op_name(op).removeprefix("arith.")
@@ -764,12 +765,12 @@ class _KernelPrinter:
 
     @_handles(*_FLOAT_FUNCTIONS)
     def _float_function(self, op: Operation) -> None:
-        names = _FLOAT_FUNCTIONS[op_name(op)]
+        names = _FLOAT_FUNCTIONS[type(op)]
         f32, f64 = names if isinstance(names, tuple) else (names + "f", names)
         fn = f32 if c_type(op.results[0].type) == "float" else f64
         self.define(op.results[0], f"{fn}({', '.join(self.operands(op))})")
 
-    @_handles("math.rsqrt")
+    @_handles(math.RsqrtOp)
     def _rsqrt(self, op: Operation) -> None:
         """1 / sqrt(x), both correctly rounded, as the LLVM printer does (CUDA's rsqrt is approximate)."""
         (x,) = self.operands(op)
@@ -778,37 +779,37 @@ class _KernelPrinter:
         else:
             self.define(op.results[0], f"__ddiv_rn(1.0, __dsqrt_rn({x}))")
 
-    @_handles("math.isnan", "math.isinf", "math.isfinite")
+    @_handles(IsNanOp, IsInfOp, IsFiniteOp)
     def _float_class(self, op: Operation) -> None:
         (x,) = self.operands(op)
         t = op.operands[0].type
         inf = float_literal(float("inf"), t)
         fabs = "fabsf" if isinstance(t, Float32Type) else "fabs"
-        name = op_name(op)
-        if name == "math.isnan":
+        kind = type(op)
+        if kind is IsNanOp:
             self.define(op.results[0], f"({x} != {x})")
-        elif name == "math.isinf":
+        elif kind is IsInfOp:
             self.define(op.results[0], f"({fabs}({x}) == {inf})")
         else:
             self.define(op.results[0], f"({fabs}({x}) < {inf})")
 
-    @_handles("math.absi")
+    @_handles(math.AbsIOp)
     def _absi(self, op: Operation) -> None:
         (a,) = self.operands(op)
         w = bit_width(op.results[0].type)
         zero = "0ull" if w == 64 else "0u"
         self.define(op.results[0], wrap(f"({sext(a, w)} < 0 ? {zero} - {low(a, w)} : {low(a, w)})", w))
 
-    @_handles("math.ctlz", "math.cttz", "math.ctpop")
+    @_handles(math.CountLeadingZerosOp, math.CountTrailingZerosOp, math.CtPopOp)
     def _bit_count(self, op: Operation) -> None:
         (a,) = self.operands(op)
         w = bit_width(op.results[0].type)
         x = zext(a, w)
         ll = "ll" if w == 64 else ""
-        name = op_name(op)
-        if name == "math.ctpop":
+        kind = type(op)
+        if kind is math.CtPopOp:
             count = f"__popc{ll}({x})"
-        elif name == "math.ctlz":
+        elif kind is math.CountLeadingZerosOp:
             count = f"(__clz{ll}({x}) - {64 - w if w == 64 else 32 - w})"
         else:  # cttz of 0 is the width
             count = f"({x} == 0 ? {w} : __ffs{ll}({x}) - 1)"

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from cvmc.codegen import llvm
 from cvmc.codegen.abi import KernelArg
 from cvmc.codegen.loop_ir import constant_int, op_name
+from cvmc.dialects.cvmc import Dp4aOp, IndexCastUIOp, LoadWordOp
 from cvmc.errors import CVMRuntimeError
 
 # Threads per block: the kernels' `__launch_bounds__`, and what a launcher should use.
@@ -97,7 +98,7 @@ def grid_loop(op: func.FuncOp) -> GridLoop | None:
         return None
     loop = loops[0]
     for other in ops:
-        if other is not loop and (other.regions or op_name(other) in _WRITING_OPS):
+        if other is not loop and (other.regions or type(other) in _WRITING_OPS):
             return None
     bounds: list[tuple[int, int, int]] = []
     for lb_v, ub_v, step_v in zip(loop.lowerBound, loop.upperBound, loop.step):
@@ -158,7 +159,7 @@ def is_shared(t: Attribute) -> bool:
 def _shared_bytes(op: func.FuncOp) -> int:
     total = 0
     for inner in op.walk():
-        if op_name(inner) == "memref.alloca" and is_shared(inner.results[0].type):
+        if type(inner) is memref.AllocaOp and is_shared(inner.results[0].type):
             t = inner.results[0].type
             assert isinstance(t, MemRefType)
             total += max(1, bit_width(t.element_type) // 8) * math.prod(t.get_shape())
@@ -179,18 +180,18 @@ class _NeedsIv(Exception):
 
 
 _EVAL = {
-    "arith.addi": lambda a, b: a + b,
-    "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b,
-    "arith.minsi": min,
-    "arith.maxsi": max,
-    "arith.minui": min,
-    "arith.maxui": max,
-    "arith.floordivsi": lambda a, b: 0 if b == 0 else a // b,
-    "arith.divsi": lambda a, b: 0 if b == 0 else int(a / b),
-    "arith.divui": lambda a, b: 0 if b == 0 else a // b,
-    "arith.ceildivsi": lambda a, b: 0 if b == 0 else -(-a // b),
-    "arith.ceildivui": lambda a, b: 0 if b == 0 else -(-a // b),
+    arith.AddiOp: lambda a, b: a + b,
+    arith.SubiOp: lambda a, b: a - b,
+    arith.MuliOp: lambda a, b: a * b,
+    arith.MinSIOp: min,
+    arith.MaxSIOp: max,
+    arith.MinUIOp: min,
+    arith.MaxUIOp: max,
+    arith.FloorDivSIOp: lambda a, b: 0 if b == 0 else a // b,
+    arith.DivSIOp: lambda a, b: 0 if b == 0 else int(a / b),
+    arith.DivUIOp: lambda a, b: 0 if b == 0 else a // b,
+    arith.CeilDivSIOp: lambda a, b: 0 if b == 0 else -(-a // b),
+    arith.CeilDivUIOp: lambda a, b: 0 if b == 0 else -(-a // b),
 }
 _CMP = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
         4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
@@ -204,40 +205,39 @@ def _evaluate(value: SSAValue, env: dict[SSAValue, int]) -> int:
     owner = value.owner
     if not isinstance(owner, Operation):  # a block argument: an induction variable of an enclosing loop
         raise _NeedsIv
-    name = op_name(owner)
+    kind = type(owner)
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
         return owner.value.value.data
-    if name in _EVAL:
-        return _EVAL[name](_evaluate(owner.operands[0], env), _evaluate(owner.operands[1], env))
-    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+    if kind in _EVAL:
+        return _EVAL[kind](_evaluate(owner.operands[0], env), _evaluate(owner.operands[1], env))
+    if kind in (arith.IndexCastOp, IndexCastUIOp, arith.ExtSIOp, arith.ExtUIOp):
         return _evaluate(owner.operands[0], env)
-    if name == "arith.select":
+    if kind is arith.SelectOp:
         c, a, b = owner.operands
         return _evaluate(a, env) if _evaluate(c, env) else _evaluate(b, env)
-    if name == "arith.cmpi":
-        predicate = owner.properties["predicate"]
-        assert isinstance(predicate, IntegerAttr)
-        return int(_CMP[predicate.value.data](_evaluate(owner.operands[0], env), _evaluate(owner.operands[1], env)))
+    if isinstance(owner, arith.CmpiOp):
+        compare = _CMP[owner.predicate.value.data]
+        return int(compare(_evaluate(owner.operands[0], env), _evaluate(owner.operands[1], env)))
     raise _NotStatic
 
 
 def _is_mac(op: Operation) -> bool:
     """An integer multiply (not an index computation) whose product is added: one multiply-add."""
-    if op_name(op) != "arith.muli" or not isinstance(op.results[0].type, IntegerType):
+    if type(op) is not arith.MuliOp or not isinstance(op.results[0].type, IntegerType):
         return False
-    return any(op_name(use.operation) == "arith.addi" for use in op.results[0].uses)
+    return any(type(use.operation) is arith.AddiOp for use in op.results[0].uses)
 
 
 def _macs_of(op: Operation) -> int:
     """The multiply-adds of one op: 1 for a multiply-add, 4 for `cvmc.dp4a` (four int8 products)."""
-    if op_name(op) == "cvmc.dp4a":
+    if type(op) is Dp4aOp:
         return 4
     return 1 if _is_mac(op) else 0
 
 
 def _loads_of(op: Operation) -> int:
     """The memory loads of one op (`memref.load`, `cvmc.load_word`: one instruction each)."""
-    return 1 if op_name(op) in ("memref.load", "cvmc.load_word") else 0
+    return 1 if type(op) in (memref.LoadOp, LoadWordOp) else 0
 
 
 _Weight = Callable[[Operation], int]
@@ -336,7 +336,7 @@ def kernel_loads(op: func.FuncOp) -> int:
     return _count(op, _loads_of)[0]
 
 
-_WRITING_OPS = ("memref.store", "memref.copy", "memref.alloc", "memref.dealloc")
+_WRITING_OPS = (memref.StoreOp, memref.CopyOp, memref.AllocOp, memref.DeallocOp)
 
 
 def c_symbols(module: ModuleOp) -> dict[str, str]:

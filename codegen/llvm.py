@@ -53,7 +53,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llvmlite import ir
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
@@ -76,13 +76,23 @@ from cvmc.codegen.llvm_module import (
     const,
     element_name,
     emit_loop,
-    int_attr,
     is_const,
     memory_type,
     suffix,
     value_type,
 )
 from cvmc.codegen.loop_ir import VIEW_OPS, constant_int, op_name, static_layout
+from cvmc.dialects.cvmc import (
+    DotU8S8Op,
+    IndexCastUIOp,
+    IsFiniteOp,
+    IsInfOp,
+    IsNanOp,
+    MmkI16Op,
+    MmkU8S8Op,
+    PackTileOp,
+    RemFOp,
+)
 from cvmc.errors import CVMRuntimeError
 
 # Bytes of alignment for `memref.alloc` buffers and `memref.alloca` slots (one AVX-512 register, one cache line).
@@ -121,16 +131,13 @@ def _written_args(op: func.FuncOp) -> set[SSAValue]:
     """Arguments that a store or copy writes through (directly or through a view)."""
     written: set[SSAValue] = set()
     for inner in op.walk():
-        name = op_name(inner)
-        if name == "memref.store":
+        if isinstance(inner, memref.StoreOp | memref.CopyOp):
             target = inner.operands[1]
-        elif name == "memref.copy":
-            target = inner.operands[1]
-        elif name == "cvmc.pack_tile":
-            target = inner.operands[int_attr(inner, "split")]
+        elif isinstance(inner, PackTileOp):
+            target = inner.operands[inner.split.value.data]
         else:
             continue
-        while isinstance(target.owner, Operation) and op_name(target.owner) in VIEW_OPS:
+        while isinstance(target.owner, Operation) and type(target.owner) in VIEW_OPS:
             target = target.owner.operands[0]
         written.add(target)
     return written
@@ -146,7 +153,7 @@ def _split_loop(op: func.FuncOp) -> tuple[scf.ParallelOp, int] | None:
     for other in ops:
         if other is loop:
             continue
-        if other.regions or op_name(other) in ("memref.store", "memref.copy"):
+        if other.regions or type(other) in (memref.StoreOp, memref.CopyOp):
             return None
     if loop.initVals:
         return None
@@ -167,29 +174,29 @@ def _split_loop(op: func.FuncOp) -> tuple[scf.ParallelOp, int] | None:
 # --------------------------------------------------------------------------------------------------------------
 
 _INT_BINARY = {
-    "arith.addi": "add",
-    "arith.subi": "sub",
-    "arith.muli": "mul",
-    "arith.andi": "and_",
-    "arith.ori": "or_",
-    "arith.xori": "xor",
+    arith.AddiOp: "add",
+    arith.SubiOp: "sub",
+    arith.MuliOp: "mul",
+    arith.AndIOp: "and_",
+    arith.OrIOp: "or_",
+    arith.XOrIOp: "xor",
 }
 _FLOAT_BINARY = {
-    "arith.addf": "fadd",
-    "arith.subf": "fsub",
-    "arith.mulf": "fmul",
-    "arith.divf": "fdiv",
-    "arith.remf": "frem",
+    arith.AddfOp: "fadd",
+    arith.SubfOp: "fsub",
+    arith.MulfOp: "fmul",
+    arith.DivfOp: "fdiv",
+    RemFOp: "frem",
 }
 _CASTS = {
-    "arith.extsi": "sext",
-    "arith.extui": "zext",
-    "arith.trunci": "trunc",
-    "arith.sitofp": "sitofp",
-    "arith.uitofp": "uitofp",
-    "arith.extf": "fpext",
-    "arith.truncf": "fptrunc",
-    "arith.bitcast": "bitcast",
+    arith.ExtSIOp: "sext",
+    arith.ExtUIOp: "zext",
+    arith.TruncIOp: "trunc",
+    arith.SIToFPOp: "sitofp",
+    arith.UIToFPOp: "uitofp",
+    arith.ExtFOp: "fpext",
+    arith.TruncFOp: "fptrunc",
+    arith.BitcastOp: "bitcast",
 }
 # (signed, predicate) by the op's enum value.
 _CMPI = {
@@ -207,76 +214,76 @@ _CMPI = {
 _CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno",
          "true")  # fmt: skip
 _MIN_MAX_INT = {
-    "arith.minsi": (True, "<"),
-    "arith.maxsi": (True, ">"),
-    "arith.minui": (False, "<"),
-    "arith.maxui": (False, ">"),
+    arith.MinSIOp: (True, "<"),
+    arith.MaxSIOp: (True, ">"),
+    arith.MinUIOp: (False, "<"),
+    arith.MaxUIOp: (False, ">"),
 }
 # Float ops that are one LLVM intrinsic `llvm.<name>.<f32|f64>`.
 _FLOAT_INTRINSICS = {
-    "math.absf": "fabs",
-    "math.exp": "exp",
-    "math.exp2": "exp2",
-    "math.log": "log",
-    "math.log2": "log2",
-    "math.log10": "log10",
-    "math.sqrt": "sqrt",
-    "math.sin": "sin",
-    "math.cos": "cos",
-    "math.tan": "tan",
-    "math.asin": "asin",
-    "math.acos": "acos",
-    "math.atan": "atan",
-    "math.sinh": "sinh",
-    "math.cosh": "cosh",
-    "math.tanh": "tanh",
-    "math.floor": "floor",
-    "math.ceil": "ceil",
-    "math.round": "round",  # half away from zero, as C's round
-    "math.roundeven": "roundeven",
-    "math.trunc": "trunc",
-    "math.powf": "pow",
-    "math.atan2": "atan2",
-    "math.copysign": "copysign",
-    "math.fma": "fma",
-    "arith.minimumf": "minimum",
-    "arith.maximumf": "maximum",
-    "arith.minnumf": "minnum",
-    "arith.maxnumf": "maxnum",
+    math.AbsFOp: "fabs",
+    math.ExpOp: "exp",
+    math.Exp2Op: "exp2",
+    math.LogOp: "log",
+    math.Log2Op: "log2",
+    math.Log10Op: "log10",
+    math.SqrtOp: "sqrt",
+    math.SinOp: "sin",
+    math.CosOp: "cos",
+    math.TanOp: "tan",
+    math.AsinOp: "asin",
+    math.AcosOp: "acos",
+    math.AtanOp: "atan",
+    math.SinhOp: "sinh",
+    math.CoshOp: "cosh",
+    math.TanhOp: "tanh",
+    math.FloorOp: "floor",
+    math.CeilOp: "ceil",
+    math.RoundOp: "round",  # half away from zero, as C's round
+    math.RoundEvenOp: "roundeven",
+    math.TruncOp: "trunc",
+    math.PowFOp: "pow",
+    math.Atan2Op: "atan2",
+    math.CopySignOp: "copysign",
+    math.FmaOp: "fma",
+    arith.MinimumfOp: "minimum",
+    arith.MaximumfOp: "maximum",
+    arith.MinnumfOp: "minnum",
+    arith.MaxnumfOp: "maxnum",
 }
 # Float ops without an intrinsic: calls to the C library (`erff` / `erf`), declared without side effects.
 _LIBM = {
-    "math.expm1": "expm1",
-    "math.log1p": "log1p",
-    "math.asinh": "asinh",
-    "math.acosh": "acosh",
-    "math.atanh": "atanh",
-    "math.erf": "erf",
-    "math.cbrt": "cbrt",
+    math.ExpM1Op: "expm1",
+    math.Log1pOp: "log1p",
+    math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh",
+    math.AtanhOp: "atanh",
+    math.ErfOp: "erf",
+    math.CbrtOp: "cbrt",
 }
 # Integer ops that are one intrinsic with a trailing `i1 false` (never poison).
 _INT_INTRINSICS = {
-    "math.absi": "abs",
-    "math.ctlz": "ctlz",
-    "math.cttz": "cttz",
+    math.AbsIOp: "abs",
+    math.CountLeadingZerosOp: "ctlz",
+    math.CountTrailingZerosOp: "cttz",
 }
 
 _Handler = Callable[["KernelEmitter", Operation], None]
-_HANDLERS: dict[str, _Handler] = {}
+_HANDLERS: dict[type[Operation], _Handler] = {}  # by the op's class: one dispatch
 
 
-def _handles(*names: str) -> Callable[[_Handler], _Handler]:
+def _handles(*ops: type[Operation]) -> Callable[[_Handler], _Handler]:
     def register(handler: _Handler) -> _Handler:
-        for name in names:
-            _HANDLERS[name] = handler
+        for op in ops:
+            _HANDLERS[op] = handler
         return handler
 
     return register
 
 
 # The x86 micro-kernel ops, printed by `codegen.llvm_x86`.
-_HANDLERS.update({"cvmc.dot_u8s8": llvm_x86.dot_u8s8, "cvmc.mmk_i16": llvm_x86.mmk, "cvmc.mmk_u8s8": llvm_x86.mmk,
-                  "cvmc.pack_tile": llvm_x86.pack_tile})
+_HANDLERS.update({DotU8S8Op: llvm_x86.dot_u8s8, MmkI16Op: llvm_x86.mmk, MmkU8S8Op: llvm_x86.mmk,
+                  PackTileOp: llvm_x86.pack_tile})
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -366,18 +373,18 @@ class KernelEmitter:
         """Emit every op of `block` but its terminator; return the terminator's operand values."""
         result: list[LLValue] = []
         for op in block.ops:
-            name = op_name(op)
-            if name in ("scf.yield", "scf.reduce"):
+            kind = type(op)
+            if kind in (scf.YieldOp, scf.ReduceOp):
                 result = [self.values[v] for v in op.operands]
-                if name == "scf.reduce" and op.operands:
+                if kind is scf.ReduceOp and op.operands:
                     raise CVMRuntimeError("scf.parallel reductions are not part of the loop level")
                 continue
-            if name == "func.return":
+            if kind is func.ReturnOp:
                 self.b.ret_void()
                 continue
-            handler = _HANDLERS.get(name)
+            handler = _HANDLERS.get(kind)
             if handler is None:
-                raise CVMRuntimeError(f"llvm codegen: unsupported op '{name}'")
+                raise CVMRuntimeError(f"llvm codegen: unsupported op '{op_name(op)}'")
             handler(self, op)
         return result
 
@@ -404,7 +411,7 @@ class KernelEmitter:
             self.values[arg] = value
         return self._emit_ops(block)
 
-    @_handles("scf.for")
+    @_handles(scf.ForOp)
     def _for(self, op: Operation) -> None:
         lb, ub, step, *inits = self._operands(op)
         block = op.regions[0].block
@@ -412,7 +419,7 @@ class KernelEmitter:
         for res, value in zip(op.results, results):
             self.values[res] = value
 
-    @_handles("scf.parallel")
+    @_handles(scf.ParallelOp)
     def _parallel(self, op: Operation) -> None:
         assert isinstance(op, scf.ParallelOp)
         block = op.body.block
@@ -451,7 +458,7 @@ class KernelEmitter:
 
         nest(0)
 
-    @_handles("scf.if")
+    @_handles(scf.IfOp)
     def _if(self, op: Operation) -> None:
         cond = self.values[op.operands[0]]
         then_region, else_region = op.regions
@@ -504,7 +511,7 @@ class KernelEmitter:
         address = self._address(t, self.values[memref_value], [self.values[i] for i in indices])
         return address, memory_type(t.element_type)
 
-    @_handles("memref.load")
+    @_handles(memref.LoadOp)
     def _load(self, op: Operation) -> None:
         memref_value, *indices = op.operands
         address, ty = self.access(memref_value, indices)
@@ -513,7 +520,7 @@ class KernelEmitter:
             value = self.b.icmp_unsigned("!=", value, const(I8, 0))
         self._set(op, value)
 
-    @_handles("memref.store")
+    @_handles(memref.StoreOp)
     def _store(self, op: Operation) -> None:
         value_ssa, memref_value, *indices = op.operands
         value = self.values[value_ssa]
@@ -529,7 +536,7 @@ class KernelEmitter:
             raise CVMRuntimeError(f"expected a layout with non-negative element indices, got {t}")
         return hi * byte_size(memory_type(t.element_type))
 
-    @_handles("memref.alloca")
+    @_handles(memref.AllocaOp)
     def _alloca(self, op: Operation) -> None:
         t = op.results[0].type
         assert isinstance(t, MemRefType)
@@ -538,7 +545,7 @@ class KernelEmitter:
         slot.type = PTR  # llvmlite types allocas as typed pointers; LLVM's are opaque
         self._set(op, slot)
 
-    @_handles("memref.alloc")
+    @_handles(memref.AllocOp)
     def _alloc(self, op: Operation) -> None:
         t = op.results[0].type
         assert isinstance(t, MemRefType)
@@ -546,7 +553,7 @@ class KernelEmitter:
         aligned_alloc = self.mod.function("aligned_alloc", PTR, [I64, I64], ("nounwind",))
         self._set(op, self.b.call(aligned_alloc, [const(I64, _BUFFER_ALIGN), const(I64, size)]))
 
-    @_handles("memref.dealloc")
+    @_handles(memref.DeallocOp)
     def _dealloc(self, op: Operation) -> None:
         free = self.mod.function("free", VOID, [PTR], ("nounwind",))
         self.b.call(free, [self.values[op.operands[0]]])
@@ -559,15 +566,15 @@ class KernelEmitter:
         assert isinstance(src_t, MemRefType) and isinstance(res_t, MemRefType)
         _, src_strides, src_offset = static_layout(src_t)
         _, _, res_offset = static_layout(res_t)
-        name = op_name(op)
-        if name == "memref.cast":
+        kind = type(op)
+        if kind is memref.CastOp:
             element_offset = src_offset
         else:
             if len(op.operands) != 1:
-                raise CVMRuntimeError(f"expected static offsets, sizes and strides in {name}")
-            offsets = op.properties["static_offsets"]
-            values = offsets.get_values()  # pyright: ignore[reportAttributeAccessIssue]
-            if name == "memref.subview":
+                raise CVMRuntimeError(f"expected static offsets, sizes and strides in {op_name(op)}")
+            assert isinstance(op, memref.SubviewOp | memref.ReinterpretCastOp)
+            values = op.static_offsets.get_values()
+            if kind is memref.SubviewOp:
                 element_offset = src_offset + sum(o * s for o, s in zip(values, src_strides))
             else:  # reinterpret_cast: relative to the base pointer
                 element_offset = values[0]
@@ -577,7 +584,7 @@ class KernelEmitter:
             base = self.b.gep(base, [const(I64, delta)], source_etype=memory_type(res_t.element_type))
         self._set(op, base)
 
-    @_handles("memref.copy")
+    @_handles(memref.CopyOp)
     def _copy(self, op: Operation) -> None:
         source, target = op.operands
         src_t, dst_t = source.type, target.type
@@ -616,9 +623,10 @@ class KernelEmitter:
 
     # ---- arith -------------------------------------------------------------------------------------------
 
-    @_handles("arith.constant")
+    @_handles(arith.ConstantOp)
     def _constant(self, op: Operation) -> None:
-        attr = op.properties["value"]
+        assert isinstance(op, arith.ConstantOp)
+        attr = op.value
         ty = value_type(op.results[0].type)
         if isinstance(attr, IntegerAttr):
             self._set(op, const(ty, attr.value.data))
@@ -629,20 +637,20 @@ class KernelEmitter:
 
     @_handles(*_INT_BINARY, *_FLOAT_BINARY)
     def _binary(self, op: Operation) -> None:
-        name = op_name(op)
-        method = _INT_BINARY.get(name) or _FLOAT_BINARY[name]
+        kind = type(op)
+        method = _INT_BINARY.get(kind) or _FLOAT_BINARY[kind]
         self._set(op, getattr(self.b, method)(*self._operands(op)))
 
-    @_handles("arith.negf")
+    @_handles(arith.NegfOp)
     def _negf(self, op: Operation) -> None:
         self._set(op, self.b.fneg(self.values[op.operands[0]]))
 
     @_handles(*_CASTS)
     def _cast(self, op: Operation) -> None:
-        method = _CASTS[op_name(op)]
+        method = _CASTS[type(op)]
         self._set(op, getattr(self.b, method)(self.values[op.operands[0]], value_type(op.results[0].type)))
 
-    @_handles("arith.index_cast", "arith.index_castui")
+    @_handles(arith.IndexCastOp, IndexCastUIOp)
     def _index_cast(self, op: Operation) -> None:
         value = self.values[op.operands[0]]
         ty = value_type(op.results[0].type)
@@ -650,39 +658,37 @@ class KernelEmitter:
         if ty.width < value.type.width:
             value = self.b.trunc(value, ty)
         elif ty.width > value.type.width:
-            value = (self.b.zext if op_name(op) == "arith.index_castui" else self.b.sext)(value, ty)
+            value = (self.b.zext if type(op) is IndexCastUIOp else self.b.sext)(value, ty)
         self._set(op, value)
 
-    @_handles("arith.fptosi", "arith.fptoui")
+    @_handles(arith.FPToSIOp, arith.FPToUIOp)
     def _fptoi(self, op: Operation) -> None:
         value = self.values[op.operands[0]]
         ty = value_type(op.results[0].type)
-        kind = "fptosi" if op_name(op) == "arith.fptosi" else "fptoui"
+        kind = "fptosi" if type(op) is arith.FPToSIOp else "fptoui"
         fn = self.mod.function(f"llvm.{kind}.sat.{suffix(ty)}.{suffix(value.type)}", ty, [value.type])
         self._set(op, self.b.call(fn, [value]))
 
-    @_handles("arith.cmpi")
+    @_handles(arith.CmpiOp)
     def _cmpi(self, op: Operation) -> None:
-        predicate = op.properties["predicate"]
-        assert isinstance(predicate, IntegerAttr)
-        signed, pred = _CMPI[predicate.value.data]
+        assert isinstance(op, arith.CmpiOp)
+        signed, pred = _CMPI[op.predicate.value.data]
         compare = self.b.icmp_signed if signed else self.b.icmp_unsigned
         self._set(op, compare(pred, *self._operands(op)))
 
-    @_handles("arith.cmpf")
+    @_handles(arith.CmpfOp)
     def _cmpf(self, op: Operation) -> None:
-        predicate = op.properties["predicate"]
-        assert isinstance(predicate, IntegerAttr)
-        self._set(op, self.b.fcmp_ordered(_CMPF[predicate.value.data], *self._operands(op)))
+        assert isinstance(op, arith.CmpfOp)
+        self._set(op, self.b.fcmp_ordered(_CMPF[op.predicate.value.data], *self._operands(op)))
 
-    @_handles("arith.select")
+    @_handles(arith.SelectOp)
     def _select(self, op: Operation) -> None:
         self._set(op, self.b.select(*self._operands(op)))
 
     @_handles(*_MIN_MAX_INT)
     def _min_max(self, op: Operation) -> None:
         a, b = self._operands(op)
-        signed, pred = _MIN_MAX_INT[op_name(op)]
+        signed, pred = _MIN_MAX_INT[type(op)]
         take_a = (self.b.icmp_signed if signed else self.b.icmp_unsigned)(pred, a, b)
         self._set(op, self.b.select(take_a, a, b))
 
@@ -733,26 +739,26 @@ class KernelEmitter:
             quotient = self._quotient(a, b, divisor, signed)
         return self.b.sub(a, self.b.mul(quotient, divisor))
 
-    @_handles("arith.divsi", "arith.divui")
+    @_handles(arith.DivSIOp, arith.DivUIOp)
     def _div(self, op: Operation) -> None:
         a, b = self._operands(op)
-        signed = op_name(op) == "arith.divsi"
+        signed = type(op) is arith.DivSIOp
         by_zero, divisor = self._safe_divisor(a, b, signed)
         quotient = self._quotient(a, b, divisor, signed)
         self._set(op, self.b.select(by_zero, const(a.type, 0), quotient))
 
-    @_handles("arith.remsi", "arith.remui")
+    @_handles(arith.RemSIOp, arith.RemUIOp)
     def _rem(self, op: Operation) -> None:
         a, b = self._operands(op)
-        signed = op_name(op) == "arith.remsi"
+        signed = type(op) is arith.RemSIOp
         _, divisor = self._safe_divisor(a, b, signed)  # x % 1 == 0 covers both b == 0 and INT_MIN % -1
         self._set(op, self._remainder(a, b, divisor, signed))
 
-    @_handles("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
+    @_handles(arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
     def _round_div(self, op: Operation) -> None:
         a, b = self._operands(op)
-        name = op_name(op)
-        signed = name != "arith.ceildivui"
+        kind = type(op)
+        signed = kind is not arith.CeilDivUIOp
         ty = a.type
         zero = const(ty, 0)
         by_zero, divisor = self._safe_divisor(a, b, signed)
@@ -764,23 +770,23 @@ class KernelEmitter:
         else:
             # The exact quotient is negative iff rest and divisor have different signs.
             negative = self.b.icmp_signed("<", self.b.xor(rest, divisor), zero)
-            if name == "arith.floordivsi":
+            if kind is arith.FloorDivSIOp:
                 result = self.b.sub(quotient, self.b.zext(self.b.and_(inexact, negative), ty))
             else:
                 result = self.b.add(quotient, self.b.zext(self.b.and_(inexact, self.b.not_(negative)), ty))
         self._set(op, self.b.select(by_zero, zero, result))
 
-    @_handles("arith.shli", "arith.shrui", "arith.shrsi")
+    @_handles(arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp)
     def _shift(self, op: Operation) -> None:
         a, b = self._operands(op)
         ty = a.type
         assert isinstance(ty, ir.IntType)
         in_range = self.b.icmp_unsigned("<", b, const(ty, ty.width))
-        name = op_name(op)
-        if name == "arith.shrsi":
+        kind = type(op)
+        if kind is arith.ShRSIOp:
             self._set(op, self.b.ashr(a, self.b.select(in_range, b, const(ty, ty.width - 1))))
             return
-        shifted = (self.b.shl if name == "arith.shli" else self.b.lshr)(a, b)
+        shifted = (self.b.shl if kind is arith.ShLIOp else self.b.lshr)(a, b)
         self._set(op, self.b.select(in_range, shifted, const(ty, 0)))
 
     # ---- math --------------------------------------------------------------------------------------------
@@ -788,50 +794,50 @@ class KernelEmitter:
     @_handles(*_FLOAT_INTRINSICS)
     def _float_intrinsic(self, op: Operation) -> None:
         args = self._operands(op)
-        fn = self.mod.intrinsic(_FLOAT_INTRINSICS[op_name(op)], args[0].type, len(args))
+        fn = self.mod.intrinsic(_FLOAT_INTRINSICS[type(op)], args[0].type, len(args))
         self._set(op, self.b.call(fn, args))
 
     @_handles(*_LIBM)
     def _libm(self, op: Operation) -> None:
         (x,) = self._operands(op)
-        self._set(op, self.b.call(self.mod.libm(_LIBM[op_name(op)], x.type), [x]))
+        self._set(op, self.b.call(self.mod.libm(_LIBM[type(op)], x.type), [x]))
 
-    @_handles("math.fpowi")
+    @_handles(math.FPowIOp)
     def _fpowi(self, op: Operation) -> None:
         x, n = self._operands(op)
         exponent = self.b.sitofp(n, x.type)
         self._set(op, self.b.call(self.mod.intrinsic("pow", x.type, 2), [x, exponent]))
 
-    @_handles("math.rsqrt")
+    @_handles(math.RsqrtOp)
     def _rsqrt(self, op: Operation) -> None:
         (x,) = self._operands(op)
         root = self.b.call(self.mod.intrinsic("sqrt", x.type, 1), [x])
         self._set(op, self.b.fdiv(const(x.type, 1.0), root))
 
-    @_handles("math.isnan", "math.isinf", "math.isfinite")
+    @_handles(IsNanOp, IsInfOp, IsFiniteOp)
     def _float_class(self, op: Operation) -> None:
         (x,) = self._operands(op)
-        name = op_name(op)
-        if name == "math.isnan":
+        kind = type(op)
+        if kind is IsNanOp:
             self._set(op, self.b.fcmp_unordered("uno", x, x))
             return
         magnitude = self.b.call(self.mod.intrinsic("fabs", x.type, 1), [x])
         inf = const(x.type, float("inf"))
-        self._set(op, self.b.fcmp_ordered("==" if name == "math.isinf" else "!=", magnitude, inf))
+        self._set(op, self.b.fcmp_ordered("==" if kind is IsInfOp else "!=", magnitude, inf))
 
     @_handles(*_INT_INTRINSICS)
     def _int_intrinsic(self, op: Operation) -> None:
         (x,) = self._operands(op)
-        name = f"llvm.{_INT_INTRINSICS[op_name(op)]}.{suffix(x.type)}"
+        name = f"llvm.{_INT_INTRINSICS[type(op)]}.{suffix(x.type)}"
         fn = self.mod.function(name, x.type, [x.type, I1])
         self._set(op, self.b.call(fn, [x, const(I1, 0)]))
 
-    @_handles("math.ctpop")
+    @_handles(math.CtPopOp)
     def _ctpop(self, op: Operation) -> None:
         (x,) = self._operands(op)
         self._set(op, self.b.call(self.mod.intrinsic("ctpop", x.type, 1), [x]))
 
-    @_handles("math.ipowi")
+    @_handles(math.IPowIOp)
     def _ipowi(self, op: Operation) -> None:
         base, exp = self._operands(op)
         assert isinstance(base.type, ir.IntType)

@@ -12,11 +12,10 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IndexType,
-    IntegerAttr,
     IntegerType,
     MemRefType,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute
 
 from cvmc.errors import CVMRuntimeError
 
@@ -75,12 +74,6 @@ def suffix(ty: ir.Type) -> str:
     if isinstance(ty, ir.IntType):
         return f"i{ty.width}"
     return "f32" if isinstance(ty, ir.FloatType) else "f64"
-
-
-def int_attr(op: Operation, name: str) -> int:
-    """The value of an integer attribute of `op` (-1 when it has none)."""
-    attr = op.attributes.get(name)
-    return attr.value.data if isinstance(attr, IntegerAttr) else -1
 
 
 def const(ty: ir.Type, value: int | float | bool) -> ir.Constant:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from llvmlite import ir
-from xdsl.dialects.builtin import MemRefType, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -25,9 +25,9 @@ from cvmc.codegen.llvm_module import (
     ModuleEmitter,
     const,
     emit_loop,
-    int_attr,
 )
 from cvmc.codegen.loop_ir import op_name, static_layout
+from cvmc.dialects.cvmc import DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp
 from cvmc.errors import CVMRuntimeError
 
 
@@ -256,6 +256,11 @@ def dpbusd(mod: ModuleEmitter, b: Any, acc: LLValue, xs: LLValue, ws: LLValue, e
     return b.add(acc, b.add(b.add(parts[0], parts[1]), b.add(parts[2], parts[3])))
 
 
+def _flag(prop: IntegerAttr | None, default: int = 0) -> int:
+    """The value of an optional integer property (`default` when the op has none)."""
+    return prop.value.data if prop is not None else default
+
+
 def _verified(op: Operation) -> None:
     """The op's verifier (`cvmc.dialects.cvmc`: the one place its attributes' rules live), its failure as the
     CVMRuntimeError of a module that cannot be printed."""
@@ -271,9 +276,9 @@ def dot_u8s8(k: KernelEmitter, op: Operation) -> None:
     (AVX512-VNNI: 64 byte pairs, four products summed into each of 16 lanes, no saturation), one
     accumulator per row sharing each load of `b`, then each row's 16 lanes summed (`emulated` = 1: the same
     sums in portable IR, `dpbusd`). The caller checked that the host has AVX512-VNNI."""
+    assert isinstance(op, DotU8S8Op)
     _verified(op)
-    depth, split, rows = (int_attr(op, name) for name in ("depth", "split", "rows"))
-    rows = max(rows, 1)
+    depth, split, rows = op.depth.value.data, op.split.value.data, _flag(op.rows, 1)
     a, b = op.operands[0], op.operands[split]
     pa, _ = k.access(a, op.operands[1:split])
     pb, _ = k.access(b, op.operands[split + 1:])
@@ -282,7 +287,7 @@ def dot_u8s8(k: KernelEmitter, op: Operation) -> None:
     bases = [pa] + [k.b.gep(pa, [const(I64, r * row_stride)], inbounds=True, source_etype=I8)
                     for r in range(1, rows)]
     lanes, pairs = ir.VectorType(I32, 16), ir.VectorType(I8, 64)
-    emulated = int_attr(op, "emulated") == 1  # the portable lowering of the same sums
+    emulated = _flag(op.emulated) == 1  # the portable lowering of the same sums
 
     def step(i: LLValue, acc: list[LLValue]) -> list[LLValue]:
         y = k.b.load(k.b.gep(pb, [i], inbounds=True, source_etype=I8), typ=pairs, align=1)
@@ -303,21 +308,20 @@ def mmk(k: KernelEmitter, op: Operation) -> None:
     i] * b[block][(th * kw + tw) * depth / g + i / g, l, i % g] in int32 (wrapping), for r < rows, l < lanes
     (a multiple of 8), all offsets in elements from each operand's indexed element; int16 operands (g = 2) or
     u8 x s8 (g = 4): a call of the module's micro-kernel for (rows, lanes, g) (`micro_kernel`)."""
+    assert isinstance(op, MmkI16Op | MmkU8S8Op)
     _verified(op)
-    group = 4 if op_name(op) == "cvmc.mmk_u8s8" else 2
-    names = ("depth", "split", "acc_split", "rows", "lanes", "row_stride", "kh", "stride_h", "kw", "stride_w")
-    depth, split, acc_split, rows, lanes, row_stride, kh, stride_h, kw, stride_w = (
-        int_attr(op, name) for name in names)
+    group = 4 if isinstance(op, MmkU8S8Op) else 2
+    depth, split, acc_split, rows, lanes, row_stride, kh, stride_h, kw, stride_w = (p.value.data for p in (
+        op.depth, op.split, op.acc_split, op.rows, op.lanes, op.row_stride, op.kh, op.stride_h, op.kw, op.stride_w))
     a, b, acc = op.operands[0], op.operands[split], op.operands[acc_split]
     pa, _ = k.access(a, op.operands[1:split])
     pb, _ = k.access(b, op.operands[split + 1:acc_split])
     pacc, _ = k.access(acc, op.operands[acc_split + 1:])
     assert isinstance(acc.type, MemRefType)
     sizes = (depth // group, row_stride, kh, stride_h, kw, stride_w, static_layout(acc.type)[1][0])
-    pixel_major = int_attr(op, "pixel_major") == 1
-    isa = op.attributes.get("isa")
-    isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
-    emulated = int_attr(op, "emulated") == 1
+    pixel_major = _flag(op.pixel_major) == 1
+    isa_name = op.isa.data if op.isa is not None else "avx2"
+    emulated = _flag(op.emulated) == 1
     if isa_name == "amx" and not emulated:
         fn = amx_kernel(k.mod, rows, depth // group, kh, kw, pixel_major)
     else:  # AMX emulated: the same sums as the VNNI kernel's portable lowering, in tiles of 16 x 16
@@ -329,7 +333,8 @@ def pack_tile(k: KernelEmitter, op: Operation) -> None:
     """out[j, i] (out's last two dimensions) = inside ? byte(src[i, j] + zero_point) : byte(zero_point), for
     i, j < 8, src's rows its channels (its second dimension) and columns its last: 8 vector loads of 8 int32,
     narrowed, the 8 x 8 bytes transposed by one shuffle, 8 stores of 8 bytes."""
-    split, zero_point = int_attr(op, "split"), int_attr(op, "zero_point")
+    assert isinstance(op, PackTileOp)
+    split, zero_point = op.split.value.data, op.zero_point.value.data
     src, out, inside = op.operands[0], op.operands[split], op.operands[-1]
     assert isinstance(src.type, MemRefType) and isinstance(out.type, MemRefType)
     src_strides, out_strides = static_layout(src.type)[1], static_layout(out.type)[1]

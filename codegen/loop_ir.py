@@ -5,7 +5,7 @@ disagree on a layout.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType, NoneAttr, StridedLayoutAttr, UnregisteredOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -13,7 +13,7 @@ from cvmc.codegen.abi import row_major_strides
 from cvmc.errors import CVMRuntimeError
 
 # Views of a memref: the result keeps the base pointer, its type gives the static strides and offset.
-VIEW_OPS = ("memref.subview", "memref.reinterpret_cast", "memref.cast")
+VIEW_OPS = (memref.SubviewOp, memref.ReinterpretCastOp, memref.CastOp)
 
 
 def op_name(op: Operation) -> str:

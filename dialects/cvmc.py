@@ -2,22 +2,23 @@
 
 The lowering builds them (`passes.loops.x86` for the x86 CPU, `passes.loops.gpu` for CUDA) and the printers
 lower them (`codegen.llvm_x86`, `codegen.cuda`). Declared here so that every stage of a compile, dumped as text,
-parses back and lowers on (`cvm-opt loops.mlir -t llvm-ir`). They print in generic form, their attributes as
-attributes (what the printers read):
+parses back and lowers on (`cvm-opt loops.mlir -t llvm-ir`). They print in generic form, their parameters as
+declared properties (what the printers read):
 
-    %s = "cvmc.dot_u8s8"(%a, %i, %j, %w, %o) {depth = 64 : i64, split = 3 : i64} : (memref<8x64xi8>, index, index,
-         memref<16x64xi8>, index) -> i32
-    "cvmc.mmk_u8s8"(%a, %i, %w, %b, %s, %t, %acc, %p, %q) {depth = 64 : i64, split = 2 : i64, acc_split = 6 : i64,
+    %s = "cvmc.dot_u8s8"(%a, %i, %j, %w, %o) <{depth = 64 : i64, split = 3 : i64}> : (memref<8x64xi8>, index,
+         index, memref<16x64xi8>, index) -> i32
+    "cvmc.mmk_u8s8"(%a, %i, %w, %b, %s, %t, %acc, %p, %q) <{depth = 64 : i64, split = 2 : i64, acc_split = 6 : i64,
          rows = 4 : i64, lanes = 16 : i64, row_stride = 64 : i64, kh = 1 : i64, stride_h = 0 : i64, kw = 1 : i64,
-         stride_w = 0 : i64, isa = "avx512-vnni"} : (...) -> ()
+         stride_w = 0 : i64, isa = "avx512-vnni"}> : (...) -> ()
     %r = "cvmc.dp4a"(%a, %b, %acc) : (i32, i32, i32) -> i32
 
 The CINN lowering also emits four float ops that xDSL 0.74's `math` and `arith` lack, under their upstream MLIR
-names: `math.isnan`, `math.isinf`, `math.isfinite` (float -> i1) and `arith.remf` (C's fmod). They are declared
-here too (`CvmcUpstream`), loaded eagerly where IR is parsed since their namespaces belong to other dialects.
+names: `math.isnan`, `math.isinf`, `math.isfinite` (float -> i1) and `arith.remf` (C's fmod); with
+`arith.index_castui`, which the printers take, they are declared here too (`CvmcUpstream`), loaded eagerly where
+IR is parsed since their namespaces belong to other dialects.
 
 Verifiers check the shape of the operand lists (where each memref's indices start, their count and types, the
-element types); the printers check what they need of the attributes' values.
+element types); the printers check what they need of the properties' values.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     AnyFloat,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -37,24 +39,31 @@ from xdsl.dialects.builtin import (
     i16,
     i32,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    attr_def,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
-    opt_attr_def,
+    opt_prop_def,
+    prop_def,
     result_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from cvmc.dialects.target_rules import TIERS, VECTOR_BYTES, target_error
+
+__all__ = ["TIERS", "VECTOR_BYTES", "Cvmc", "CvmcUpstream", "TargetAttr", "target_error"]
+
 
 def _int(op: IRDLOperation, name: str, default: int | None = None) -> int:
-    attr = op.attributes.get(name)
+    attr = op.properties.get(name)
     if isinstance(attr, IntegerAttr):
         return attr.value.data
     if default is None:
@@ -95,10 +104,10 @@ class DotU8S8Op(IRDLOperation):
     name = "cvmc.dot_u8s8"
     operands_ = var_operand_def()
     results_ = var_result_def(i32)
-    depth = attr_def(IntegerAttr)
-    split = attr_def(IntegerAttr)
-    rows = opt_attr_def(IntegerAttr)
-    emulated = opt_attr_def(IntegerAttr)
+    depth = prop_def(IntegerAttr)
+    split = prop_def(IntegerAttr)
+    rows = opt_prop_def(IntegerAttr)
+    emulated = opt_prop_def(IntegerAttr)
 
     def verify_(self) -> None:
         split = _split(self, "split", 1, len(self.operands) - 1)
@@ -123,19 +132,19 @@ class _MmkOp(IRDLOperation):
     ISAS: ClassVar[tuple[str, ...]] = ("avx2",)  # `isa` values allowed ("avx2" when absent)
 
     operands_ = var_operand_def()
-    depth = attr_def(IntegerAttr)
-    split = attr_def(IntegerAttr)
-    acc_split = attr_def(IntegerAttr)
-    rows = attr_def(IntegerAttr)
-    lanes = attr_def(IntegerAttr)
-    row_stride = attr_def(IntegerAttr)
-    kh = attr_def(IntegerAttr)
-    stride_h = attr_def(IntegerAttr)
-    kw = attr_def(IntegerAttr)
-    stride_w = attr_def(IntegerAttr)
-    pixel_major = opt_attr_def(IntegerAttr)
-    isa = opt_attr_def(StringAttr)
-    emulated = opt_attr_def(IntegerAttr)
+    depth = prop_def(IntegerAttr)
+    split = prop_def(IntegerAttr)
+    acc_split = prop_def(IntegerAttr)
+    rows = prop_def(IntegerAttr)
+    lanes = prop_def(IntegerAttr)
+    row_stride = prop_def(IntegerAttr)
+    kh = prop_def(IntegerAttr)
+    stride_h = prop_def(IntegerAttr)
+    kw = prop_def(IntegerAttr)
+    stride_w = prop_def(IntegerAttr)
+    pixel_major = opt_prop_def(IntegerAttr)
+    isa = opt_prop_def(StringAttr)
+    emulated = opt_prop_def(IntegerAttr)
 
     def verify_(self) -> None:
         n = len(self.operands)
@@ -151,8 +160,7 @@ class _MmkOp(IRDLOperation):
             raise VerifyException(f"expected 'rows', 'kh' and 'kw' > 0, got {rows}, {kh}, {kw}")
         if lanes <= 0 or lanes % 8:
             raise VerifyException(f"expected 'lanes' a positive multiple of 8, got {lanes}")
-        isa = self.attributes.get("isa")
-        isa_name = isa.data if isinstance(isa, StringAttr) else "avx2"
+        isa_name = self.isa.data if self.isa is not None else "avx2"
         if isa_name not in self.ISAS:
             raise VerifyException(f"expected 'isa' one of {', '.join(self.ISAS)} for {self.name}, got {isa_name}")
         if isa_name != "avx2" and lanes % 16:
@@ -189,8 +197,8 @@ class PackTileOp(IRDLOperation):
 
     name = "cvmc.pack_tile"
     operands_ = var_operand_def()
-    split = attr_def(IntegerAttr)
-    zero_point = attr_def(IntegerAttr)
+    split = prop_def(IntegerAttr)
+    zero_point = prop_def(IntegerAttr)
 
     def verify_(self) -> None:
         n = len(self.operands)
@@ -275,7 +283,118 @@ class RemFOp(IRDLOperation):
                                   f"{self.result.type}")
 
 
-Cvmc = Dialect("cvmc", [DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp, Dp4aOp, LoadWordOp], [])
+# --------------------------------------------------------------------------------------------------------------
+# The target: what the loop level and code generation build for
+# --------------------------------------------------------------------------------------------------------------
+
+@irdl_attr_definition
+class TargetAttr(ParametrizedAttribute):
+    """What the loop level and code generation build for, on a module as `cvmc.target`
+    (`passes.loops.target.Target` is its Python face). An x86 CPU: its ISA tier (`tier`, each implying the tiers
+    before it in TIERS), `mmk` (the register-blocked micro-kernels), `emulated` (the tier's kernels in portable
+    IR), the LLVM CPU and features code generation compiles for (`cpu`, `features`; empty: this machine's CPU, the
+    CPU's own features) and the width of the float vector registers the cinn kernels block for (`vector_bytes`).
+    A CUDA GPU: its architecture (`arch`) alone.
+
+        #cvmc.target<x86, tier = "avx2", mmk = true, emulated = false, vector_bytes = 32>
+        #cvmc.target<x86, tier = "avx2", mmk = true, emulated = false, vector_bytes = 32, cpu = "x86-64-v3",
+                     features = "+avx2,+fma,-avx512f">
+        #cvmc.target<cuda, arch = "sm_90">
+    """
+
+    name = "cvmc.target"
+
+    tier: StringAttr
+    arch: StringAttr  # "" for a CPU
+    mmk: IntAttr
+    emulated: IntAttr
+    cpu: StringAttr
+    features: StringAttr
+    vector_bytes: IntAttr
+
+    _KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "x86": ("tier", "mmk", "emulated", "vector_bytes", "cpu", "features"), "cuda": ("arch",)}
+
+    def __init__(self, tier: str = "avx2", arch: str = "", mmk: bool = True, emulated: bool = False, cpu: str = "",
+                 features: str = "", vector_bytes: int = 32):
+        super().__init__(StringAttr(tier), StringAttr(arch), IntAttr(int(mmk)), IntAttr(int(emulated)),
+                         StringAttr(cpu), StringAttr(features), IntAttr(vector_bytes))
+
+    def verify(self) -> None:
+        for name, flag in (("mmk", self.mmk), ("emulated", self.emulated)):
+            if flag.data not in (0, 1):
+                raise VerifyException(f"expected '{name}' 0 or 1, got {flag.data}")
+        error = target_error(self.tier.data, self.arch.data or None, bool(self.mmk.data), bool(self.emulated.data),
+                             self.cpu.data, self.features.data, self.vector_bytes.data)
+        if error is not None:
+            raise VerifyException(error)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            if self.arch.data:
+                printer.print_string("cuda, arch = ")
+                printer.print_string_literal(self.arch.data)
+                return
+            printer.print_string("x86, tier = ")
+            printer.print_string_literal(self.tier.data)
+            mmk, emulated = ("true" if flag.data else "false" for flag in (self.mmk, self.emulated))
+            printer.print_string(f", mmk = {mmk}, emulated = {emulated}, vector_bytes = {self.vector_bytes.data}")
+            for key, value in (("cpu", self.cpu.data), ("features", self.features.data)):
+                if value:
+                    printer.print_string(f", {key} = ")
+                    printer.print_string_literal(value)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """`<x86` or `<cuda`, then `, key = value` in any order (each at most once; absent: its default), `>`."""
+        start = parser.pos
+        with parser.in_angle_brackets():
+            kind = parser.parse_keyword_in(tuple(cls._KEYS), " as the kind of target")
+            fields: dict[str, str | bool | int] = {}
+            while parser.parse_optional_punctuation(",") is not None:
+                at = parser.pos
+                key = parser.parse_identifier(" (a target field)")
+                if key not in cls._KEYS[kind]:
+                    parser.raise_error(f"expected a field of the {kind} target in {', '.join(cls._KEYS[kind])}, got "
+                                       f"{key!r}", at, parser.pos)
+                if key in fields:
+                    parser.raise_error(f"expected each target field once, got {key!r} twice", at, parser.pos)
+                parser.parse_punctuation("=")
+                if key in ("mmk", "emulated"):
+                    fields[key] = parser.parse_boolean(f" as '{key}'")
+                elif key == "vector_bytes":
+                    fields[key] = parser.parse_integer(allow_boolean=False, context_msg=" as 'vector_bytes'")
+                else:
+                    fields[key] = parser.parse_str_literal(f" as '{key}'")
+        if kind == "cuda" and "arch" not in fields:
+            parser.raise_error("expected the field 'arch' of a cuda target")
+        try:
+            return TargetAttr(**fields).parameters  # pyright: ignore[reportArgumentType]
+        except VerifyException as e:
+            parser.raise_error(str(e), start, parser.pos)
+
+
+@irdl_op_definition
+class IndexCastUIOp(IRDLOperation):
+    """An index to or from an integer, zero-extended or truncated (MLIR's `arith.index_castui`; `arith.index_cast`
+    sign-extends).
+
+        %i = arith.index_castui %x : i32 to index
+    """
+
+    name = "arith.index_castui"
+    input = operand_def(IntegerType | IndexType)
+    result = result_def(IntegerType | IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    def verify_(self) -> None:
+        if isinstance(self.input.type, IndexType) == isinstance(self.result.type, IndexType):
+            raise VerifyException(f"expected one of the operand and the result an index, got {self.input.type} -> "
+                                  f"{self.result.type}")
+
+
+Cvmc = Dialect("cvmc", [DotU8S8Op, MmkI16Op, MmkU8S8Op, PackTileOp, Dp4aOp, LoadWordOp], [TargetAttr])
 # Ops of upstream namespaces that xDSL 0.74 lacks: load them eagerly (`Context.load_dialect`), since a lookup of
 # `math.isnan` by its namespace finds xDSL's `math`.
-CvmcUpstream = Dialect("cvmc_upstream", [IsNanOp, IsInfOp, IsFiniteOp, RemFOp], [])
+CvmcUpstream = Dialect("cvmc_upstream", [IsNanOp, IsInfOp, IsFiniteOp, RemFOp, IndexCastUIOp], [])

@@ -46,10 +46,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
+from cvmc.dialects.cvmc import VECTOR_BYTES, TargetAttr
 from cvmc.passes.loops.builder import KernelBuilder, unravel
 from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
 from cvmc.passes.loops.cinn_dot import dot_blocked
 from cvmc.passes.loops.cinn_scalar import BINARY, Scalar, storage_type, unary
+from cvmc.passes.loops.target import ATTRIBUTE, DEFAULT, Target
 
 Value = SSAValue
 
@@ -256,10 +258,9 @@ REDUCE_LANES = 8
 FLOAT_SPLIT = 16
 # An element-wise kernel of at least CHAIN_OPS ops (a dependency chain per element) and CHAIN_ELEMENTS elements
 # computes CHAINS elements an iteration, each a CHAINS-th of an axis apart: LLVM's vectorizer interleaves no such
-# loop, and one chain runs at its latency; LONG_CHAINS from LONG_CHAIN_OPS ops (bench's chain of 16 ops x 1M, Zen 5,
-# 1 thread: 0.34 ms as one chain, 0.28 as 2, 0.25 as 4, 0.21 as 8; 0.52, 0.47, 0.41, 0.37 in ymm; 16 chains were
-# slower than 8; a layer norm's 5-op kernel of 256 x 1024 took 19 us as 1 to 4 chains and 23 as 8: more streams of
-# memory than its short chain pays for). Same values.
+# loop, and one chain runs at its latency; LONG_CHAINS from LONG_CHAIN_OPS ops (long chains gain up to 8 chains, 16
+# are slower; a short chain does not pay for more streams of memory: times in bench/results/cpu.md and the git
+# log). Same values.
 CHAINS = 4
 CHAIN_OPS = 4
 LONG_CHAINS = 8
@@ -869,7 +870,8 @@ class ConvertCinnToLoopsPass(ModulePass):
     default, CPU forms) lowers float convs to the padded-row micro-kernels of `cinn_conv`, which keep rows in
     per-thread stack buffers of up to MAX_SLOT floats, and float 2-D dots to the register-blocked kernel of
     `cinn_dot` (packed rhs panels in stack buffers; also under `exact_float`: the same bits as the row form),
-    blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64: AVX-512's 32 zmm) as `cinn_dot.BLOCK` says, or
+    blocked for `vector_bytes`-wide registers (32: AVX2's 16 ymm, 64: AVX-512's 32 zmm; None: the module's target's,
+    `cvmc.target`, else 32) as `cinn_dot.BLOCK` says, or
     as `dot_block` (MR rows, NR in vector registers, KC: `{dot_block=8,2,256}`; a tuning choice that changes no
     bit, only the speed: `bench/cinn_dot_blocks.py` times them); the CUDA runner turns it
     off (the row forms): a GPU thread has no such stack or registers to spare, and nvcc 13.0 crashes on the NHWC
@@ -879,12 +881,17 @@ class ConvertCinnToLoopsPass(ModulePass):
 
     exact_float: bool = False
     micro_kernels: bool = True
-    vector_bytes: int = 32
+    vector_bytes: int | None = None
     dot_block: tuple[int, ...] | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.vector_bytes not in (16, 32, 64):
-            raise PassFailedException(f"expected the option vector_bytes in 16, 32, 64, got {self.vector_bytes}")
+        vector_bytes = self.vector_bytes
+        if vector_bytes is None:
+            attr = op.attributes.get(ATTRIBUTE)
+            vector_bytes = Target.of_attr(attr).vector_bytes if isinstance(attr, TargetAttr) else DEFAULT.vector_bytes
+        if vector_bytes not in VECTOR_BYTES:
+            raise PassFailedException(f"expected the option vector_bytes in {', '.join(map(str, VECTOR_BYTES))}, got "
+                                      f"{vector_bytes}")
         block = self.dot_block
         if block is not None and (error := dot_block_error(block)):
             raise PassFailedException(f"expected the option {error}")
@@ -894,7 +901,7 @@ class ConvertCinnToLoopsPass(ModulePass):
             ops = cinn_ops(function)
             if not ops:
                 continue
-            kernels = [KernelEmitter(plan, self.exact_float, self.micro_kernels, self.vector_bytes,
+            kernels = [KernelEmitter(plan, self.exact_float, self.micro_kernels, vector_bytes,
                                      block).emit()  # pyright: ignore[reportArgumentType] (checked: 3 ints)
                        for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)

@@ -4,19 +4,20 @@
 
 A pipeline is a plain string in `cvm-opt -p` syntax, so the same lowering can be replayed by hand, pass by pass
 (`cvm-opt model.mlir -p cvm-mark-views,cvm-fuse` shows the decisions made so far as attributes) or whole
-(`cvm-opt model.mlir -p cvm-to-loops`: each pipeline is also registered as one pass of its name).
+(`cvm-opt model.mlir -p cvm-to-loops`: the cvm pipelines are also registered as one pass of their name).
 
 `cvm-to-loops`: `cvm-mark-views` (which ops are strided views, no kernel), `cvm-fuse` (the kernel groups, one
 call each), `cvm-plan-buffers` (arena offsets by liveness), then `convert-cvm-to-loops` (kernels, param globals
 and the host `@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
 (what the `cuda` device runs). Each is built for a `loops.target.Target`: `cvm-to-loops{target=x86:avx2}`,
-recorded on the module as `cvmc.target`.
+recorded on the module as `cvmc.target`. `cinn-to-loops` (`-unfused`: one kernel per primitive) and
+`taskgraph-to-loops` are the other front ends' lowerings, which `runtime/compile.py` runs as it runs cvm's.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,13 +30,18 @@ from cvmc.passes.loops.target import GPU, Target, module_target
 
 PIPELINES: dict[str, str] = {
     "cvm-to-loops": "cvm-mark-views,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops",
+    "cinn-to-loops": "cinn-mark-views,cinn-fuse,convert-cinn-to-loops",  # a cinn program, fused
+    "cinn-to-loops-unfused": "convert-cinn-to-loops",  # one kernel per primitive
+    "taskgraph-to-loops": "convert-taskgraph-to-loops",  # a Task IR graph: one kernel a step
 }
 
 
-def pipeline_passes(name: str) -> list[ModulePass]:
-    """The pass instances of a named pipeline (default options)."""
+def pipeline_passes(name: str, options: Mapping[str, ModulePass] = {}) -> list[ModulePass]:
+    """The pass instances of a named pipeline: default options, or the instance `options` gives for a pass name
+    (`{"convert-cinn-to-loops": ConvertCinnToLoopsPass(exact_float=True)}`)."""
     factories = get_all_passes()
-    return [factories[p.strip()]()() for p in PIPELINES[name].split(",")]
+    names = [p.strip() for p in PIPELINES[name].split(",")]
+    return [options[p] if p in options else factories[p]()() for p in names]
 
 
 @contextmanager

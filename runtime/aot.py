@@ -499,12 +499,13 @@ def write_output(path: Path, data: bytes, mode: int, what: str = "the file") -> 
 def library_inputs(folder: Path) -> list[str]:
     """What the C-API library is linked from: its C sources (capi/*.c) and the JIT's scheduler (program.ll)
     compiled for any x86-64 CPU into `folder`/program.o (only the C API is exported)."""
+    from cvmc.passes.loops.target import Target
     from cvmc.runtime.llvm_compile import shared_object_code
     from cvmc.runtime.program import program_ir
 
     scheduler = folder / "program.o"
     hidden = program_ir().replace("define void @cvmc_", "define hidden void @cvmc_")
-    files.write_file(scheduler, shared_object_code(hidden, cpu="x86-64"), "the scheduler's object")
+    files.write_file(scheduler, shared_object_code(hidden, Target("generic", cpu="x86-64")), "the scheduler's object")
     return [*(str(CAPI / s) for s in LIBRARY_SOURCES), str(scheduler)]
 
 
@@ -543,15 +544,21 @@ _V4 = (*_V3, "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl")
 
 @dataclass(frozen=True)
 class Tier:
-    """One kernel set of an object: the loop level's `target`, the LLVM CPU its code is compiled for, with
-    `features` (LLVM's "+a,-b" list; None: the CPU's own), and the features it needs (`needs`, "+a,+b": all it
-    may use; the library runs the tier only on a CPU that has them)."""
+    """One kernel set of an object: its `target` (the loop level's, and the LLVM CPU and features its code is
+    compiled for: `target.cpu`, `target.features`, LLVM's "+a,-b" list, "" for the CPU's own), and the features it
+    needs (`needs`, "+a,+b": all it may use; the library runs the tier only on a CPU that has them)."""
 
     name: str
     target: Target
-    cpu: str
-    features: str | None
     needs: str
+
+    @property
+    def cpu(self) -> str:
+        return self.target.cpu
+
+    @property
+    def features(self) -> str | None:
+        return self.target.features or None
 
 
 def _level(name: str, cpu: str, needs: tuple[str, ...]) -> Tier:
@@ -561,7 +568,7 @@ def _level(name: str, cpu: str, needs: tuple[str, ...]) -> Tier:
 
     off = sorted(checked_features() & set(_llvm_features()) - set(needs))
     plus = ",".join(f"+{n}" for n in sorted(needs))
-    return Tier(name, Target(name), cpu, ",".join([plus, *(f"-{n}" for n in off)]), plus)
+    return Tier(name, Target(name, cpu=cpu, features=",".join([plus, *(f"-{n}" for n in off)])), plus)
 
 
 def _llvm_features() -> list[str]:
@@ -613,14 +620,20 @@ def target_tiers(target: str = "host", cpu: str | None = None) -> tuple[Tier, ..
                               f"{triple})")
     if target != "host":
         return TARGETS[target]()
+    from dataclasses import replace
+
     from cvmc.passes.loops.target import Target
 
     if cpu is not None and cpu != host_cpu:  # the named CPU gets the generic kernels
         needs = named_cpu_features(cpu)  # before LLVM sees the name
-        return (Tier("generic", Target("generic", mmk=False), cpu, None, needs),)
+        try:
+            return (Tier("generic", Target("generic", mmk=False, cpu=cpu), needs),)
+        except ValueError as e:
+            raise CVMRuntimeError(f"--cpu {cpu}: {e}") from None
     kernels = checked_jit_target()
-    name, features = shared_target()
-    return (Tier(str(kernels).removeprefix("x86:"), kernels, name, features, features),)
+    tier = str(replace(kernels, vector_bytes=32)).removeprefix("x86:")  # the tier and its flags (the float width
+    name, features = shared_target()                                     # is the cinn path's alone)
+    return (Tier(tier, replace(kernels, cpu=name, features=features), features),)
 
 
 # Tests only: rewrites the LLVM IR of a tier's kernels before they are compiled, (tier name, IR) -> IR (to plant a
@@ -733,11 +746,11 @@ def _known_answer_lowered(target: Target) -> tuple[HostProgram, str, list[Kernel
 
 
 @functools.lru_cache(maxsize=16)
-def _known_answer_object(ir_text: str, cpu: str, features: str | None) -> bytes:
+def _known_answer_object(ir_text: str, target: Target) -> bytes:
     """The known-answer model's object file (the same for every object of a tier: compiled once a process)."""
     from cvmc.runtime.jit import shared_object_code
 
-    return shared_object_code(ir_text, cpu, features)
+    return shared_object_code(ir_text, target)
 
 
 def _shared_object(key: str, target: str, graph_json: bytes, graph: Graph, tiers: tuple[Tier, ...],
@@ -769,8 +782,8 @@ def _shared_object(key: str, target: str, graph_json: bytes, graph: Graph, tiers
         prefix, ir_text, tier = unit
         planted = _prefixed(PLANT(tier.name, ir_text) if PLANT is not None else ir_text, prefix)
         if prefix.endswith("c_"):
-            return _known_answer_object(planted, tier.cpu, tier.features)
-        return shared_object_code(planted, tier.cpu, tier.features)
+            return _known_answer_object(planted, tier.target)
+        return shared_object_code(planted, tier.target)
 
     with ThreadPoolExecutor(min(len(units), compile_threads())) as pool:
         objects = list(pool.map(compile_unit, units))

@@ -20,10 +20,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, IntegerAttr, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -33,6 +32,11 @@ from cvmc.dialects import cinn
 from cvmc.dialects.cvm_rules import MAX_SIZE
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.runtime.cinn_reference import ELEMENT_TYPES, numpy_dtype, run_function
+
+if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
+
+    from cvmc.passes.convert_cinn_to_loops import KernelPlan
 
 Variable = SSAValue
 DEVICES = ("reference", "cpu", "cuda")
@@ -97,24 +101,28 @@ def _compile_cpu(
     """Lower `function` to loop-level kernels (cinn-mark-views and cinn-fuse when `fuse`, then
     convert-cinn-to-loops with `dot_block`), JIT them, and run them with a `CinnRunner` (each kernel's outer
     parallel loop shared by `threads` threads)."""
-    from cvmc.passes.cinn_fuse import CinnFusePass
-    from cvmc.passes.cinn_mark_views import CinnMarkViewsPass
     from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, plan_kernels
+    from cvmc.runtime.compile import lower_cinn
     from cvmc.runtime.jit import compile_module
-    from cvmc.runtime.target import host_vector_bytes
+    from cvmc.runtime.target import detect_target
 
-    module = ModuleOp([function.clone()])
-    if fuse:
-        CinnMarkViewsPass().apply(Context(), module)
-        CinnFusePass().apply(Context(), module)
-    annotated = module.body.block.first_op
-    assert isinstance(annotated, func.FuncOp)
-    plans = plan_kernels(annotated)
-    works = [sum(_op_work(op) for op in (plan.root, *plan.inlined)) for plan in plans]  # before the ops are lowered
+    try:
+        target = detect_target()  # its vector width: what the float kernels block for
+    except ValueError as e:
+        raise CVMLogicError(str(e)) from None
+    planned: list[tuple[func.FuncOp, list[KernelPlan]]] = []
+
+    def plan(p: ModulePass, module: ModuleOp) -> None:  # the kernels as fused, before they are lowered
+        if isinstance(p, ConvertCinnToLoopsPass):
+            annotated = module.body.block.first_op
+            assert isinstance(annotated, func.FuncOp)
+            planned.append((annotated, plan_kernels(annotated)))
+
+    module = lower_cinn(function, target, fuse=fuse, exact_float=exact_float, dot_block=dot_block, before=plan)
+    annotated, plans = planned[0]
+    works = [sum(_op_work(op) for op in (plan.root, *plan.inlined)) for plan in plans]
     kernels = []
     if plans:  # a program of no primitive returns its inputs
-        ConvertCinnToLoopsPass(exact_float=exact_float, vector_bytes=host_vector_bytes(),
-                               dot_block=dot_block).apply(Context(), module)
         engine = compile_module(module)
         kernels = [engine[plan.name] for plan in plans]
     ret = annotated.body.block.last_op

@@ -4,6 +4,9 @@
     ir_text, specs = llvm_kernels(lowered)       # the cpu JIT and `cvm-aot` (LLVM IR headed by the target)
     source, specs = cuda_kernels(lowered)        # the cuda device (CUDA C for NVRTC)
     dump_stages(graph, "out/", "cpu")            # every stage as a file: 00-import.mlir ... 07-kernels.s
+    kernels = lower_cinn(function, target)       # a cinn program through `cinn-to-loops` (CinnBuilder's devices)
+    kernels = lower_taskgraph(module)            # a Task IR graph through `taskgraph-to-loops` (its JIT)
+    ir_text, specs = llvm_module(kernels)        # any loop-level module as LLVM IR (`jit.compile_module`)
 
 A `StageDump` given to `lower` and the printers (or to `cpu.compile_graph`, `cuda.compile_graph`, through
 `load_model(..., dump=DIR)`) writes each stage as the compile passes through it: the module after import, after
@@ -29,8 +32,11 @@ from cvmc.runtime.graph import Graph
 from cvmc.runtime.host import HostProgram, read_host
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
+    from xdsl.passes import ModulePass
 
     from cvmc.codegen.abi import KernelSpec
     from cvmc.codegen.cuda_launch import CudaKernelSpec
@@ -76,7 +82,6 @@ def lower(graph: Graph, target: Target, dump: StageDump | None = None) -> Lowere
     """`graph` (verified) to cvm IR, through the `cvm-to-loops` pipeline built for `target` (recorded on the module
     as `cvmc.target`), read into its host program and kernels. `dump` sees the module after import and after each
     pass."""
-    from xdsl.context import Context
     from xdsl.dialects import func
 
     from cvmc.passes.loops.target import module_target
@@ -89,25 +94,82 @@ def lower(graph: Graph, target: Target, dump: StageDump | None = None) -> Lowere
         if dump is not None:
             dump("import.mlir", str(module))
         module_target(module, str(target))
-        ctx = Context()
-        for p in pipeline_passes(PIPELINE):
-            p.apply(ctx, module)
-            if dump is not None:
-                dump(f"{p.name}.mlir", str(module))
+        run_passes(module, pipeline_passes(PIPELINE), dump)
         program, kernels = read_host(module)
         main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
     return Lowered(target, program, kernels, main, 1000 * (time.perf_counter() - start))
 
 
-def llvm_kernels(lowered: Lowered, dump: StageDump | None = None) -> tuple[str, list[KernelSpec]]:
-    """The kernels as LLVM IR, headed by the target (so that the JIT's cache key holds it), and their specs.
-    `dump` sees the IR, the IR after O3 and the assembly (the two last are compiled for the dump alone)."""
+def run_passes(module: ModuleOp, passes: Sequence[ModulePass], dump: StageDump | None = None,
+               before: Callable[[ModulePass, ModuleOp], None] | None = None) -> None:
+    """The driver's pass loop, for every front end: each pass applied to `module` in order, `before` (when given)
+    shown the module before each pass, `dump` after each."""
+    from xdsl.context import Context
+
+    ctx = Context()
+    for p in passes:
+        if before is not None:
+            before(p, module)
+        p.apply(ctx, module)
+        if dump is not None:
+            dump(f"{p.name}.mlir", str(module))
+
+
+def lower_cinn(function: FuncOp, target: Target, *, fuse: bool = True, exact_float: bool = False,
+               micro_kernels: bool = True, dot_block: tuple[int, int, int] | None = None,
+               dump: StageDump | None = None, before: Callable[[ModulePass, ModuleOp], None] | None = None
+               ) -> ModuleOp:
+    """A function of cinn primitives (not changed) as a module of loop-level kernels, one per kernel of the
+    program: the `cinn-to-loops` pipeline (`cinn-to-loops-unfused` without `fuse`), built for `target` (recorded as
+    `cvmc.target`: the float kernels block for its `vector_bytes`), `convert-cinn-to-loops` with the options
+    given (see `ConvertCinnToLoopsPass`). `dump` sees the module before and after each pass."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass
+    from cvmc.passes.loops.target import set_module_target
+    from cvmc.passes.pipelines import gc_paused, pipeline_passes
+
+    module = ModuleOp([function.clone()])
+    set_module_target(module, target)
+    if dump is not None:
+        dump("import.mlir", str(module))
+    convert = ConvertCinnToLoopsPass(exact_float=exact_float, micro_kernels=micro_kernels, dot_block=dot_block)
+    passes = pipeline_passes("cinn-to-loops" if fuse else "cinn-to-loops-unfused", {convert.name: convert})
+    with gc_paused():
+        run_passes(module, passes, dump, before)
+    return module
+
+
+def lower_taskgraph(module: ModuleOp, dump: StageDump | None = None) -> ModuleOp:
+    """A module holding a verified `taskgraph.graph` (not changed) as a module of its loop-level kernel (one step
+    of the graph): the `taskgraph-to-loops` pipeline. `dump` sees the module before and after."""
+    from cvmc.passes.pipelines import pipeline_passes
+
+    kernels = module.clone()
+    if dump is not None:
+        dump("import.mlir", str(kernels))
+    run_passes(kernels, pipeline_passes("taskgraph-to-loops"), dump)
+    return kernels
+
+
+def llvm_module(kernels: ModuleOp, dump: StageDump | None = None) -> tuple[str, list[KernelSpec]]:
+    """A module of loop-level kernels (any front end's) as LLVM IR, and their specs; `dump` sees the IR."""
     from cvmc.codegen.llvm import emit_llvm, kernel_specs
     from cvmc.passes.pipelines import gc_paused
 
     with gc_paused():
-        ir_text = f"; cvmc.target = {lowered.target}\n" + str(emit_llvm(lowered.kernels))
-        specs = list(kernel_specs(lowered.kernels).values())
+        ir_text = str(emit_llvm(kernels))
+        specs = list(kernel_specs(kernels).values())
+    if dump is not None:
+        dump("kernels.ll", ir_text)
+    return ir_text, specs
+
+
+def llvm_kernels(lowered: Lowered, dump: StageDump | None = None) -> tuple[str, list[KernelSpec]]:
+    """The kernels as LLVM IR, headed by the target (so that the JIT's cache key holds it), and their specs.
+    `dump` sees the IR, the IR after O3 and the assembly (the two last are compiled for the dump alone)."""
+    ir_text, specs = llvm_module(lowered.kernels)
+    ir_text = f"; cvmc.target = {lowered.target}\n" + ir_text
     if dump is not None:
         from cvmc.runtime.jit import assembly, optimized_ir
 

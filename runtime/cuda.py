@@ -389,8 +389,8 @@ def _free_all(device: Device, pointers: list[int]) -> None:
 
 
 def _record(device: Device, launches: list[tuple[Any, int, int, Any]]) -> Any:
-    """The launches of a run recorded once as one CUDA graph where the device can record one (launch overhead: the
-    bench model's 19 launches took 0.106 ms one by one on an H100, 0.064 ms as one graph), else None."""
+    """The launches of a run recorded once as one CUDA graph where the device can record one (less launch overhead
+    than one launch at a time: bench/results/2026-11-26-h100.md), else None."""
     if not hasattr(device, "record"):
         return None
     try:
@@ -504,14 +504,14 @@ class CinnCudaRunner:
     one per SSA value, allocated once."""
 
     def __init__(self, function: func.FuncOp, device: Device | None = None):
-        from xdsl.context import Context
-
-        from cvmc.passes.convert_cinn_to_loops import ConvertCinnToLoopsPass, cinn_ops, kernel_name
+        from cvmc.passes.convert_cinn_to_loops import cinn_ops, kernel_name
         from cvmc.runtime.cinn_reference import numpy_dtype
+        from cvmc.runtime.compile import lower_cinn
+        from cvmc.runtime.target import detect_target
 
         self.device = device if device is not None else default_device()
-        module = ModuleOp([function.clone()])
-        ConvertCinnToLoopsPass(micro_kernels=False).apply(Context(), module)  # a CPU form (the pass says)
+        # one kernel per primitive, no micro-kernels (a CPU form, the pass says), through the one driver
+        module = lower_cinn(function, detect_target("cuda"), fuse=False, micro_kernels=False)
         specs = kernel_specs(module)
         self.source = emit_cuda(module)
         self.module = self.device.compile(self.source)

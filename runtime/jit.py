@@ -208,9 +208,10 @@ def compile_module(
     module: ModuleOp, *, cache: bool = True, cache_dir: str | os.PathLike[str] | None = None
 ) -> JitEngine:
     """Emit, optimize and load a loop-level `module`: the engine's `kernels` are ready to call."""
-    from cvmc.codegen.llvm import emit_llvm, kernel_specs
+    from cvmc.runtime.compile import llvm_module
 
-    return JitEngine(emit_llvm(module), kernel_specs(module).values(), cache=cache, cache_dir=cache_dir)
+    ir_text, specs = llvm_module(module)  # the one driver's printer (`runtime.compile`)
+    return JitEngine(ir_text, specs, cache=cache, cache_dir=cache_dir)
 
 
 # Every kernel's C type: `void name(void **args, int64_t begin, int64_t end)` (see `cvmc.codegen.llvm`).

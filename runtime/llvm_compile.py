@@ -16,21 +16,22 @@ import functools
 import os
 import re
 import threading
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 
+if TYPE_CHECKING:
+    from cvmc.passes.loops.target import Target
+
 # Bump when the optimization pipeline or the target options change: it is part of the cache key.
 _PIPELINE_VERSION = "o3-vec-slp-unroll50-parts-4-zmm"
 # Let the loop vectorizer pick the widest vectors for narrow types: i16 dot products then become full-width
-# `vpmaddwd` on AVX2 (30 -> 49 GMAC/s on the bench model) instead of half-width ones. A lower unroll threshold
-# than O3's 300: LLVM unrolled the epilogue loops of small static tiles (16 x 16 outputs) in full, 0.28 s of O3
-# each for no speed. The hot loops are the micro-kernels, unrolled by the lowering itself: from 150 to 50 the
-# bench model's O3 + code generation on one thread went from 0.78 to 0.59 s, its run time stayed the same
-# (2.149 / 2.168 ms, medians of 30, side by side; the digits models, the corpus chains and convolutions alike).
+# `vpmaddwd` on AVX2 instead of half-width ones. A lower unroll threshold than O3's 300: LLVM unrolled the epilogue
+# loops of small static tiles (16 x 16 outputs) in full, for no speed; the hot loops are the micro-kernels, unrolled
+# by the lowering itself (the compile and run times before and after: bench/results/cpu.md and the git log).
 _LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth", "-unroll-threshold=50")
 # --------------------------------------------------------------------------------------------------------------
 # LLVM: target, optimization, object files
@@ -69,14 +70,14 @@ def shared_target(cpu: str | None = None) -> tuple[str, str]:
     return (host_cpu, host_features) if cpu is None or cpu == host_cpu else (cpu, "")
 
 
-def shared_object_code(llvm_ir: ir.Module | str, cpu: str | None = None, features: str | None = None) -> bytes:
+def shared_object_code(llvm_ir: ir.Module | str, target: Target | None = None) -> bytes:
     """The object file of `llvm_ir` for a shared library (`cvm-aot`): the engine's O3 pipeline and options, for
-    this machine's CPU or the named one (with exactly `features`, LLVM's "+name,-name" list, when given), as
-    position-independent code with the small code model (the JIT's objects use the large code model and static
-    relocations, which MCJIT places anywhere in memory)."""
+    the LLVM CPU and features `target` names (its `cpu` "": this machine's; its `features` "": the CPU's own;
+    `target` None: this machine's CPU and features), as position-independent code with the small code model (the
+    JIT's objects use the large code model and static relocations, which MCJIT places anywhere in memory)."""
     triple = host_target()[0]
-    name, default = shared_target(cpu)
-    features = default if features is None else features
+    name, default = shared_target(target.cpu or None if target is not None else None)
+    features = target.features if target is not None and target.features else default
     tm = llvm.Target.from_triple(triple).create_target_machine(cpu=name, features=full_width(features), opt=3,
                                                                 reloc="pic", codemodel="default")
     return _object_file(str(llvm_ir), tm)
@@ -156,7 +157,7 @@ def assembly(llvm_ir: ir.Module | str) -> str:
 # Compiling a large module in parts, on several threads at once
 # --------------------------------------------------------------------------------------------------------------
 
-# LLVM's optimizer and code generator take most of a cold compile (0.5 s of the bench model's 0.7). A module with
+# LLVM's optimizer and code generator take most of a cold compile (bench/results/cpu.md). A module with
 # at least PART_CHARS characters of IR per part is compiled in parts, one per compile thread: each part is a module
 # of its own (`split_module`: a group of exported kernels, the internal functions they call, the declarations),
 # compiled in an LLVMContext of its own, and the parts' object files are loaded into one engine. LLVM supports

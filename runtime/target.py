@@ -3,7 +3,8 @@
 `detect_target(device)` is called at the API and tool boundary (`cvmc.runtime.cpu.lower_graph`, the `cuda` device,
 `cvm-aot build`, `--dump`, `cvm-run`); the passes only ever see the `Target` it returns (`loops.target`).
 
-For the CPU: the highest ISA tier the host has (`host_isa`: "avx512-vnni" with AVX512-VNNI and AVX512-BW, "avx2"
+For the CPU: the width of its float vector registers (`host_vector_bytes`, the cinn kernels' blocking), and the
+highest ISA tier the host has (`host_isa`: "avx512-vnni" with AVX512-VNNI and AVX512-BW, "avx2"
 with AVX2, else "generic"; "amx" above them where the CPU has AMX-INT8 and Linux grants the process its tiles),
 then the documented overrides, in this order:
 - `CVMC_ISA` = generic | avx2 | avx512-vnni | amx, optionally with `-emulated` (e.g. `avx512-vnni-emulated`: the
@@ -82,7 +83,7 @@ def detect_target(device: str = "cpu") -> Target:
     a ValueError names a bad override."""
     if device == "cuda":
         return GPU
-    target = Target(isa=host_isa())
+    target = Target(isa=host_isa(), vector_bytes=host_vector_bytes())
     isa = os.environ.get("CVMC_ISA", "").strip()
     if isa:
         emulated = isa.endswith("-emulated")

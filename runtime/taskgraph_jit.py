@@ -17,7 +17,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, StringAttr
 
 from cvmc.errors import CVMLogicError
-from cvmc.passes.convert_taskgraph_to_loops import lower_graph
+from cvmc.runtime.compile import lower_taskgraph
 from cvmc.runtime.jit import compile_module
 from cvmc.runtime.taskgraph_executor import Stepper
 from cvmc.runtime.taskir_files import find_graph
@@ -31,8 +31,8 @@ class TaskGraphJit(Stepper):
     """The compiled step of a graph and the values of its storage blocks."""
 
     def __init__(self, module: ModuleOp):
-        graph = find_graph(module)
-        self.kernel_module = ModuleOp([lower_graph(graph)])
+        find_graph(module)  # exactly one graph
+        self.kernel_module = lower_taskgraph(module)  # `taskgraph-to-loops`, through the one driver
         kernel = self.kernel_module.ops.first
         assert isinstance(kernel, func.FuncOp) and kernel.arg_attrs is not None
         self.engine = compile_module(self.kernel_module)

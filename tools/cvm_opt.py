@@ -24,7 +24,7 @@ import sys
 from typing import IO
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cvmc.dialects import register_all_dialects
@@ -60,19 +60,19 @@ def _require_lowered(module: ModuleOp, target: str) -> None:
 
 def _require_built_for(module: ModuleOp, target: str, gpu: bool, lower: str) -> None:
     """The kernels were built for the printer's device (the module's `cvmc.target`, where it has one)."""
+    from cvmc.dialects.cvmc import TargetAttr
     from cvmc.passes.loops.target import ATTRIBUTE, Target
 
     built = module.attributes.get(ATTRIBUTE)
-    if not isinstance(built, StringAttr):
+    if built is None:
         return
-    try:
-        built_gpu = Target.parse(built.data).gpu is not None
-    except ValueError as e:
-        raise CVMLogicError(f"the module's {ATTRIBUTE}: {e}") from None
-    if built_gpu != gpu:
+    if not isinstance(built, TargetAttr):
+        raise CVMLogicError(f"the module's {ATTRIBUTE}: expected a #cvmc.target<...>, got {built}")
+    built_for = Target.of_attr(built)
+    if (built_for.gpu is not None) != gpu:
         device = "a CUDA GPU" if gpu else "an x86 CPU"
         raise CVMLogicError(f"-t {target} prints kernels built for {device}, but the module's were built for "
-                            f"{built.data}: lower with {lower} (hint: cvm-opt IN -p {lower} -t {target})")
+                            f"{built_for}: lower with {lower} (hint: cvm-opt IN -p {lower} -t {target})")
 
 
 def _print_llvm_ir(module: ModuleOp, out: IO[str]) -> None:

@@ -41,9 +41,8 @@ if TYPE_CHECKING:
 # The most floats a stack slot of one kernel holds (the accumulators and the padded rows): beyond, the row forms.
 MAX_SLOT = 1 << 14
 # The most multiply-adds of one column step of backward_filter (taps x rows a pass): LLVM 22's loop vectorizer
-# left the step of 8 input x 2 output channels x 4 rows (144 accumulators, 576 multiply-adds) scalar (2.8 ms);
-# 1 x 8 x 8 (576) still vectorizes but runs no faster than 1 x 8 x 4 (288). The 16 x 16 3 x 3 filter of bench's
-# conv net step went from 8 x 2 x 1 a pass (1.07 ms) to 1 x 8 x 4 (0.19-0.20 ms, Zen 5, 1 thread, loaded host).
+# leaves larger steps scalar, and 1 x 8 x 8 (576) runs no faster than 1 x 8 x 4 (288) (times: bench/results/cpu.md
+# and the git log).
 FILTER_BODY = 288
 
 

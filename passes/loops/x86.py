@@ -64,8 +64,8 @@ def pack_tile(k: KernelBuilder, src: Value, src_idx: Sequence[Value], out: Value
     PACK_TILE, src's rows its second dimension (channels) and columns its last: the loop-level op
     `cvmc.pack_tile` (operands: src, its indices, out, its indices, inside; `split`: where out starts)."""
     operands = [src, *(k.idx(i) for i in src_idx), out, *(k.idx(i) for i in out_idx), inside]
-    attributes = {"split": IntegerAttr(1 + len(src_idx), i64), "zero_point": IntegerAttr(zero_point, i64)}
-    k.insert(PackTileOp.create(operands=operands, result_types=[], attributes=attributes))
+    properties = {"split": IntegerAttr(1 + len(src_idx), i64), "zero_point": IntegerAttr(zero_point, i64)}
+    k.insert(PackTileOp.create(operands=operands, result_types=[], properties=properties))
 
 
 def dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Value], depth: int,
@@ -75,12 +75,12 @@ def dot_u8s8(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: li
     (operands: a, its indices, b, its indices; `split`: where b starts; `rows`: how many rows share each load
     of b, one result each)."""
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx)]
-    attributes = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
+    properties = {"depth": IntegerAttr(depth, i64), "split": IntegerAttr(1 + len(a_idx), i64)}
     if rows > 1:
-        attributes["rows"] = IntegerAttr(rows, i64)
+        properties["rows"] = IntegerAttr(rows, i64)
     if k.target.emulated:  # the portable lowering of `vpdpbusd` (`loops.target.Target.emulated`)
-        attributes["emulated"] = IntegerAttr(1, i64)
-    op = DotU8S8Op.create(operands=operands, result_types=[i32] * rows, attributes=attributes)
+        properties["emulated"] = IntegerAttr(1, i64)
+    op = DotU8S8Op.create(operands=operands, result_types=[i32] * rows, properties=properties)
     return list(k.insert(op).results)
 
 
@@ -93,24 +93,24 @@ def mmk(k: KernelBuilder, a: Value, a_idx: list[Value], b: Value, b_idx: list[Va
     last dimension / g): the loop-level op `cvmc.mmk_i16` (int16 operands, g = 2) or `cvmc.mmk_u8s8` (u8 x s8,
     g = 4) (operands: a, its indices, b, its indices, acc, its indices; `split`, `acc_split`: where b and acc
     start). An im2col row is one tap; a padded NHWC input is read in place, kh x kw taps of `depth` channels.
-    `pixel_major`: the sums go to acc[acc_idx + (r, l)] instead (attribute `pixel_major` = 1: each pixel's lanes
+    `pixel_major`: the sums go to acc[acc_idx + (r, l)] instead (property `pixel_major` = 1: each pixel's lanes
     stored as they are in the vector registers, no transposition)."""
     group = 4 if is_byte_memref(a) else 2
     lanes = b.type.get_shape()[-1] // group  # type: ignore[attr-defined]
     operands = [a, *(k.idx(i) for i in a_idx), b, *(k.idx(i) for i in b_idx), acc, *(k.idx(i) for i in acc_idx)]
     kh, stride_h, kw, stride_w = taps
-    attributes: dict[str, Attribute] = {name: IntegerAttr(value, i64) for name, value in (
+    properties: dict[str, Attribute] = {name: IntegerAttr(value, i64) for name, value in (
         ("depth", depth), ("split", 1 + len(a_idx)), ("acc_split", 2 + len(a_idx) + len(b_idx)), ("rows", rows),
         ("lanes", lanes), ("row_stride", row_stride), ("kh", kh), ("stride_h", stride_h), ("kw", kw),
         ("stride_w", stride_w))}
     if pixel_major:
-        attributes["pixel_major"] = IntegerAttr(1, i64)
+        properties["pixel_major"] = IntegerAttr(1, i64)
     isa = mmk_isa(k.target) if group == 4 else None
     if isa is not None:  # the tier's kernel (`vpdpbusd`, AMX tiles), or its portable lowering
-        attributes["isa"] = StringAttr(isa)
+        properties["isa"] = StringAttr(isa)
         if k.target.emulated:
-            attributes["emulated"] = IntegerAttr(1, i64)
-    k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], attributes=attributes))
+            properties["emulated"] = IntegerAttr(1, i64)
+    k.insert(_MMK_OPS[group].create(operands=operands, result_types=[], properties=properties))
 
 
 def compensation(k: KernelBuilder, w: Value, w_idx: list[Value], width: int) -> Value:

@@ -12,3 +12,6 @@ config.test_source_root = os.path.dirname(__file__)
 bindir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bindir + os.pathsep + config.environment.get("PATH", os.environ.get("PATH", ""))
 config.substitutions.append(("%shared", os.path.join(os.path.dirname(__file__), "..", "data")))
+# The tools import the checkout that PYTHONPATH names first (a worktree's code, not the installed one's).
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]

@@ -17,6 +17,7 @@ import cvmc
 from cvmc import CvmBuilder
 from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
+from cvmc.dialects.cvmc import Cvmc
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
@@ -111,7 +112,7 @@ def test_each_analysis_alone_and_a_printed_round_trip_lower_the_same(case):
     annotated = str(_apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass()))
     assert "cvm.group" in annotated and "cvm.offset" in annotated and "cvm.arena_bytes" in annotated
     ctx = Context()
-    for dialect in (Builtin, Func, Cvm):
+    for dialect in (Builtin, Func, Cvm, Cvmc):  # cvmc: the module's target attribute
         ctx.load_dialect(dialect)
     parsed = Parser(ctx, annotated).parse_module()
     assert str(parsed) == annotated

@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc import CvmBuilder
+from cvmc.dialects.cvmc import TargetAttr
 from cvmc.passes.loops.target import DEFAULT, GPU, ISAS, Target, module_target
 from cvmc.passes.pipelines import CvmToLoopsPass
 from cvmc.runtime import target as runtime_target
@@ -16,18 +17,46 @@ from cvmc.runtime.cvm_ir import graph_to_module
 
 
 @pytest.mark.parametrize("text", ["x86:generic", "x86:avx2", "x86:avx512-vnni", "x86:amx", "x86:avx2,no-mmk",
-                                  "x86:avx512-vnni,emulated", "x86:amx,no-mmk,emulated", "cuda:sm_90", "cuda:any"])
-def test_a_target_prints_as_it_parses(text):
-    assert str(Target.parse(text)) == text
+                                  "x86:avx512-vnni,emulated", "x86:amx,no-mmk,emulated", "cuda:sm_90", "cuda:any",
+                                  "x86:avx2,vector_bytes=16", "x86:avx2,vector_bytes=64", "x86:generic,cpu=x86-64",
+                                  "x86:avx2,no-mmk,vector_bytes=64,cpu=znver4,features=+avx2,-avx512f,+amx-int8",
+                                  "x86:avx2,features=+sse4.1", "cuda:sm_61", "cuda:sm_999"])
+def test_a_target_prints_as_it_parses_and_as_an_attribute(text):
+    t = Target.parse(text)
+    assert str(t) == text
+    assert Target.of_attr(t.attr()) == t  # the module attribute holds every field
+
+
+def test_the_fields_code_generation_reads():
+    t = Target.parse("x86:avx512-vnni,vector_bytes=64,cpu=x86-64-v4,features=+avx512f,-amx-int8")
+    assert (t.isa, t.vector_bytes, t.cpu, t.features) == ("avx512-vnni", 64, "x86-64-v4", "+avx512f,-amx-int8")
+    assert Target.parse("x86:avx2") == DEFAULT and (DEFAULT.cpu, DEFAULT.features, DEFAULT.vector_bytes) == ("", "", 32)
 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("x86:avx512", "expected a target x86:<generic|avx2|avx512-vnni|amx>"), ("arm:neon", "got 'arm:neon'"),
-    ("x86:avx2,fast", "expected a target flag in no-mmk, emulated, got 'fast'"), ("cuda:", "got 'cuda:'"),
-    ("cuda:sm_90,emulated", "got 'cuda:sm_90,emulated'")])
+    ("x86:avx2,fast", "expected a target flag in no-mmk, emulated or vector_bytes=.*, got 'fast'"),
+    ("cuda:", "got 'cuda:'"),
+    ("cuda:sm_90,emulated", "got 'cuda:sm_90,emulated'"),
+    ("x86:avx2,vector_bytes=8", "expected 'vector_bytes' in 16, 32, 64, got 8"),
+    ("x86:avx2,vector_bytes=128", "expected 'vector_bytes' in 16, 32, 64, got 128"),
+    ("x86:avx2,vector_bytes=x", "expected vector_bytes=<an integer>, got 'vector_bytes=x'"),
+    ("x86:avx2,cpu=a,cpu=b", "expected each of vector_bytes, cpu, features once, got cpu twice"),
+    ("x86:avx2,cpu=Zen", "expected 'cpu' an LLVM CPU name"), ("x86:avx2,cpu", "got 'cpu'"),
+    ("x86:avx2,features=+avx2,fma", "got 'fma' in '[+]avx2,fma'"),
+    ("x86:avx2,no-mmk=1", "got 'no-mmk=1'"),
+    ("cuda:sm_60", "expected 'arch' any or sm_NN [(]NN >= 61"), ("cuda:sm_1000", "got 'sm_1000'")])
 def test_a_bad_target_is_refused_with_what_is_wrong(text, message):
     with pytest.raises(ValueError, match=message):
         Target.parse(text)
+
+
+def test_a_gpu_target_has_no_cpu_field():
+    Target(gpu="sm_90")
+    for field in ({"mmk": False}, {"emulated": True}, {"cpu": "znver3"}, {"features": "+avx2"}, {"vector_bytes": 64},
+                  {"isa": "generic"}):
+        with pytest.raises(ValueError, match="expected no CPU field on a cuda target"):
+            Target(gpu="sm_90", **field)
 
 
 def test_each_tier_implies_the_ones_below_and_a_gpu_none():
@@ -52,16 +81,21 @@ def test_the_pipeline_records_its_target_on_the_module_and_defaults_to_no_machin
             monkeypatch.setenv(k, v)
         m = _module()
         CvmToLoopsPass().apply(Context(), m)
-        assert m.attributes["cvmc.target"] == StringAttr(str(DEFAULT)) == StringAttr("x86:avx2")
+        assert m.attributes["cvmc.target"] == DEFAULT.attr() == TargetAttr("avx2")
         assert "cvmc.mmk_u8s8" in str(m)  # DEFAULT: AVX2's micro-kernel, whatever the host
     m = _module()
     CvmToLoopsPass(target="x86:avx512-vnni").apply(Context(), m)
-    assert m.attributes["cvmc.target"] == StringAttr("x86:avx512-vnni")
+    assert m.attributes["cvmc.target"] == TargetAttr("avx512-vnni")
     m = _module()
-    m.attributes["cvmc.target"] = StringAttr("x86:generic,no-mmk")  # the module's own, when no option
+    m.attributes["cvmc.target"] = TargetAttr("generic", mmk=False)  # the module's own, when no option
     assert module_target(m) == Target("generic", mmk=False)
     with pytest.raises(PassFailedException, match="got 'x86:sse'"):
         CvmToLoopsPass(target="x86:sse").apply(Context(), _module())
+    m = _module()
+    m.attributes["cvmc.target"] = StringAttr("x86:avx2")  # the string of before: refused, named
+    with pytest.raises(PassFailedException, match=r'expected the module attribute cvmc.target a #cvmc.target<...>, '
+                                                  r'got "x86:avx2"'):
+        CvmToLoopsPass().apply(Context(), m)
 
 
 VNNI_FEATURES = {"avx2", "avx512vnni", "avx512bw"}
@@ -159,7 +193,7 @@ def test_a_simulated_host_hides_the_real_amx_machine(amx_machine):
     import hosts
 
     for sim in hosts.simulated("avx512-vnni"):
-        assert runtime_target.detect_target() == Target("avx512-vnni")
+        assert runtime_target.detect_target() == Target("avx512-vnni", vector_bytes=64)  # AVX-512: zmm blocks
         assert not runtime_target.host_has("amx") and not runtime_target.amx_permitted()
         sim.set(VNNI_FEATURES)  # the features of test_the_overrides
         assert str(runtime_target.detect_target()) == "x86:avx512-vnni"

@@ -120,8 +120,8 @@ def test_the_tier_is_visible_in_the_ir():
     from cvmc.passes.pipelines import run_pipeline
 
     text = str(run_pipeline(module, "cvm-to-loops", target=VNNI))
-    assert 'cvmc.target = "x86:avx512-vnni"' in text
-    assert re.search(r'"cvmc.mmk_u8s8".*isa = "avx512-vnni"', text) and "emulated" not in text
+    assert 'cvmc.target = #cvmc.target<x86, tier = "avx512-vnni", mmk = true, emulated = false' in text
+    assert re.search(r'"cvmc.mmk_u8s8".*isa = "avx512-vnni"', text) and "emulated = 1" not in text
     text = str(run_pipeline(graph_to_module(_conv((1, 4, 6, 6), 20)), "cvm-to-loops", target=EMULATED))
     assert re.search(r'"cvmc.mmk_u8s8".*isa = "avx512-vnni", emulated = 1', text)
     ir = lower_graph(_conv((1, 4, 6, 6), 20), VNNI)[1]

@@ -26,8 +26,8 @@ func.func @main(%data: tensor<1x2x4x5xi32, #cvm.prec<8>>) -> tensor<1x16x4x5xi32
 // CHECK:             memref.store %{{.*}}, %0[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x6x7x16xi8>
 // CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[OH]], %{{.*}} : index
 // CHECK:           %[[LAST:.*]] = arith.cmpi eq, %[[OH]], %{{.*}} : index
-// CHECK:           "cvmc.mmk_i16"(%1, {{.*}}, %[[ACC]], {{.*}}) {{{.*}} rows = 4 : i64, {{.*}} pixel_major = 1 : i64}
-// CHECK:           "cvmc.mmk_i16"(%1, {{.*}}, %[[ACC]], {{.*}}) {{{.*}} rows = 1 : i64, {{.*}} pixel_major = 1 : i64}
+// CHECK:           "cvmc.mmk_i16"(%1, {{.*}}, %[[ACC]], {{.*}}) <{{{.*}} rows = 4 : i64, {{.*}} pixel_major = 1 : i64}>
+// CHECK:           "cvmc.mmk_i16"(%1, {{.*}}, %[[ACC]], {{.*}}) <{{{.*}} rows = 1 : i64, {{.*}} pixel_major = 1 : i64}>
 // CHECK:           scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:        scf.for %[[O:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:          memref.load %[[ACC]][%[[P]], %[[O]]] : memref<5x16xi32>

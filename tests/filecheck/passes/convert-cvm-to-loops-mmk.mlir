@@ -17,18 +17,18 @@ func.func @main(%data: tensor<1x2x4x5xi32, #cvm.prec<8>>) -> tensor<1x3x4x5xi32,
 }
 
 // The first pair of taps: 3 channels x 2 ones, 13 lanes of zeros.
-// CHECK:       builtin.module attributes {cvmc.target = "x86:avx2"}
-// OFF:         builtin.module attributes {cvmc.target = "x86:avx2,no-mmk"}
+// CHECK:       builtin.module attributes {cvmc.target = #cvmc.target<x86, tier = "avx2", mmk = true, emulated = false, vector_bytes = 32>}
+// OFF:         builtin.module attributes {cvmc.target = #cvmc.target<x86, tier = "avx2", mmk = false, emulated = false, vector_bytes = 32>}
 // CHECK:       "memref.global"() <{sym_name = "param_4_w_packed", type = memref<1x9x32xi16>, initial_value = dense<"0x0100010001000100010001000000000000000000
 // CHECK-LABEL: func.func @conv2d_cvm_right_shift(%0: memref<1x3x4x5xi32>, %1: memref<1x6x7x2xi16>, %2: memref<1x9x32xi16>, %3: memref<3xi32>) {
 // CHECK:         "scf.parallel"
 // CHECK-NEXT:    ^bb0(%[[OH:.*]]: index):
 // CHECK-NEXT:      %[[ACC:.*]] = memref.alloca() : memref<16x5xi32>
 // CHECK-NEXT:      scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[J]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[J]]) {depth = 2 : i64, split = 5 : i64, acc_split = 9 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 2 : i64, kh = 3 : i64, stride_h = 14 : i64, kw = 3 : i64, stride_w = 2 : i64}
+// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[J]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[J]]) <{depth = 2 : i64, split = 5 : i64, acc_split = 9 : i64, rows = 4 : i64, lanes = 16 : i64, row_stride = 2 : i64, kh = 3 : i64, stride_h = 14 : i64, kw = 3 : i64, stride_w = 2 : i64}>
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[T]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[T]]) {{{.*}} rows = 1 : i64,
+// CHECK-NEXT:        "cvmc.mmk_i16"(%1, %{{.*}}, %[[OH]], %[[T]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC]], %{{.*}}, %[[T]]) <{{{.*}} rows = 1 : i64,
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.for %[[O:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:        %[[BIAS:.*]] = memref.load %3[%[[O]]] : memref<3xi32>

@@ -16,17 +16,17 @@ func.func @main(%data: tensor<1x4x3x5xi32, #cvm.prec<8>>) -> tensor<1x20x3x5xi32
   func.return %s1 : tensor<1x20x3x5xi32, #cvm.prec<8>>
 }
 
-// CHECK:       builtin.module attributes {cvmc.target = "x86:avx512-vnni"}
+// CHECK:       builtin.module attributes {cvmc.target = #cvmc.target<x86, tier = "avx512-vnni", mmk = true, emulated = false, vector_bytes = 32>}
 // CHECK:       "memref.global"() <{sym_name = "param_4_w_packed", type = memref<1x9x128xi8>
 // CHECK-LABEL: func.func @conv2d_cvm_right_shift(%0: memref<1x20x3x5xi32>, %1: memref<1x5x7x4xi8>, %2: memref<1x9x128xi8>) {
 // CHECK:         memref.alloca() : memref<32x5xi32>
-// CHECK:         "cvmc.mmk_u8s8"(%1, {{.*}}) {depth = 4 : i64, {{.*}}, rows = 4 : i64, lanes = 32 : i64, {{.*}}, isa = "avx512-vnni"}
-// CHECK:         "cvmc.mmk_u8s8"(%1, {{.*}}) {depth = 4 : i64, {{.*}}, rows = 1 : i64, lanes = 32 : i64, {{.*}}, isa = "avx512-vnni"}
-// CHECK-NOT:     emulated
-// EMU:         builtin.module attributes {cvmc.target = "x86:avx512-vnni,emulated"}
-// EMU:         "cvmc.mmk_u8s8"(%1, {{.*}}) {{{.*}}rows = 4 : i64, lanes = 32 : i64, {{.*}}, isa = "avx512-vnni", emulated = 1 : i64}
+// CHECK:         "cvmc.mmk_u8s8"(%1, {{.*}}) <{depth = 4 : i64, {{.*}}, rows = 4 : i64, lanes = 32 : i64, {{.*}}, isa = "avx512-vnni"}>
+// CHECK:         "cvmc.mmk_u8s8"(%1, {{.*}}) <{depth = 4 : i64, {{.*}}, rows = 1 : i64, lanes = 32 : i64, {{.*}}, isa = "avx512-vnni"}>
+// CHECK-NOT:     emulated = 1
+// EMU:         builtin.module attributes {cvmc.target = #cvmc.target<x86, tier = "avx512-vnni", mmk = true, emulated = true, vector_bytes = 32>}
+// EMU:         "cvmc.mmk_u8s8"(%1, {{.*}}) <{{{.*}}rows = 4 : i64, lanes = 32 : i64, {{.*}}, isa = "avx512-vnni", emulated = 1 : i64}>
 // AVX2:        "memref.global"() <{sym_name = "param_4_w_packed", type = memref<2x9x64xi8>
-// AVX2:        "cvmc.mmk_u8s8"(%1, {{.*}}) {{{.*}}rows = 4 : i64, lanes = 16 : i64, row_stride = 4 : i64, kh = 3 : i64, stride_h = 28 : i64, kw = 3 : i64, stride_w = 4 : i64}
+// AVX2:        "cvmc.mmk_u8s8"(%1, {{.*}}) <{{{.*}}rows = 4 : i64, lanes = 16 : i64, row_stride = 4 : i64, kh = 3 : i64, stride_h = 28 : i64, kw = 3 : i64, stride_w = 4 : i64}>
 // AVX2-NOT:    isa =
 
 // -----
@@ -52,7 +52,7 @@ func.func @main(%data: tensor<1x4x3x5xi32, #cvm.prec<8>>) -> tensor<1x20x3x5xi32
 // CHECK:         %[[SUMS:.*]] = memref.alloca() : memref<1x32xi32>
 // CHECK-NEXT:    %[[ONES:.*]] = memref.alloca() : memref<36xi8>
 // CHECK:           memref.store %[[ONE]], %[[ONES]]
-// CHECK:         "cvmc.mmk_u8s8"(%[[ONES]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUMS]], %{{.*}}, %{{.*}}) {depth = 36 : i64, {{.*}}, rows = 1 : i64, lanes = 32 : i64, row_stride = 0 : i64, {{.*}}, pixel_major = 1 : i64, isa = "avx512-vnni"}
+// CHECK:         "cvmc.mmk_u8s8"(%[[ONES]], %{{.*}}, %2, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUMS]], %{{.*}}, %{{.*}}) <{depth = 36 : i64, {{.*}}, rows = 1 : i64, lanes = 32 : i64, row_stride = 0 : i64, {{.*}}, pixel_major = 1 : i64, isa = "avx512-vnni"}>
 // CHECK:           %[[S:.*]] = memref.load %[[SUMS]]
 // CHECK-NEXT:      %[[C:.*]] = arith.muli %[[S]], %[[ZP]] : i32
 // CHECK-NEXT:      arith.subi %{{.*}}, %[[C]] : i32

@@ -27,9 +27,9 @@ func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2x4x4xi32,
 // CHECK:           %[[SUM:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (i32) {
 // CHECK:             arith.extsi %{{.*}} : i8 to i32
 // CHECK:           %[[COMP:.*]] = arith.muli %[[SUM]], %{{.*}} : i32
-// CHECK:             %[[D0:[^,]*]], %{{.*}} = "cvmc.dot_u8s8"(%{{.*}}, %{{.*}}, %{{.*}}, %2, %{{.*}}) {depth = 64 : i64, split = 3 : i64, rows = 8 : i64} : (memref<1x4x64xi8>, index, index, memref<2x64xi8>, index) -> (i32, i32, i32, i32, i32, i32, i32, i32)
+// CHECK:             %[[D0:[^,]*]], %{{.*}} = "cvmc.dot_u8s8"(%{{.*}}, %{{.*}}, %{{.*}}, %2, %{{.*}}) <{depth = 64 : i64, split = 3 : i64, rows = 8 : i64}> : (memref<1x4x64xi8>, index, index, memref<2x64xi8>, index) -> (i32, i32, i32, i32, i32, i32, i32, i32)
 // CHECK-NEXT:        arith.subi %[[D0]], %[[COMP]] : i32
-// CHECK:             %[[DOT:.*]] = "cvmc.dot_u8s8"(%{{.*}}, %{{.*}}, %{{.*}}, %2, %{{.*}}) {depth = 64 : i64, split = 3 : i64} : (memref<1x4x64xi8>, index, index, memref<2x64xi8>, index) -> i32
+// CHECK:             %[[DOT:.*]] = "cvmc.dot_u8s8"(%{{.*}}, %{{.*}}, %{{.*}}, %2, %{{.*}}) <{depth = 64 : i64, split = 3 : i64}> : (memref<1x4x64xi8>, index, index, memref<2x64xi8>, index) -> i32
 // CHECK-NEXT:        arith.subi %[[DOT]], %[[COMP]] : i32
 
 // NOVNNI-LABEL: func.func @conv2d_cvm_right_shift(%0: memref<1x2x4x4xi32>, %1: memref<1x6x6x2xi16>, %2: memref<2x32xi16>) {
@@ -54,6 +54,6 @@ func.func @main(%data: tensor<2x4xi32, #cvm.prec<8>>) -> (tensor<2x3xi32, #cvm.p
 // CHECK-LABEL: func.func @dense(%0: memref<2x3xi32>, %1: memref<2x4xi16>, %2: memref<3x4xi16>) {
 // CHECK-NOT:     cvmc.dot_u8s8
 // CHECK-LABEL: func.func @dense_1(%0: memref<2x3xi32>, %1: memref<2x64xi8>, %2: memref<3x64xi8>) {
-// CHECK:         "cvmc.dot_u8s8"(%1, %{{.*}}, %2, %{{.*}}) {depth = 64 : i64, split = 2 : i64}
+// CHECK:         "cvmc.dot_u8s8"(%1, %{{.*}}, %2, %{{.*}}) <{depth = 64 : i64, split = 2 : i64}>
 // NOVNNI-LABEL: func.func @dense(%0: memref<2x3xi32>, %1: memref<2x4xi16>, %2: memref<3x4xi16>) {
 // NOVNNI-NOT:   func.func @dense_1(
