@@ -34,7 +34,7 @@ test: $(DEV)
 # The tests whose outcome depends on the CPU (marked `hosts`, tests/hosts.py) once per simulated host: generic,
 # AVX2 only, AVX-512 VNNI without AMX, AMX. A native run of a tier this CPU lacks skips; see DEVELOPING.md.
 HOSTS ?= generic avx2 avx512-vnni amx
-test-hosts: $(STAMP)
+test-hosts: $(DEV)
 	@for host in $(HOSTS); do \
 	  echo "== simulated host: $$host"; \
 	  $(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m hosts --host=$$host || exit 1; \
