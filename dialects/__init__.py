@@ -1,5 +1,6 @@
-"""The project's dialects: `cvm` (CVM operators), `cinn` (CinnBuilder primitives), `taskgraph` (Task IR), `cvmc`
-(the loop level's micro-kernel ops, and `cvmc_upstream`: upstream-named ops xDSL lacks)."""
+"""The project's dialects: `cvm` (CVM operators), `cvm_sched` (the scheduled cvm level: views, packs, kernels),
+`cinn` (CinnBuilder primitives), `taskgraph` (Task IR), `cvmc` (the loop level's micro-kernel ops, and
+`cvmc_upstream`: upstream-named ops xDSL lacks)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ def _cvm() -> Dialect:
     from cvmc.dialects.cvm import Cvm
 
     return Cvm
+
+
+def _cvm_sched() -> Dialect:
+    from cvmc.dialects.cvm_sched import CvmSched
+
+    return CvmSched
 
 
 def _cinn() -> Dialect:
@@ -43,7 +50,8 @@ def _cvmc_upstream() -> Dialect:
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Lazy factories of the project's own dialects, by namespace."""
-    return {"cvm": _cvm, "cinn": _cinn, "taskgraph": _taskgraph, "cvmc": _cvmc, "cvmc_upstream": _cvmc_upstream}
+    return {"cvm": _cvm, "cvm_sched": _cvm_sched, "cinn": _cinn, "taskgraph": _taskgraph, "cvmc": _cvmc,
+            "cvmc_upstream": _cvmc_upstream}
 
 
 def register_all_dialects(ctx: Context) -> None:

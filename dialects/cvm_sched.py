@@ -1,0 +1,289 @@
+"""The `cvm_sched` dialect: the scheduled cvm level, where the decisions of `cvm-to-loops` are ops a reader sees.
+
+Between the cvm operators (`cvm` dialect: what the model computes) and the loop level (memrefs, kernels, a host
+`@main`) sit three decisions, each made once by a pass of its own and recorded as an op of this dialect:
+
+- `cvm_sched.view` (`cvm-mark-views`): a tensor that is a strided layout over the buffer of another, no kernel
+  and no copy (a reshape, a transpose, a positive-stride slice, ...);
+- `cvm_sched.pack` (operand packing): a conv2d's or dense's operand rewritten as the micro-kernel reads it
+  (padded NHWC, rows of the reduction, register-blocked weight rows), narrowed to the element type that its
+  values' bounds and the target allow;
+- `cvm_sched.kernel` (`cvm-fuse`): one kernel call, its anchor operator and elementwise epilogue as a single
+  block over tensors, isolated from above, ending in `cvm_sched.yield`.
+
+    %t = cvm_sched.view %x {layout = strided<[1, 9]>} : tensor<2x9xi32, #cvm.prec<8>> -> tensor<9x2xi32, #cvm.prec<8>>
+    %p = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 1, 1>}
+         : tensor<1x3x8x8xi32, #cvm.prec<8>> -> tensor<1x10x10x3xi16>
+    %y = cvm_sched.kernel(%a) : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>> {
+    ^bb0(%v: tensor<4xi32, #cvm.prec<8>>):
+      %r = cvm.relu %v : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+      cvm_sched.yield %r : tensor<4xi32, #cvm.prec<8>>
+    }
+
+Everything here is a tensor: where each tensor lives (the arena) is decided later, by bufferization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StridedLayoutAttr,
+    StringAttr,
+    TensorType,
+    i8,
+    i16,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+"""A packed byte that holds x + 128 (or a non-negative x): the u8 operand of `vpdpbusd` / `vpmaddubsw`."""
+
+PACK_ELEMENTS: tuple[Attribute, ...] = (i32, i16, i8, ui8)
+PACKING_FIELDS: dict[str, tuple[str, ...]] = {"nhwc": ("padding",), "rows": ("width",), "conv_weight": ("width",),
+                                             "conv_weight_blocked": ("width", "lanes", "group")}
+"""The packings (`to`) and the fields each takes (besides `zero_point`)."""
+
+
+def _static_shape(t: Attribute, what: str) -> tuple[int, ...]:
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"expected '{what}' to be a tensor, got {t}")
+    shape = tuple(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise VerifyException(f"expected '{what}' of a static shape, got {t}")
+    return shape
+
+
+def _ints(attr: DenseArrayBase | None) -> tuple[int, ...] | None:
+    return None if attr is None else tuple(attr.get_values())  # pyright: ignore[reportReturnType]
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A tensor that lives in the buffer of `source`: element (i0, ..., ik) of the result is element
+    `offset + sum(i * stride)` of `source` in row-major order. No kernel, no copy.
+
+    `source` is a base tensor (the input, a param, a kernel's result: each held contiguously), never a view:
+    `cvm-mark-views` composes a view of a view into one layout over the base.
+
+        %t = cvm_sched.view %x {layout = strided<[1, 9]>}
+             : tensor<2x9xi32, #cvm.prec<8>> -> tensor<9x2xi32, #cvm.prec<8>>
+    """
+
+    name = "cvm_sched.view"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    source = operand_def(TensorType)
+    layout = prop_def(StridedLayoutAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, strides: Sequence[int], offset: int, result_type: Attribute):
+        super().__init__(operands=[source], result_types=[result_type],
+                         properties={"layout": StridedLayoutAttr(strides, offset)})
+
+    def strides_offset(self) -> tuple[tuple[int, ...], int]:
+        """The layout's strides and offset (static: the verifier checks it)."""
+        strides, offset = self.layout.get_strides(), self.layout.get_offset()
+        assert offset is not None and all(s is not None for s in strides)
+        return tuple(s for s in strides if s is not None), offset
+
+    def verify_(self) -> None:
+        src = _static_shape(self.source.type, "source")
+        out = _static_shape(self.result.type, "result")
+        src_t, out_t = self.source.type, self.result.type
+        assert isinstance(src_t, TensorType) and isinstance(out_t, TensorType)
+        if src_t.element_type != out_t.element_type:
+            raise VerifyException(f"expected a result of element type {src_t.element_type}, got "
+                                  f"{out_t.element_type}")
+        strides, offset = self.layout.get_strides(), self.layout.get_offset()
+        if offset is None or any(s is None for s in strides):
+            raise VerifyException(f"expected a static layout, got {self.layout}")
+        if len(strides) != len(out):
+            raise VerifyException(f"expected a layout of {len(out)} strides (the result's rank), got {len(strides)}")
+        if offset < 0 or any(s is not None and s < 0 for s in strides):
+            raise VerifyException(f"expected a non-negative offset and strides, got {self.layout}")
+        last = offset + sum((n - 1) * (s or 0) for n, s in zip(out, strides))
+        if prod(out) and last >= prod(src):
+            raise VerifyException(f"expected the layout within the source's {prod(src)} elements, got its last "
+                                  f"element at {last}")
+        if isinstance(self.source.owner, ViewOp):
+            raise VerifyException("expected a source that is no view (compose the layouts over its base)")
+
+
+@irdl_op_definition
+class PackOp(IRDLOperation):
+    """An operand of conv2d or dense rewritten as its micro-kernel reads it, narrowed to the result's element type
+    (i32, i16, i8, or ui8: the value plus `zero_point`, or a non-negative value), zero-extended:
+
+    - `to = "nhwc"`: data (N, C, H, W) -> (N, H + 2 PH, W + 2 PW, C), zero-padded by `padding` = [PH, PW];
+    - `to = "rows"`: a matrix (M, K) -> (M, width), width >= K;
+    - `to = "conv_weight"`: a weight (O, C, KH, KW) -> (O, width) rows (kh, kw, c), width >= C KH KW;
+    - `to = "conv_weight_blocked"`: a weight -> (ceil(O / lanes), width / group, group lanes), the rows of
+      `lanes` output channels interleaved by `group` reduction elements (the register-blocked micro-kernel).
+
+        %p = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 1, 1>, zero_point = 128 : i64}
+             : tensor<1x3x8x8xi32, #cvm.prec<8>> -> tensor<1x10x10x3xui8>
+    """
+
+    name = "cvm_sched.pack"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    source = operand_def(TensorType)
+    to = prop_def(StringAttr)
+    padding = opt_prop_def(DenseArrayBase[I64])
+    width = opt_prop_def(IntegerAttr[I64])
+    lanes = opt_prop_def(IntegerAttr[I64])
+    group = opt_prop_def(IntegerAttr[I64])
+    zero_point = opt_prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def packing(self) -> dict[str, object]:
+        """The packing as `loops.ops.pack` reads it: `to` and the fields present."""
+        how: dict[str, object] = {"to": self.to.data}
+        if self.padding is not None:
+            how["padding"] = _ints(self.padding)
+        for name in ("width", "lanes", "group", "zero_point"):
+            attr = self.properties.get(name)
+            if isinstance(attr, IntegerAttr):
+                how[name] = attr.value.data
+        return how
+
+    def verify_(self) -> None:
+        src = _static_shape(self.source.type, "source")
+        out = _static_shape(self.result.type, "result")
+        element = self.result.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+        if element not in PACK_ELEMENTS:
+            raise VerifyException(f"expected a result element type in i32, i16, i8, ui8, got {element}")
+        to = self.to.data
+        if to not in PACKING_FIELDS:
+            raise VerifyException(f"expected 'to' in {', '.join(PACKING_FIELDS)}, got {to!r}")
+        given = {n for n in ("padding", "width", "lanes", "group") if self.properties.get(n) is not None}
+        if given != set(PACKING_FIELDS[to]):
+            raise VerifyException(f"expected the fields {sorted(PACKING_FIELDS[to])} for 'to' = {to!r}, got "
+                                  f"{sorted(given)}")
+        if self.zero_point is not None and (to not in ("nhwc", "rows") or element != ui8):
+            raise VerifyException(f"expected 'zero_point' only on a ui8 'nhwc' or 'rows' packing, got it on "
+                                  f"{to!r} to {element}")
+        how = self.packing()
+        width = how.get("width")
+        if to == "nhwc":
+            padding = how["padding"]
+            assert isinstance(padding, tuple)
+            if len(src) != 4 or len(padding) != 2 or min(padding) < 0:
+                raise VerifyException(f"expected a 4-D source and two paddings >= 0, got {list(src)} and "
+                                      f"{list(padding)}")
+            n, c, h, w = src
+            expect = (n, h + 2 * padding[0], w + 2 * padding[1], c)
+        elif to == "rows":
+            assert isinstance(width, int)
+            if len(src) != 2 or width < src[1]:
+                raise VerifyException(f"expected a 2-D source of at most 'width' = {width} columns, got {list(src)}")
+            expect = (src[0], width)
+        else:
+            assert isinstance(width, int)
+            if len(src) != 4 or width < prod(src[1:]):
+                raise VerifyException(f"expected a 4-D weight of at most 'width' = {width} elements a row, got "
+                                      f"{list(src)}")
+            if to == "conv_weight":
+                expect = (src[0], width)
+            else:
+                lanes, group = how["lanes"], how["group"]
+                assert isinstance(lanes, int) and isinstance(group, int)
+                if lanes < 1 or group < 1 or width % group:
+                    raise VerifyException(f"expected 'lanes' >= 1 and 'group' >= 1 dividing 'width' = {width}, got "
+                                          f"{lanes} and {group}")
+                expect = (-(-src[0] // lanes), width // group, group * lanes)
+        if out != expect:
+            raise VerifyException(f"expected a result of shape {list(expect)}, got {list(out)}")
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """One kernel call: its operators (an anchor and the elementwise epilogue fused into it) as one block over
+    tensors, isolated from above: the block's arguments are `inputs`, its `cvm_sched.yield` gives the results.
+
+        %y = cvm_sched.kernel(%a) : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>> {
+        ^bb0(%v: tensor<4xi32, #cvm.prec<8>>):
+          %r = cvm.relu %v : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+          cvm_sched.yield %r : tensor<4xi32, #cvm.prec<8>>
+        }
+    """
+
+    name = "cvm_sched.kernel"
+
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(IsolatedFromAbove())
+    assembly_format = "`(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body"
+
+    def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Block):
+        super().__init__(operands=[inputs], result_types=[result_types], regions=[Region(body)])
+
+    def verify_(self) -> None:
+        block = self.body.block
+        got = [a.type for a in block.args]
+        want = [v.type for v in self.inputs]
+        if got != want:
+            raise VerifyException(f"expected block arguments of the inputs' types {[str(t) for t in want]}, got "
+                                  f"{[str(t) for t in got]}")
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException(f"expected the body to end in cvm_sched.yield, got {last and last.name}")
+        yielded = [v.type for v in last.values]
+        results = [r.type for r in self.outputs]
+        if yielded != results:
+            raise VerifyException(f"expected yielded values of the results' types {[str(t) for t in results]}, got "
+                                  f"{[str(t) for t in yielded]}")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The results of a `cvm_sched.kernel`.
+
+        cvm_sched.yield %r : tensor<4xi32, #cvm.prec<8>>
+    """
+
+    name = "cvm_sched.yield"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator(), HasParent(KernelOp), Pure())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp], [])

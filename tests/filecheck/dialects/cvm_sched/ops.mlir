@@ -1,0 +1,47 @@
+// RUN: cvm-opt %s | cvm-opt | filecheck %s
+
+// The scheduled cvm level's ops round-trip: a view at the bounds of its source, each packing, a kernel.
+
+func.func @views(%x: tensor<2x9xi32, #cvm.prec<8>>) -> (tensor<9x2xi32, #cvm.prec<8>>, tensor<2xi32, #cvm.prec<8>>) {
+  %t = cvm_sched.view %x {layout = strided<[1, 9]>} : tensor<2x9xi32, #cvm.prec<8>> -> tensor<9x2xi32, #cvm.prec<8>>
+  %s = cvm_sched.view %x {layout = strided<[9], offset: 8>} : tensor<2x9xi32, #cvm.prec<8>> -> tensor<2xi32, #cvm.prec<8>>
+  func.return %t, %s : tensor<9x2xi32, #cvm.prec<8>>, tensor<2xi32, #cvm.prec<8>>
+}
+
+// CHECK-LABEL: func.func @views
+// CHECK-NEXT:    %t = cvm_sched.view %x {layout = strided<[1, 9]>} : tensor<2x9xi32, #cvm.prec<8>> -> tensor<9x2xi32, #cvm.prec<8>>
+// CHECK-NEXT:    %s = cvm_sched.view %x {layout = strided<[9], offset: 8>} : tensor<2x9xi32, #cvm.prec<8>> -> tensor<2xi32, #cvm.prec<8>>
+
+func.func @packs(%x: tensor<1x3x8x8xi32, #cvm.prec<8>>, %w: tensor<4x3x3x3xi32, #cvm.prec<8>>, %m: tensor<2x27xi32, #cvm.prec<8>>) {
+  %0 = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 1, 1>} : tensor<1x3x8x8xi32, #cvm.prec<8>> -> tensor<1x10x10x3xi16>
+  %1 = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 0, 0>, zero_point = 128 : i64} : tensor<1x3x8x8xi32, #cvm.prec<8>> -> tensor<1x8x8x3xui8>
+  %2 = cvm_sched.pack %w {to = "conv_weight", width = 32 : i64} : tensor<4x3x3x3xi32, #cvm.prec<8>> -> tensor<4x32xi16>
+  %3 = cvm_sched.pack %w {to = "conv_weight_blocked", width = 28 : i64, lanes = 8 : i64, group = 4 : i64} : tensor<4x3x3x3xi32, #cvm.prec<8>> -> tensor<1x7x32xi8>
+  %4 = cvm_sched.pack %m {to = "rows", width = 27 : i64} : tensor<2x27xi32, #cvm.prec<8>> -> tensor<2x27xi32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @packs
+// CHECK-NEXT:    %0 = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 1, 1>} : tensor<1x3x8x8xi32, #cvm.prec<8>> -> tensor<1x10x10x3xi16>
+// CHECK-NEXT:    %1 = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 0, 0>, zero_point = 128 : i64} : tensor<1x3x8x8xi32, #cvm.prec<8>> -> tensor<1x8x8x3xui8>
+// CHECK-NEXT:    %2 = cvm_sched.pack %w {to = "conv_weight", width = 32 : i64} : tensor<4x3x3x3xi32, #cvm.prec<8>> -> tensor<4x32xi16>
+// CHECK-NEXT:    %3 = cvm_sched.pack %w {to = "conv_weight_blocked", width = 28 : i64, lanes = 8 : i64, group = 4 : i64} : tensor<4x3x3x3xi32, #cvm.prec<8>> -> tensor<1x7x32xi8>
+// CHECK-NEXT:    %4 = cvm_sched.pack %m {to = "rows", width = 27 : i64} : tensor<2x27xi32, #cvm.prec<8>> -> tensor<2x27xi32>
+
+func.func @kernel(%a: tensor<4xi32, #cvm.prec<8>>, %b: tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<9>> {
+  %y = cvm_sched.kernel (%a, %b) : (tensor<4xi32, #cvm.prec<8>>, tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<9>> {
+  ^bb0(%u: tensor<4xi32, #cvm.prec<8>>, %v: tensor<4xi32, #cvm.prec<8>>):
+    %r = cvm.relu %u : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+    %s = cvm.elemwise_add %r, %v : (tensor<4xi32, #cvm.prec<8>>, tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<9>>
+    cvm_sched.yield %s : tensor<4xi32, #cvm.prec<9>>
+  }
+  func.return %y : tensor<4xi32, #cvm.prec<9>>
+}
+
+// CHECK-LABEL: func.func @kernel
+// CHECK-NEXT:    %y = cvm_sched.kernel(%a, %b) : (tensor<4xi32, #cvm.prec<8>>, tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<9>> {
+// CHECK-NEXT:    ^bb0(%u: tensor<4xi32, #cvm.prec<8>>, %v: tensor<4xi32, #cvm.prec<8>>):
+// CHECK-NEXT:      %r = cvm.relu %u
+// CHECK-NEXT:      %s = cvm.elemwise_add %r, %v
+// CHECK-NEXT:      cvm_sched.yield %s : tensor<4xi32, #cvm.prec<9>>
+// CHECK-NEXT:    }
