@@ -38,7 +38,6 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from cvmc.passes.cvm_mark_views import read_views
 from cvmc.passes.loops.ir import CvmFunction
 from cvmc.passes.loops.plan import Hints
 from cvmc.passes.loops.target import module_target
@@ -69,7 +68,7 @@ class CvmFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
-        p = fn.plan(Hints(views=read_views(fn), groups=read_groups(fn)), place=False,
+        p = fn.plan(Hints(groups=read_groups(fn)), place=False,
                     target=module_target(op, self.target))
         fn.clear(GROUP)
         for number, group in enumerate(g for g in p.groups if g.members):

@@ -1,25 +1,24 @@
-"""`cvm-mark-views`: mark every cvm op that lowers to a view of its input's buffer: no kernel, no copy.
+"""`cvm-mark-views`: every cvm operator that is a view of its input's buffer becomes a `cvm_sched.view`.
 
 A reshape, flatten, expand_dims, squeeze, transpose, positive-stride strided_slice, slice_like, or a sum/max that
 reduces nothing, is a view when a strided layout over its input's buffer expresses it (a reshape of a transposed
-tensor may not be: a kernel copies that one). Such an op gets
+tensor may not be: a kernel copies that one). It becomes
 
-    cvm.view = strided<[s0, ..., sk], offset: o>
+    %v = cvm_sched.view %base {layout = strided<[s0, ..., sk], offset: o>} : ...
 
-saying where element (i0, ..., ik) of its result lives: at `o + sum(i * s)` elements into the base buffer, the
-buffer of the nearest producer that is no view (the input, a param, or a kernel's output: each holds its tensor
-contiguously). Ops no head depends on are left unmarked.
+where element (i0, ..., ik) of the result lives at `o + sum(i * s)` elements into `%base`, the nearest producer
+that is no view (the input, a param, or a kernel's output: each holds its tensor contiguously): a view of a view
+is composed into one layout over the base.
 
     %r = cvm.reshape %data {shape = array<i64: 2, 9>} : (tensor<1x2x3x3xi32, #cvm.prec<8>>) -> ...
     %t = cvm.transpose %r : (tensor<2x9xi32, #cvm.prec<8>>) -> tensor<9x2xi32, #cvm.prec<8>>
 
 becomes
 
-    %r = cvm.reshape %data {shape = array<i64: 2, 9>, cvm.view = strided<[9, 1]>} : ...
-    %t = cvm.transpose %r {cvm.view = strided<[1, 9]>} : ...
+    %r = cvm_sched.view %data {layout = strided<[9, 1]>} : tensor<1x2x3x3xi32, #cvm.prec<8>> -> ...
+    %t = cvm_sched.view %data {layout = strided<[1, 9]>} : tensor<1x2x3x3xi32, #cvm.prec<8>> -> ...
 
-Views are no choice: the later passes (`cvm-fuse`, `cvm-plan-buffers`, `convert-cvm-to-loops`) compute them too,
-and fail on a recorded layout that is not the op's.
+One pattern, one walk in order (a view's source is rewritten before the view).
 """
 
 from __future__ import annotations
@@ -27,46 +26,54 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StridedLayoutAttr
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
-from cvmc.dialects.cvm import tensor_shape
-from cvmc.passes.loops.ir import CvmFunction
-from cvmc.passes.loops.plan import view_layouts
-from cvmc.passes.loops.views import Layout
+from cvmc.dialects.cvm import CvmOperator, cvm_attrs, tensor_shape
+from cvmc.dialects.cvm_sched import ViewOp
+from cvmc.passes.loops.views import VIEW_OPERATORS, Layout, is_view_operator, operator_view
 
-VIEW = "cvm.view"
+_CANDIDATES = frozenset({f"cvm.{op}" for op in (*VIEW_OPERATORS, "sum", "max")})
 
 
-def read_views(fn: CvmFunction) -> dict[int, Layout]:
-    """The recorded `cvm.view` layouts, by node index."""
-    views: dict[int, Layout] = {}
-    for i, op in enumerate(fn.ops):
-        attr = op.attributes.get(VIEW)
-        if attr is None:
-            continue
-        shape = tensor_shape(op.results[0].type) if len(op.results) == 1 else None
-        if isinstance(attr, StridedLayoutAttr) and shape is not None:
-            strides, offset = attr.get_strides(), attr.get_offset()
-            ints = tuple(s for s in strides if s is not None)
-            if len(ints) == len(strides) == len(shape) and offset is not None:
-                views[i] = Layout(shape, ints, offset)
-                continue
-        raise PassFailedException(f"{fn.label(i)}: expected '{VIEW}' to be a static strided<[...], offset: o> of "
-                                  f"the result's rank, got {attr}")
-    return views
+class ViewOperatorToView(RewritePattern):
+    """A cvm view operator whose result strides express over its base: `cvm_sched.view` of the base."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.name not in _CANDIDATES or not isinstance(op, CvmOperator):
+            return
+        source = op.operands[0]
+        in_shape, out_shape = tensor_shape(source.type), tensor_shape(op.results[0].type)
+        if in_shape is None or out_shape is None:
+            return  # not inferred yet
+        attrs = cvm_attrs(op)
+        if not is_view_operator(op.op_name, attrs, in_shape):
+            return
+        base = source
+        src = Layout.contiguous(in_shape)
+        if isinstance(source.owner, ViewOp):
+            base = source.owner.source
+            strides, offset = source.owner.strides_offset()
+            src = Layout(in_shape, strides, offset)
+        layout = operator_view(op.op_name, attrs, src, out_shape)
+        if layout is None:
+            return
+        rewriter.replace(op, ViewOp(base, layout.strides, layout.offset, op.results[0].type))
 
 
 @dataclass(frozen=True)
 class CvmMarkViewsPass(ModulePass):
-    """Mark the cvm ops of `@main` that are views with `cvm.view`, their layout over the base buffer."""
+    """Rewrite the cvm operators that are views into `cvm_sched.view`s of their base tensor."""
 
     name = "cvm-mark-views"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fn = CvmFunction.of_module(op)
-        views = fn.run(view_layouts, fn.net, read_views(fn))
-        fn.clear(VIEW)
-        for i, layout in views.items():
-            fn.ops[i].attributes[VIEW] = StridedLayoutAttr(layout.strides, layout.offset)
+        PatternRewriteWalker(GreedyRewritePatternApplier([ViewOperatorToView()], dce_enabled=False),
+                             apply_recursively=False).rewrite_module(op)

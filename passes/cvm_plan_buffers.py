@@ -45,7 +45,6 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.passes.cvm_fuse import read_groups
-from cvmc.passes.cvm_mark_views import read_views
 from cvmc.passes.loops.ir import CvmFunction
 from cvmc.passes.loops.plan import Hints, Owner
 from cvmc.passes.loops.target import module_target
@@ -89,9 +88,9 @@ def read_offsets(fn: CvmFunction) -> tuple[dict[Owner, int], int | None]:
 
 
 def read_hints(fn: CvmFunction) -> Hints:
-    """Every decision recorded in `@main`: views, groups, offsets."""
+    """Every decision recorded in `@main`: groups, offsets."""
     offsets, arena = read_offsets(fn)
-    return Hints(read_views(fn), read_groups(fn), offsets, arena)
+    return Hints(read_groups(fn), offsets, arena)
 
 
 @dataclass(frozen=True)

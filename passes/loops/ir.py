@@ -19,8 +19,10 @@ from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
+from cvmc.dialects.cvm_sched import KernelOp, ViewOp, YieldOp
 from cvmc.passes.loops.plan import Hints, Net, Node, Plan, PlanError, Tensor, plan
 from cvmc.passes.loops.target import DEFAULT, Target
+from cvmc.passes.loops.views import Layout
 
 T = TypeVar("T")
 
@@ -31,8 +33,9 @@ class CvmFunction:
 
     main: func.FuncOp
     net: Net
-    ops: list[CvmOperator]
+    ops: list[CvmOperator | ViewOp]
     params: dict[int, ParamOp]  # tensor id -> the param op (values are read only when lowering)
+    groups: dict[int, int]  # node index -> the number of its `cvm_sched.kernel` (`cvm-fuse`), in order
 
     @staticmethod
     def of_module(module: ModuleOp) -> CvmFunction:
@@ -59,21 +62,48 @@ class CvmFunction:
         for arg in block.args:
             add(arg, "input", "data")
         nodes: list[Node] = []
-        ops: list[CvmOperator] = []
+        ops: list[CvmOperator | ViewOp] = []
         params: dict[int, ParamOp] = {}
         heads: list[int] = []
+        groups: dict[int, int] = {}  # node index -> its kernel's number
+        kernels = 0
+
+        def operator(op: CvmOperator) -> None:
+            inputs = [ids[v] for v in op.operands]
+            nodes.append(Node(op.op_name, cvm_attrs(op), inputs, [add(r, "op") for r in op.results]))
+            ops.append(op)
+
         for op in block.ops:
+            if isinstance(op, KernelOp):  # its operators, one group
+                body = op.body.block
+                ids.update((a, ids[v]) for a, v in zip(body.args, op.inputs))
+                for inner in body.ops:
+                    if isinstance(inner, CvmOperator):
+                        groups[len(nodes)] = kernels
+                        operator(inner)
+                    elif isinstance(inner, YieldOp):
+                        ids.update((r, ids[v]) for r, v in zip(op.outputs, inner.values))
+                    else:
+                        raise PassFailedException(f"unexpected op {inner.name} in a cvm_sched.kernel: expected cvm "
+                                                  "operators")
+                kernels += 1
+                continue
             if isinstance(op, ParamOp):
                 params[add(op.result, "param", op.param_name.data)] = op
             elif isinstance(op, CvmOperator):
-                inputs = [ids[v] for v in op.operands]
-                nodes.append(Node(op.op_name, cvm_attrs(op), inputs, [add(r, "op") for r in op.results]))
+                operator(op)
+            elif isinstance(op, ViewOp):
+                strides, offset = op.strides_offset()
+                shape = tensor_shape(op.result.type)
+                assert shape is not None  # the op's verifier
+                layout = Layout(shape, strides, offset)
+                nodes.append(Node("view", {"layout": layout}, [ids[op.source]], [add(op.result, "op")]))
                 ops.append(op)
             elif isinstance(op, func.ReturnOp):
                 heads = [ids[v] for v in op.arguments]
             else:
                 raise PassFailedException(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
-        return CvmFunction(main, Net(tensors, nodes, heads), ops, params)
+        return CvmFunction(main, Net(tensors, nodes, heads), ops, params, groups)
 
     def values(self) -> dict[int, np.ndarray]:
         """The params' values by tensor id."""

@@ -33,7 +33,7 @@ from cvmc.passes.loops import ops as ops
 from cvmc.passes.loops import x86
 from cvmc.passes.loops.arena import Occupancy, disjoint
 from cvmc.passes.loops.target import DEFAULT, Target
-from cvmc.passes.loops.views import Layout
+from cvmc.passes.loops.views import VIEW_OPERATORS, Layout, is_view_operator, operator_view
 
 Attrs = dict[str, Any]
 Owner = tuple[int, str, int]  # who allocates an arena buffer: (node index, "result" | "pack" | "scratch", index)
@@ -105,6 +105,9 @@ def value_bits(net: Net) -> list[int]:
             out = [declared[0], max(ins[0], 2)]
         elif node.op == "non_max_suppression":
             out = [max(ins[0], 2)]
+        elif node.op == "view":  # the values of its source; the declared step of the operator it was (sum: + 1)
+            source = net.tensors[node.inputs[0]].precision
+            out = [declared[0] + max(0, ins[0] - source)]
         elif node.op == "cvm_precision":
             out = [7 if ins[0] >= 32 else declared[0]]  # |INT32_MIN| has 32 bits
         elif all(b <= net.tensors[t].precision for b, t in zip(ins, node.inputs)):
@@ -214,7 +217,6 @@ class Plan:
 class Hints:
     """Decisions recorded in the IR, by node index in `net.nodes`; each may be partial or empty."""
 
-    views: Mapping[int, Layout] = field(default_factory=dict)  # a view's layout over its base buffer
     groups: Mapping[int, int] = field(default_factory=dict)  # the number of the group a node belongs to
     offsets: Mapping[Owner, int] = field(default_factory=dict)  # arena byte offsets, by `Buffer.owner`
     arena_bytes: int | None = None
@@ -228,28 +230,19 @@ class PlanError(CVMLogicError):
         self.node = node
 
 
-VIEW_OPS = frozenset({"reshape", "flatten", "expand_dims", "squeeze", "transpose", "strided_slice",
-                      "slice_like"})
+VIEW_OPS = VIEW_OPERATORS | {"view"}  # "view": a `cvm_sched.view`, its layout given over its base
 
 
 def _view(node: Node, src: Layout, out_shape: tuple[int, ...]) -> Layout | None:
     """The layout of a view operator's output over its input's buffer, or None when it needs a kernel."""
-    op, a = node.op, node.attrs
-    if op == "transpose":
-        return src.permute(rules.transpose_axes(a["axes"], len(src.shape)))
-    if op == "strided_slice":
-        return src.slice(rules.strided_slice_bounds(src.shape, a["begin"], a["end"], a["stride"]))
-    if op == "slice_like":
-        return src.slice([(0, 1, n) for n in out_shape])
-    return src.reshape(out_shape)  # reshape, flatten, expand_dims, squeeze, and a sum/max reducing nothing
+    if node.op == "view":  # over its base, contiguous (the op's verifier)
+        return node.attrs["layout"]
+    return operator_view(node.op, node.attrs, src, out_shape)
 
 
 def _is_view(node: Node, net: Net) -> bool:
     """A view operator, or a sum/max whose `exclude` lists every axis (the identity)."""
-    if node.op in ("sum", "max"):
-        a = node.attrs
-        return not rules.reduce_axes(net.tensors[node.inputs[0]].shape, a["axis"], a["exclude"])
-    return node.op in VIEW_OPS
+    return node.op == "view" or is_view_operator(node.op, node.attrs, net.tensors[node.inputs[0]].shape)
 
 
 def _kind(node: Node) -> str:
@@ -264,6 +257,12 @@ def _kind(node: Node) -> str:
     return node.op  # concatenate, get_valid_counts, non_max_suppression
 
 
+def read_inputs(node: Node) -> list[int]:
+    """The inputs whose values a node reads: a slice_like's second input gives only its shape (known when
+    compiling), so it is no reader (`cvm-mark-views` drops it from the view it makes)."""
+    return node.inputs[:1] if node.op == "slice_like" else node.inputs
+
+
 def live_nodes(net: Net) -> list[int]:
     """The indices of the nodes some head depends on, in order."""
     needed = set(net.heads)
@@ -272,14 +271,14 @@ def live_nodes(net: Net) -> list[int]:
         node = net.nodes[i]
         if any(t in needed for t in node.outputs):
             live.append(i)
-            needed.update(node.inputs)
+            needed.update(read_inputs(node))
     return live[::-1]
 
 
-def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict[int, Layout]:
+def view_layouts(net: Net) -> dict[int, Layout]:
     """The nodes whose output is a view of their input's buffer (no kernel, no copy), by node index, with the
     layout of that output over its base buffer: the buffer of the nearest input that is no view, where it is
-    contiguous. Views are no choice: a `recorded` layout must be exactly the one computed."""
+    contiguous (a `cvm_sched.view` node gives its own)."""
     layouts: dict[int, Layout] = {}  # tensor id -> its layout, for views
     views: dict[int, Layout] = {}
     live = live_nodes(net)
@@ -291,12 +290,6 @@ def view_layouts(net: Net, recorded: Mapping[int, Layout] | None = None) -> dict
             layout = _view(node, src, net.tensors[node.outputs[0]].shape)
             if layout is not None:
                 layouts[node.outputs[0]] = views[i] = layout
-    for i, layout in (recorded or {}).items():
-        if i in views and views[i] != layout:
-            raise PlanError(i, f"expected the view '{views[i]}', got the view '{layout}'")
-        if i not in views:
-            why = "needs a kernel here" if i in live else "is no head's dependency"
-            raise PlanError(i, f"expected no view ({net.nodes[i].op} {why}), got the view '{layout}'")
     return views
 
 
@@ -308,10 +301,10 @@ class _Planner:
         self.hints = hints
         self.target = target
         self.live = live_nodes(net)
-        self.views = view_layouts(net, hints.views)
+        self.views = view_layouts(net)
         self.consumers: dict[int, int] = {}
         for i in self.live:
-            for t in set(net.nodes[i].inputs):
+            for t in set(read_inputs(net.nodes[i])):
                 self.consumers[t] = self.consumers.get(t, 0) + 1
         self.heads = set(net.heads)
         self.bits = value_bits(net)

@@ -10,12 +10,15 @@ elementwise loop nest has as few (and as long) loops as possible.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from xdsl.dialects.builtin import MemRefType, NoneAttr, StridedLayoutAttr
 from xdsl.ir import Attribute
+
+from cvmc.dialects import cvm_rules as rules
 
 
 def row_major(shape: Sequence[int]) -> tuple[int, ...]:
@@ -163,3 +166,27 @@ def layout_of(t: MemRefType) -> Layout:
     offset = t.layout.get_offset()
     assert offset is not None and len(strides) == len(shape)
     return Layout(tuple(shape), strides, offset)
+
+
+VIEW_OPERATORS = frozenset({"reshape", "flatten", "expand_dims", "squeeze", "transpose", "strided_slice",
+                            "slice_like"})
+"""The cvm operators that may be a view of their input (besides a sum or max that reduces nothing)."""
+
+
+def is_view_operator(op: str, attrs: Mapping[str, Any], in_shape: Sequence[int]) -> bool:
+    """A view operator, or a sum/max whose `exclude` lists every axis (the identity)."""
+    if op in ("sum", "max"):
+        return not rules.reduce_axes(in_shape, attrs["axis"], attrs["exclude"])
+    return op in VIEW_OPERATORS
+
+
+def operator_view(op: str, attrs: Mapping[str, Any], src: Layout, out_shape: Sequence[int]) -> Layout | None:
+    """The layout of a view operator's output given its input's layout `src` over a base buffer, or None when
+    strides cannot express it (a kernel copies it)."""
+    if op == "transpose":
+        return src.permute(rules.transpose_axes(attrs["axes"], len(src.shape)))
+    if op == "strided_slice":
+        return src.slice(rules.strided_slice_bounds(src.shape, attrs["begin"], attrs["end"], attrs["stride"]))
+    if op == "slice_like":
+        return src.slice([(0, 1, n) for n in out_shape])
+    return src.reshape(out_shape)  # reshape, flatten, expand_dims, squeeze, and a sum/max reducing nothing

@@ -17,6 +17,7 @@ import cvmc
 from cvmc import CvmBuilder
 from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
+from cvmc.dialects.cvm_sched import CvmSched
 from cvmc.dialects.cvmc import Cvmc
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.cvm_fuse import CvmFusePass
@@ -112,7 +113,7 @@ def test_each_analysis_alone_and_a_printed_round_trip_lower_the_same(case):
     annotated = str(_apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass()))
     assert "cvm.group" in annotated and "cvm.offset" in annotated and "cvm.arena_bytes" in annotated
     ctx = Context()
-    for dialect in (Builtin, Func, Cvm, Cvmc):  # cvmc: the module's target attribute
+    for dialect in (Builtin, Func, Cvm, CvmSched, Cvmc):  # cvmc: the module's target attribute
         ctx.load_dialect(dialect)
     parsed = Parser(ctx, annotated).parse_module()
     assert str(parsed) == annotated
@@ -122,9 +123,9 @@ def test_each_analysis_alone_and_a_printed_round_trip_lower_the_same(case):
 def test_the_analyses_record_the_planners_decisions():
     graph, _ = _conv_chain()
     module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass())
-    (conv,), (shift, out), (relu,), (flat,), (dense,) = (_ops(module, f"cvm.{n}") for n in (
-        "conv2d", "cvm_right_shift", "relu", "flatten", "dense"))
-    assert "cvm.view" in flat.attributes and "cvm.group" not in flat.attributes
+    (conv,), (shift, out), (relu,), (flat,), (dense,) = (_ops(module, n) for n in (
+        "cvm.conv2d", "cvm.cvm_right_shift", "cvm.relu", "cvm_sched.view", "cvm.dense"))
+    assert not _ops(module, "cvm.flatten") and "cvm.group" not in flat.attributes
     assert [op.attributes["cvm.group"] for op in (conv, shift, relu, dense, out)] == \
         [IntegerAttr(0, 64)] * 3 + [IntegerAttr(1, 64)] * 2
     assert "cvm.offset" in relu.attributes and "cvm.offset" not in conv.attributes  # the group's last member

@@ -28,7 +28,7 @@ func.func @main(%data: tensor<1x3x8x8xi32, #cvm.prec<8>>) -> tensor<1x10xi32, #c
 // CHECK-NEXT:    %d = cvm.dense %f, %v {cvm.group = 2 : i64, units = 10 : i64
 // CHECK-NEXT:    %y = cvm.cvm_right_shift %d {cvm.group = 2 : i64, precision = 8 : i64
 
-// VIEWS:         %f = cvm.flatten %p {cvm.view = strided<[64, 1]>} :
+// VIEWS:         %f = cvm_sched.view %p {layout = strided<[64, 1]>} :
 
 // -----
 
