@@ -117,6 +117,12 @@ PreciseTensorConstr = ParamAttrConstraint(TensorType, (AnyAttr(), EqAttrConstrai
 """An int32 tensor with its precision: what inputs and params must be."""
 
 
+DotOperandConstr = ParamAttrConstraint(TensorType, (
+    AnyAttr(), BaseAttr(IntegerType), AnyOf((BaseAttr(PrecisionAttr), EqAttrConstraint(NoneAttr())))))
+"""An operand of conv2d or dense: a cvm tensor, or the same packed (`cvm_sched.pack`: i16, i8 or ui8, no
+precision; the verifier then checks nothing against it)."""
+
+
 def tensor_type(shape: Sequence[int], precision: int | None) -> TensorType[IntegerType]:
     """`tensor<shape x i32, #cvm.prec<precision>>` (no encoding when precision is None)."""
     return TensorType(i32, shape, NoneAttr() if precision is None else PrecisionAttr(precision))
@@ -241,8 +247,8 @@ class Conv2dOp(CvmOperator):
     """
 
     name = "cvm.conv2d"
-    data = _operand()
-    weight = _operand()
+    data = operand_def(DotOperandConstr)
+    weight = operand_def(DotOperandConstr)
     bias = opt_operand_def(CvmTensorConstr)
     result = _result()
     channels = prop_def(I64Attr)
@@ -270,8 +276,8 @@ class DenseOp(CvmOperator):
     """
 
     name = "cvm.dense"
-    data = _operand()
-    weight = _operand()
+    data = operand_def(DotOperandConstr)
+    weight = operand_def(DotOperandConstr)
     bias = opt_operand_def(CvmTensorConstr)
     result = _result()
     units = prop_def(I64Attr)

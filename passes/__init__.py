@@ -15,6 +15,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "cvm-infer-precision": ("cvm_infer", "CvmInferPrecisionPass"),
     "cvm-gas": ("cvm_gas", "CvmGasPass"),
     "cvm-mark-views": ("cvm_mark_views", "CvmMarkViewsPass"),
+    "cvm-pack-operands": ("cvm_pack_operands", "CvmPackOperandsPass"),
     "cvm-fuse": ("cvm_fuse", "CvmFusePass"),
     "cvm-plan-buffers": ("cvm_plan_buffers", "CvmPlanBuffersPass"),
     "convert-cvm-to-loops": ("convert_cvm_to_loops", "ConvertCvmToLoopsPass"),

@@ -65,7 +65,7 @@ from cvmc.passes.cvm_plan_buffers import read_hints
 from cvmc.passes.loops.ir import CvmFunction
 from cvmc.passes.loops.kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
 from cvmc.passes.loops.ops import pack_values
-from cvmc.passes.loops.plan import ELEMENT_BYTES, Buffer, Plan, group_work
+from cvmc.passes.loops.plan import ELEMENT_BYTES, Buffer, Plan, group_work, pack_sources
 from cvmc.passes.loops.target import module_target
 from cvmc.passes.loops.views import Layout
 
@@ -198,8 +198,10 @@ def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
             shift, view = _view(arena, b.offset, Layout.contiguous((b.elements,)).memref_type(ELEMENT_TYPES[b.element]))
             host.add(shift)
             host.roots[bid] = host.add(view)
+    sources = pack_sources(net)
     for call in calls:
-        host.block.add_op(_call(kernels[call.key], [host.view(a) for a in call.args], group_work(net, call.group)))
+        host.block.add_op(_call(kernels[call.key], [host.view(a) for a in call.args],
+                                group_work(net, call.group, sources)))
     results = [host.view(KernelArg(p.refs[t].buffer, p.refs[t].layout)) for t in net.heads]
     host.block.add_op(func.ReturnOp(*results))
     main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))

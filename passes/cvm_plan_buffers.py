@@ -44,7 +44,6 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from cvmc.passes.cvm_fuse import read_groups
 from cvmc.passes.loops.ir import CvmFunction
 from cvmc.passes.loops.plan import Hints, Owner
 from cvmc.passes.loops.target import module_target
@@ -88,9 +87,9 @@ def read_offsets(fn: CvmFunction) -> tuple[dict[Owner, int], int | None]:
 
 
 def read_hints(fn: CvmFunction) -> Hints:
-    """Every decision recorded in `@main`: groups, offsets."""
+    """Every decision recorded in `@main`: the kernels (`cvm_sched.kernel`), the offsets."""
     offsets, arena = read_offsets(fn)
-    return Hints(read_groups(fn), offsets, arena)
+    return Hints(fn.groups, offsets, arena)
 
 
 @dataclass(frozen=True)

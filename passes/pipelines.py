@@ -29,7 +29,7 @@ from cvmc.passes import get_all_passes
 from cvmc.passes.loops.target import GPU, Target, module_target
 
 PIPELINES: dict[str, str] = {
-    "cvm-to-loops": "cvm-mark-views,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops",
+    "cvm-to-loops": "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops",
     "cinn-to-loops": "cinn-mark-views,cinn-fuse,convert-cinn-to-loops",  # a cinn program, fused
     "cinn-to-loops-unfused": "convert-cinn-to-loops",  # one kernel per primitive
     "taskgraph-to-loops": "convert-taskgraph-to-loops",  # a Task IR graph: one kernel a step

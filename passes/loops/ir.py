@@ -14,12 +14,12 @@ from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
-from cvmc.dialects.cvm_sched import KernelOp, ViewOp, YieldOp
+from cvmc.dialects.cvm_sched import KernelOp, PackOp, ViewOp, YieldOp, ui8
 from cvmc.passes.loops.plan import Hints, Net, Node, Plan, PlanError, Tensor, plan
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import Layout
@@ -33,7 +33,7 @@ class CvmFunction:
 
     main: func.FuncOp
     net: Net
-    ops: list[CvmOperator | ViewOp]
+    ops: list[CvmOperator | ViewOp | PackOp]
     params: dict[int, ParamOp]  # tensor id -> the param op (values are read only when lowering)
     groups: dict[int, int]  # node index -> the number of its `cvm_sched.kernel` (`cvm-fuse`), in order
 
@@ -62,7 +62,7 @@ class CvmFunction:
         for arg in block.args:
             add(arg, "input", "data")
         nodes: list[Node] = []
-        ops: list[CvmOperator | ViewOp] = []
+        ops: list[CvmOperator | ViewOp | PackOp] = []
         params: dict[int, ParamOp] = {}
         heads: list[int] = []
         groups: dict[int, int] = {}  # node index -> its kernel's number
@@ -92,6 +92,16 @@ class CvmFunction:
                 params[add(op.result, "param", op.param_name.data)] = op
             elif isinstance(op, CvmOperator):
                 operator(op)
+            elif isinstance(op, PackOp):
+                t = op.result.type
+                assert isinstance(t, TensorType)
+                src = ids[op.source]
+                ids[op.result] = len(tensors)
+                element = "u8" if t.element_type == ui8 else f"i{t.element_type.width.data}"
+                how = op.packing()
+                tensors.append(Tensor(tuple(t.get_shape()), tensors[src].precision, "op", element=element, pack=how))
+                nodes.append(Node("pack", how, [src], [ids[op.result]]))
+                ops.append(op)
             elif isinstance(op, ViewOp):
                 strides, offset = op.strides_offset()
                 shape = tensor_shape(op.result.type)

@@ -28,9 +28,10 @@ from math import prod
 from typing import Any
 
 from cvmc.dialects import cvm_rules as rules
-from cvmc.errors import CVMError, CVMLogicError
+from cvmc.errors import CVMLogicError
+from cvmc.passes.cvm_pack_operands import dot_packing
+from cvmc.passes.cvm_value_bits import keeps_nonnegative, node_bits
 from cvmc.passes.loops import ops as ops
-from cvmc.passes.loops import x86
 from cvmc.passes.loops.arena import Occupancy, disjoint
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import VIEW_OPERATORS, Layout, is_view_operator, operator_view
@@ -95,31 +96,11 @@ def value_bits(net: Net) -> list[int]:
     them: the values may have wrapped). Conv2d and dense use it to decide whether products fit 16 bits."""
     bits = [t.precision for t in net.tensors]
     for node in net.nodes:
-        ins = [bits[t] for t in node.inputs]
-        declared = [net.tensors[t].precision for t in node.outputs]
-        if node.op == "where":
-            out = [max(ins[1], ins[2])]
-        elif node.op == "broadcast_greater":
-            out = [2]
-        elif node.op == "get_valid_counts":
-            out = [declared[0], max(ins[0], 2)]
-        elif node.op == "non_max_suppression":
-            out = [max(ins[0], 2)]
-        elif node.op == "view":  # the values of its source; the declared step of the operator it was (sum: + 1)
-            source = net.tensors[node.inputs[0]].precision
-            out = [declared[0] + max(0, ins[0] - source)]
-        elif node.op == "cvm_precision":
-            out = [7 if ins[0] >= 32 else declared[0]]  # |INT32_MIN| has 32 bits
-        elif all(b <= net.tensors[t].precision for b, t in zip(ins, node.inputs)):
-            out = declared
-        else:
-            try:
-                sig = rules.infer(node.op, node.attrs, [net.tensors[t].shape for t in node.inputs], ins)
-                out = [max(d, p) for d, p in zip(declared, sig.precisions)]
-            except CVMError:
-                out = [32] * len(declared)
+        out = node_bits(node.op, node.attrs, [net.tensors[t].shape for t in node.inputs],
+                        [bits[t] for t in node.inputs], [net.tensors[t].precision for t in node.inputs],
+                        [net.tensors[t].precision for t in node.outputs])
         for t, b in zip(node.outputs, out):
-            bits[t] = min(b, 32)
+            bits[t] = b
     return bits
 
 
@@ -209,7 +190,7 @@ class Plan:
     @property
     def intermediate_bytes(self) -> int:
         """The bytes of every operator output of the network (what a plan without reuse would allocate)."""
-        produced = {t for n in self.net.nodes for t in n.outputs}
+        produced = {t for n in self.net.nodes if n.op != "pack" for t in n.outputs}
         return sum(prod(self.net.tensors[t].shape) * ELEMENT_BYTES["i32"] for t in produced)
 
 
@@ -257,6 +238,11 @@ def _kind(node: Node) -> str:
     return node.op  # concatenate, get_valid_counts, non_max_suppression
 
 
+def pack_sources(net: Net) -> dict[int, int]:
+    """The source of each `cvm_sched.pack` node's output, by tensor id."""
+    return {n.outputs[0]: n.inputs[0] for n in net.nodes if n.op == "pack"}
+
+
 def read_inputs(node: Node) -> list[int]:
     """The inputs whose values a node reads: a slice_like's second input gives only its shape (known when
     compiling), so it is no reader (`cvm-mark-views` drops it from the view it makes)."""
@@ -275,16 +261,16 @@ def live_nodes(net: Net) -> list[int]:
     return live[::-1]
 
 
-def view_layouts(net: Net) -> dict[int, Layout]:
+def view_layouts(net: Net, kernels: Mapping[int, int] | None = None) -> dict[int, Layout]:
     """The nodes whose output is a view of their input's buffer (no kernel, no copy), by node index, with the
     layout of that output over its base buffer: the buffer of the nearest input that is no view, where it is
-    contiguous (a `cvm_sched.view` node gives its own)."""
+    contiguous (a `cvm_sched.view` node gives its own). A node in `kernels` (a `cvm_sched.kernel`) is none."""
     layouts: dict[int, Layout] = {}  # tensor id -> its layout, for views
     views: dict[int, Layout] = {}
     live = live_nodes(net)
     for i in live:
         node = net.nodes[i]
-        if _is_view(node, net):
+        if _is_view(node, net) and (kernels is None or i not in kernels):
             t = node.inputs[0]
             src = layouts[t] if t in layouts else Layout.contiguous(net.tensors[t].shape)
             layout = _view(node, src, net.tensors[node.outputs[0]].shape)
@@ -301,11 +287,13 @@ class _Planner:
         self.hints = hints
         self.target = target
         self.live = live_nodes(net)
-        self.views = view_layouts(net)
+        self.views = view_layouts(net, hints.groups)
         self.consumers: dict[int, int] = {}
-        for i in self.live:
-            for t in set(read_inputs(net.nodes[i])):
-                self.consumers[t] = self.consumers.get(t, 0) + 1
+        self.sources = pack_sources(net)
+        for i in self.live:  # a pack is transparent: the op reading it reads its source
+            if net.nodes[i].op != "pack":
+                for t in {self.sources.get(t, t) for t in read_inputs(net.nodes[i])}:
+                    self.consumers[t] = self.consumers.get(t, 0) + 1
         self.heads = set(net.heads)
         self.bits = value_bits(net)
         self.nonnegative = nonnegative(net)
@@ -428,43 +416,20 @@ class _Planner:
         """A new group anchored at node `i` (conv2d and dense with their packed operands)."""
         node = self.net.nodes[i]
         net, kind, inputs = self.net, _kind(node), list(node.inputs)
-        if kind in ("conv2d", "dense"):
-            element, weight = _dot_elements(self.bits[inputs[0]], self.bits[inputs[1]], self.target)
+        if node.op == "pack":  # a `cvm_sched.pack`
+            self._pack_node(i, pos)
+            return
+        if kind in ("conv2d", "dense") and inputs[0] in self.sources:  # packed by cvm-pack-operands
+            pass
+        elif kind in ("conv2d", "dense"):
             x, w = (net.tensors[t].shape for t in inputs[:2])
-            may_block = (kind == "conv2d" and node.attrs["groups"] == 1 and net.tensors[inputs[1]].kind == "param"
-                         and self.target.blocked)
-            blocked = may_block and element == "i16"
-            if may_block and self.nonnegative[inputs[0]] and _fits_u8s8(self.bits[inputs[0]], self.bits[inputs[1]],
-                                                                        self.target):
-                # x in [0, 127]: `vpmaddubsw` never saturates (`x86.MMK_U8S8`); `vpdpbusd` never does
-                element, weight, blocked = "u8", "i8", True
-                shift = {}
-            else:  # VNNI's u8: x + 128 (`vpdpbusd` never saturates), the kernel subtracts 128 * sum(w)
-                shift = {"zero_point": x86.ZERO_POINT} if element == "u8" else {}
-                blocked = blocked or (may_block and element == "u8")
-            if kind == "conv2d" and not ops.conv2d_fits(node.attrs, w, element, self.target):
+            packings = dot_packing(node.op, node.attrs, x, w, self.bits[inputs[0]], self.bits[inputs[1]],
+                                   self.nonnegative[inputs[0]], net.tensors[inputs[1]].kind == "param", self.target)
+            if packings is None:
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
-            elif kind == "conv2d":
-                (ph, pw), width = node.attrs["padding"], ops.padded(prod(w[1:]), element, self.target)
-                nhwc = (x[0], x[2] + 2 * ph, x[3] + 2 * pw, x[1])
-                inputs[0] = self._packed(inputs[0], {"to": "nhwc", "padding": (ph, pw), **shift}, nhwc, element, pos,
-                                         (i, "pack", 0))
-                if blocked:  # the register-blocked micro-kernel (x86.MMK_I16, x86.MMK_U8S8)
-                    group = 4 if element == "u8" else 2  # reduction elements per 32-bit lane step
-                    width = -(-prod(w[1:]) // group) * group  # no padding beyond a multiple of the group
-                    lanes = x86.mmk_lanes(element, w[0], self.target)
-                    pack = {"to": "conv_weight_blocked", "width": width, "lanes": lanes, "group": group}
-                    inputs[1] = self._packed(inputs[1], pack, (-(-w[0] // lanes), width // group, group * lanes),
-                                             weight, pos, (i, "pack", 1))
-                else:
-                    inputs[1] = self._packed(inputs[1], {"to": "conv_weight", "width": width}, (w[0], width),
-                                             weight, pos, (i, "pack", 1))
             else:
-                width = ops.padded(x[1], element, self.target)
-                inputs[0] = self._packed(inputs[0], {"to": "rows", "width": width, **shift}, (x[0], width), element,
-                                         pos, (i, "pack", 0))
-                inputs[1] = self._packed(inputs[1], {"to": "rows", "width": width}, (w[0], width), weight, pos,
-                                         (i, "pack", 1))
+                for k, (how, shape, element) in enumerate(packings):
+                    inputs[k] = self._packed(inputs[k], how, shape, element, pos, (i, "pack", k))
         group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i])
         for k, t in enumerate(node.outputs):
             self.refs[t] = self._new_buffer(net.tensors[t].shape, (i, "result", k))
@@ -474,6 +439,24 @@ class _Planner:
             self._concatenate_in_parts(i, pos)
             return
         self._add(group, pos)
+
+    def _pack_node(self, i: int, pos: int) -> None:
+        """A `cvm_sched.pack` node: made when compiling for a param (but its NHWC data), else by a pack kernel
+        at its place or by its producer's epilogue (`_pack_in_epilogue`)."""
+        node = self.net.nodes[i]
+        src, tid = node.inputs[0], node.outputs[0]
+        how, t, origin = node.attrs, self.tensors[node.outputs[0]], self.net.tensors[node.inputs[0]]
+        if origin.kind == "param" and how["to"] != "nhwc":
+            self.tensors[tid] = Tensor(t.shape, origin.precision, "param", origin.name, t.element, src, how)
+            self.refs[tid] = Ref(len(self.buffers), Layout.contiguous(t.shape))
+            self.buffers.append(Buffer("param", prod(t.shape), t.element, tid))
+            return
+        self.refs[tid] = self._new_buffer(t.shape, (i, "result", 0), t.element)
+        producer = self._pack_in_epilogue(src, how)
+        if producer is None:
+            self._add(Group(Node("pack", how, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos)
+        else:
+            self._packs_instead(producer, tid, how)
 
     def _concatenate_in_parts(self, i: int, pos: float) -> None:
         """Groups of MAX_CONCAT_INPUTS inputs of the concatenate node `i`, each writing its slice of the output (the
@@ -591,34 +574,15 @@ class _Planner:
         return group
 
 
-def _fits_u8s8(data_bits: int, weight_bits: int, target: Target) -> bool:
-    """Whether a non-negative data of `data_bits` against weights of `weight_bits` may take the blocked u8 x s8
-    micro-kernel (`vpmaddubsw`, AVX2): both fit int8 and the target has AVX2, so x in [0, 127] and |w| <= 127,
-    and a pair of products never leaves int16 (2 * 127 * 127 = 32258 <= 32767: no saturation)."""
-    return data_bits <= 8 and weight_bits <= 8 and target.blocked and target.has("avx2")
-
-
 def nonnegative(net: Net) -> list[bool]:
     """Which tensors are provably >= 0: a relu's output, and a cvm_right_shift or cvm_clip of such a tensor
     (a rounding shift and a symmetric clip keep a value >= 0), whatever the bounds of `value_bits`."""
     out = [False] * len(net.tensors)
     for node in net.nodes:
-        if node.op == "relu" or (node.op in ("cvm_right_shift", "cvm_clip") and out[node.inputs[0]]):
+        if node.op == "relu" or (keeps_nonnegative(node.op) and out[node.inputs[0]]):
             for t in node.outputs:
                 out[t] = True
     return out
-
-
-def _dot_elements(data_bits: int, weight_bits: int, target: Target = DEFAULT) -> tuple[str, str]:
-    """The packed element types of a conv2d's or dense's (data, weight) from their value bounds (precisions):
-    u8 (x + 128) x s8 when both fit int8 and the target has AVX512-VNNI (`vpdpbusd`), else int16 when both fit
-    int16 (`vpdpwssd` / `vpmaddwd`), else int32. On the GPU both fitting int8 are signed bytes (`__dp4a`)."""
-    if data_bits <= 8 and weight_bits <= 8 and target.gpu is not None:
-        return "i8", "i8"
-    if data_bits <= 8 and weight_bits <= 8 and target.has("avx512-vnni"):
-        return "u8", "i8"
-    element = "i32" if data_bits > 16 or weight_bits > 16 else "i16"
-    return element, element
 
 
 def plan(net: Net, hints: Hints | None = None, place: bool = True, target: Target = DEFAULT) -> Plan:
@@ -751,14 +715,16 @@ def operand_layouts(plan: Plan, group: Group) -> list[Layout]:
     return layouts
 
 
-def group_work(net: Net, group: Group) -> int:
-    """The gas of a group's operators: how much work one call does."""
+def group_work(net: Net, group: Group, sources: Mapping[int, int] | None = None) -> int:
+    """The gas of a group's operators: how much work one call does (`sources`: `pack_sources(net)`, the operands
+    a conv2d or dense reads packed are counted as they were)."""
     if group.kind == "pack":
         return prod(net.tensors[group.anchor.inputs[0]].shape)
     work = 0
     for node in group.nodes:
-        shapes = [net.tensors[t].shape for t in node.inputs]
-        precs = [net.tensors[t].precision for t in node.inputs]
+        inputs = [sources.get(t, t) for t in node.inputs] if sources else node.inputs
+        shapes = [net.tensors[t].shape for t in inputs]
+        precs = [net.tensors[t].precision for t in inputs]
         sig = rules.infer(node.op, node.attrs, shapes, precs)
         work += rules.node_gas(sig)
     return work

@@ -1,6 +1,7 @@
-"""cvm-to-loops as separate passes: the annotations of cvm-mark-views, cvm-fuse and cvm-plan-buffers are what
-convert-cvm-to-loops follows; with or without them, and after a print/parse round trip, the lowering is the same;
-edited annotations change the plan and stay bit-exact; illegal ones fail naming the op."""
+"""cvm-to-loops as separate passes: the ops and offsets that cvm-mark-views, cvm-pack-operands, cvm-fuse and
+cvm-plan-buffers write are what convert-cvm-to-loops follows; after any prefix of them, and after a print/parse
+round trip, the lowering is the same; edited offsets are followed and stay bit-exact; an illegal kernel fails
+naming the op."""
 
 import numpy as np
 import pytest
@@ -17,11 +18,12 @@ import cvmc
 from cvmc import CvmBuilder
 from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
-from cvmc.dialects.cvm_sched import CvmSched
+from cvmc.dialects.cvm_sched import CvmSched, KernelOp
 from cvmc.dialects.cvmc import Cvmc
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
+from cvmc.passes.cvm_pack_operands import CvmPackOperandsPass
 from cvmc.passes.cvm_plan_buffers import CvmPlanBuffersPass
 from cvmc.passes.pipelines import PIPELINES, run_pipeline
 from cvmc.runtime.cpu import CpuRunner
@@ -92,66 +94,76 @@ def _conv_chain():
     return graph, _rand((1, 3, 6, 6))
 
 
-def test_the_pipeline_is_the_three_analyses_then_the_conversion():
-    assert PIPELINES["cvm-to-loops"] == "cvm-mark-views,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops"
+def test_the_pipeline_is_the_scheduling_passes_then_the_conversion():
+    assert PIPELINES["cvm-to-loops"] == \
+        "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops"
+
+
+def _kernel_texts(module: ModuleOp) -> list[str]:
+    """The printed kernels (every function but the host @main)."""
+    return [str(op) for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data != "main"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda d: d.name)
-def test_annotated_and_unannotated_lowerings_are_the_same_module(case):
+def test_the_conversion_alone_builds_the_pipelines_kernels(case):
+    """The conversion alone decides what the scheduling passes would: the same kernels. (The host may number
+    buffers otherwise: a kernel whose epilogue ends after another kernel is planned where it ends.)"""
     graph = _graph(case)
-    alone = str(_apply(graph_to_module(graph), ConvertCvmToLoopsPass()))
-    assert str(run_pipeline(graph_to_module(graph), "cvm-to-loops")) == alone
+    alone = _kernel_texts(_apply(graph_to_module(graph), ConvertCvmToLoopsPass()))
+    assert _kernel_texts(run_pipeline(graph_to_module(graph), "cvm-to-loops")) == alone
 
 
 @pytest.mark.parametrize("case", corpus_cases("model"), ids=lambda d: d.name)
-def test_each_analysis_alone_and_a_printed_round_trip_lower_the_same(case):
-    """Any subset of the annotations gives the same plan, and they survive printing and parsing."""
+def test_each_prefix_of_the_pipeline_and_a_printed_round_trip_lower_the_same(case):
+    """The conversion after the kernels are outlined, with or without their buffers planned, gives the same
+    module, and the scheduled IR survives printing and parsing."""
     graph = _graph(case)
-    alone = str(_apply(graph_to_module(graph), ConvertCvmToLoopsPass()))
-    for analysis in (CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass()):
-        assert str(_apply(graph_to_module(graph), analysis, ConvertCvmToLoopsPass())) == alone
-    annotated = str(_apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass()))
-    assert "cvm.group" in annotated and "cvm.offset" in annotated and "cvm.arena_bytes" in annotated
+    passes = [CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(), CvmPlanBuffersPass()]
+    alone = str(_apply(graph_to_module(graph), *passes[:3], ConvertCvmToLoopsPass()))
+    for k in range(3, len(passes) + 1):
+        assert str(_apply(graph_to_module(graph), *passes[:k], ConvertCvmToLoopsPass())) == alone
+    scheduled = str(_apply(graph_to_module(graph), *passes))
+    assert "cvm_sched.kernel" in scheduled and "cvm.offset" in scheduled and "cvm.arena_bytes" in scheduled
     ctx = Context()
     for dialect in (Builtin, Func, Cvm, CvmSched, Cvmc):  # cvmc: the module's target attribute
         ctx.load_dialect(dialect)
-    parsed = Parser(ctx, annotated).parse_module()
-    assert str(parsed) == annotated
+    parsed = Parser(ctx, scheduled).parse_module()
+    assert str(parsed) == scheduled
     assert str(_apply(parsed, ConvertCvmToLoopsPass())) == alone
 
 
-def test_the_analyses_record_the_planners_decisions():
+def _kernels(module: ModuleOp) -> list[list[str]]:
+    """The op names of each `cvm_sched.kernel` of @main, in order."""
+    main = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    return [[o.name for o in k.body.block.ops][:-1] for k in main.body.block.ops if isinstance(k, KernelOp)]
+
+
+def test_the_scheduling_passes_record_their_decisions_as_ops():
     graph, _ = _conv_chain()
-    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass())
-    (conv,), (shift, out), (relu,), (flat,), (dense,) = (_ops(module, n) for n in (
-        "cvm.conv2d", "cvm.cvm_right_shift", "cvm.relu", "cvm_sched.view", "cvm.dense"))
-    assert not _ops(module, "cvm.flatten") and "cvm.group" not in flat.attributes
-    assert [op.attributes["cvm.group"] for op in (conv, shift, relu, dense, out)] == \
-        [IntegerAttr(0, 64)] * 3 + [IntegerAttr(1, 64)] * 2
-    assert "cvm.offset" in relu.attributes and "cvm.offset" not in conv.attributes  # the group's last member
-    assert "cvm.pack_offset" in conv.attributes and "cvm.pack_offset" in dense.attributes
+    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
+                    CvmPlanBuffersPass())
+    assert _kernels(module) == [["cvm.conv2d", "cvm.cvm_right_shift", "cvm.relu"],
+                                ["cvm.dense", "cvm.cvm_right_shift"]]
+    assert not _ops(module, "cvm.flatten") and len(_ops(module, "cvm_sched.view")) == 1
+    packs = _ops(module, "cvm_sched.pack")
+    assert [p.to.data for p in packs] == ["nhwc", "conv_weight_blocked", "rows", "rows"]
+    relu = next(o for o in _all_ops(module) if o.name == "cvm.relu")
+    conv = next(o for o in _all_ops(module) if o.name == "cvm.conv2d")
+    assert "cvm.offset" in relu.attributes and "cvm.offset" not in conv.attributes  # the kernel's result
+    assert "cvm.offset" in packs[0].attributes and "cvm.offset" not in packs[1].attributes  # a param: compiled
 
 
-def test_a_recorded_split_of_a_group_is_followed_and_stays_bit_exact():
-    graph, x = _conv_chain()
-    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass())
-    relu = _ops(module, "cvm.relu")[0]
-    relu.attributes["cvm.group"] = IntegerAttr(7, 64)  # out of the conv's group: a kernel of its own
-    split = _apply(module, CvmPlanBuffersPass(), ConvertCvmToLoopsPass())
-    assert _calls(split) == ["pack", "conv2d_cvm_right_shift", "relu", "pack_1", "dense_cvm_right_shift"]
-    fused = run_pipeline(graph_to_module(graph), "cvm-to-loops")
-    assert _calls(fused) == ["pack", "conv2d_cvm_right_shift_relu", "pack_1", "dense_cvm_right_shift"]
-    want = run_graph(graph, x)
-    for module in (split, fused):
-        assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))
+def _all_ops(module: ModuleOp) -> list[Operation]:
+    return list(module.walk())
 
 
 def test_recorded_offsets_are_followed_and_stay_bit_exact():
     graph, x = _conv_chain()
-    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmPlanBuffersPass())
+    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
+                    CvmPlanBuffersPass())
     main = next(op for op in module.ops if isinstance(op, func.FuncOp))
     arena = main.attributes["cvm.arena_bytes"].value.data
-    relu = _ops(module, "cvm.relu")[0]
+    relu = next(o for o in _all_ops(module) if o.name == "cvm.relu")
     relu.attributes["cvm.offset"] = IntegerAttr(arena, 64)  # moved past everything else
     main.attributes["cvm.arena_bytes"] = IntegerAttr(arena + 1024, 64)
     _apply(module, ConvertCvmToLoopsPass())
@@ -163,10 +175,23 @@ def test_recorded_offsets_are_followed_and_stay_bit_exact():
     assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))
 
 
-def test_an_illegal_recorded_fusion_fails_naming_the_op():
-    graph, _ = _conv_chain()
-    module = _apply(graph_to_module(graph), CvmFusePass())
-    dense = _ops(module, "cvm.dense")[0]
-    dense.attributes["cvm.group"] = IntegerAttr(0, 64)  # a dense is no epilogue of the conv
-    with pytest.raises(PassFailedException, match=r"cvm.dense %\S+: cannot join group 0: 'dense' is no "):
+ILLEGAL_KERNEL = """
+func.func @main(%data: tensor<4x4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<11>> {
+  %y = cvm_sched.kernel(%data) : (tensor<4x4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<11>> {
+  ^bb0(%x: tensor<4x4xi32, #cvm.prec<8>>):
+    %a = cvm.relu %x : (tensor<4x4xi32, #cvm.prec<8>>) -> tensor<4x4xi32, #cvm.prec<8>>
+    %s = cvm.sum %a {axis = array<i64: 1>} : (tensor<4x4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<11>>
+    cvm_sched.yield %s : tensor<4xi32, #cvm.prec<11>>
+  }
+  func.return %y : tensor<4xi32, #cvm.prec<11>>
+}
+"""
+
+
+def test_an_illegal_kernel_fails_naming_the_op():
+    ctx = Context()
+    for dialect in (Builtin, Func, Cvm, CvmSched, Cvmc):  # cvmc: the module's target attribute
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, ILLEGAL_KERNEL).parse_module()
+    with pytest.raises(PassFailedException, match=r"cvm.sum %s: cannot join group 0: 'sum' is no elementwise op"):
         _apply(module, ConvertCvmToLoopsPass())

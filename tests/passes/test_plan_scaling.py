@@ -9,10 +9,14 @@ import sys
 import numpy as np
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.func import Func
+from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc import CvmBuilder
+from cvmc.dialects.cvm import Cvm
+from cvmc.dialects.cvm_sched import CvmSched, KernelOp
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.loops.arena import Occupancy, disjoint
@@ -189,18 +193,30 @@ def test_a_chain_is_cut_into_groups_of_at_most_max_group_ops(n):
     _run(graph)
 
 
-def test_a_recorded_group_past_the_cap_fails_naming_the_op():
+def test_a_kernel_past_the_cap_fails_naming_the_op():
+    t = "tensor<1x16xi32, #cvm.prec<8>>"
+    relus = "\n".join(f"    %r{k + 1} = cvm.relu %r{k} : ({t}) -> {t}" for k in range(MAX_GROUP_OPS + 1))
+    text = (f"func.func @main(%data: {t}) -> {t} {{\n  %y = cvm_sched.kernel(%data) : ({t}) -> {t} {{\n"
+            f"  ^bb0(%r0: {t}):\n{relus}\n    cvm_sched.yield %r{MAX_GROUP_OPS + 1} : {t}\n  }}\n"
+            f"  func.return %y : {t}\n}}")
+    ctx = Context()
+    for dialect in (Builtin, Func, Cvm, CvmSched):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, text).parse_module()
+    with pytest.raises(PassFailedException, match=rf"cannot join group 0: the group has {MAX_GROUP_OPS} ops"):
+        ConvertCvmToLoopsPass().apply(Context(), module)
+
+
+def test_the_cap_cuts_a_chain_into_kernels():
     b = CvmBuilder()
     y = b.create_input([1, 16], 8)
     for _ in range(MAX_GROUP_OPS + 1):
         y = b.relu(y)
     module = graph_to_module(b.graph([y]))
     CvmFusePass().apply(Context(), module)
-    fn = CvmFunction.of_module(module)
-    for op in fn.ops:
-        op.attributes["cvm.group"] = IntegerAttr(0, 64)
-    with pytest.raises(PassFailedException, match=rf"cannot join group 0: the group has {MAX_GROUP_OPS} ops"):
-        ConvertCvmToLoopsPass().apply(Context(), module)
+    main = next(iter(module.ops))
+    sizes = [len(list(k.body.block.ops)) - 1 for k in main.body.block.ops if isinstance(k, KernelOp)]
+    assert sizes == [MAX_GROUP_OPS, 1]
 
 
 @pytest.mark.parametrize("n", [MAX_CONCAT_INPUTS, MAX_CONCAT_INPUTS + 1, 3 * MAX_CONCAT_INPUTS + 2])
