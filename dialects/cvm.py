@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     IntAttr,
     IntegerAttr,
     IntegerType,
@@ -183,6 +184,29 @@ def cvm_properties(op_name: str, attrs: Mapping[str, Any]) -> dict[str, Attribut
 # ---------------------------------------------------------------------------------------------------------
 
 
+PASS_ATTRIBUTES = {
+    "cvm.gas": "an integer: the operator's gas (`cvm-gas`)",
+    "cvm.offset": "an integer or array<i64>: the arena byte offset of each result's buffer (`cvm-plan-buffers`)",
+    "cvm.scratch_offset": "an integer: the arena byte offset of the op's scratch (`cvm-plan-buffers`)",
+    "cvm.pack_offset": "{data = o, weight = o}: the arena byte offsets of the operands the lowering packs",
+}
+"""The discardable attributes the passes write on cvm operators (and `cvm.offset` on `cvm_sched.pack`): declared
+here, each verified by `verify_pass_attribute`; no other attribute is allowed."""
+
+
+def verify_pass_attribute(key: str, value: Attribute) -> None:
+    """Raise unless `value` is what `PASS_ATTRIBUTES` says attribute `key` holds."""
+    ints = isinstance(value, IntegerAttr) and value.value.data >= 0
+    if key == "cvm.offset":
+        ints = ints or (isinstance(value, DenseArrayBase) and all(
+            isinstance(v, int) and v >= 0 for v in value.get_values()))
+    elif key == "cvm.pack_offset":
+        ints = isinstance(value, DictionaryAttr) and set(value.data) <= {"data", "weight"} and all(
+            isinstance(v, IntegerAttr) and v.value.data >= 0 for v in value.data.values())
+    if not ints:
+        raise VerifyException(f"expected '{key}' to be {PASS_ATTRIBUTES[key]} (non-negative), got {value}")
+
+
 class CvmOperator(IRDLOperation):
     """Base of the 37 CVM operators: one generic verifier, driven by `cvm_rules.infer`."""
 
@@ -198,9 +222,11 @@ class CvmOperator(IRDLOperation):
         return self.name[4:]
 
     def verify_(self) -> None:
-        for key in self.attributes:
-            if "." not in key:
-                known = [s.name for s in rules.OP_ATTRS[self.op_name]]
+        for key, value in self.attributes.items():
+            if key in PASS_ATTRIBUTES:
+                verify_pass_attribute(key, value)
+            else:
+                known = [s.name for s in rules.OP_ATTRS[self.op_name]] + sorted(PASS_ATTRIBUTES)
                 raise VerifyException(f"unknown attribute {key!r}, expected one of {known}")
         types = [v.type for v in self.operands]
         shapes = [s for s in map(tensor_shape, types) if s is not None]

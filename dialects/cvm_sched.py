@@ -179,6 +179,12 @@ class PackOp(IRDLOperation):
         return how
 
     def verify_(self) -> None:
+        for key in self.attributes:
+            if key != "cvm.offset":
+                raise VerifyException(f"unknown attribute {key!r}, expected 'cvm.offset' (`cvm-plan-buffers`)")
+        offset = self.attributes.get("cvm.offset")
+        if offset is not None and not (isinstance(offset, IntegerAttr) and offset.value.data >= 0):
+            raise VerifyException(f"expected 'cvm.offset' to be a non-negative integer, got {offset}")
         src = _static_shape(self.source.type, "source")
         out = _static_shape(self.result.type, "result")
         element = self.result.type.element_type  # pyright: ignore[reportAttributeAccessIssue]

@@ -5,8 +5,10 @@ the heads returned) is planned by `loops.plan` following the decisions recorded 
 `cvm-to-loops` pipeline, checked, and making the missing ones itself (so this pass alone lowers as the pipeline
 does):
 
-- `cvm.view` (`cvm-mark-views`): the op is a strided layout over its input's buffer, no kernel;
-- `cvm.group` (`cvm-fuse`): ops with one number are one kernel, an anchor and its elementwise epilogue;
+- `cvm_sched.view` (`cvm-mark-views`): a strided layout over its base's buffer, no kernel;
+- `cvm_sched.pack` (`cvm-pack-operands`): a conv2d's or dense's packed operand (a pack kernel, or a param packed
+  when compiling);
+- `cvm_sched.kernel` (`cvm-fuse`): one kernel, an anchor and its elementwise epilogue;
 - `cvm.offset`, `cvm.pack_offset`, `cvm.scratch_offset`, `cvm.arena_bytes` (`cvm-plan-buffers`): where each
   buffer lives in the arena.
 

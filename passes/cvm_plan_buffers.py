@@ -1,37 +1,30 @@
 """`cvm-plan-buffers`: place every buffer the kernels write in one arena, reusing bytes whose value is dead.
 
-Each group (`cvm-fuse`) writes fresh buffers: its outputs, the packed operands of a conv2d or dense (written by
-pack kernels just before it), a non_max_suppression's scratch. A buffer is live from the call that writes it to
-the last call that reads it or a view of it (heads: to the end), and buffers are placed by first fit, largest
-first, 64-byte aligned, so two buffers share bytes only when their lifetimes do not overlap. The model's own
-storage_id is never used. The offsets (bytes into the arena) are recorded on the op that allocates the buffer:
+Each kernel (`cvm_sched.kernel`) writes fresh buffers: its results, a non_max_suppression's scratch; each
+`cvm_sched.pack` that is no param packed when compiling writes one (a pack kernel just before its conv2d or dense,
+or the producing conv2d's epilogue). A buffer is live from the call that writes it to the last call that reads it
+or a view of it (heads: to the end), and buffers are placed by first fit, largest first, 64-byte aligned, so two
+buffers share bytes only when their lifetimes do not overlap. The model's own storage_id is never used. The
+offsets (bytes into the arena) are recorded on the op that allocates the buffer:
 
-    cvm.offset = o : i64             the result's buffer: on the op whose result it is (a fused group's last
-                                     member); `array<i64: o0, o1>` for an op with several results
-    cvm.pack_offset = {data = o : i64, weight = o : i64}
-                                     the packed operands a conv2d or dense packs into the arena (a param weight
-                                     is packed when compiling: no offset); an operand packed the same way for
-                                     several ops is packed once, by the first
+    cvm.offset = o : i64             a result's buffer: on the pack op, or on the kernel's last operator (whose
+                                     value the kernel yields); `array<i64: o0, o1>` for several results
     cvm.scratch_offset = o : i64     the scratch of a non_max_suppression
 
-and `@main` gets `cvm.arena_bytes = n : i64`.
+and `@main` gets `cvm.arena_bytes = n : i64`:
 
-    func.func @main(%data: tensor<1x3x8x8xi32, #cvm.prec<8>>) -> tensor<1x4x4x4xi32, #cvm.prec<8>> {
-      %c = cvm.conv2d %data, %w {cvm.group = 0 : i64, channels = 4 : i64, ...} : ...
-      %s = cvm.cvm_right_shift %c {cvm.group = 0 : i64, ...} : ...
-      %r = cvm.relu %s {cvm.group = 0 : i64} : ...
-      %p = cvm.max_pool2d %r {cvm.group = 1 : i64, ...} : ...
-
-becomes (the pool's output reuses the bytes of the conv's packed input, dead once the conv has run)
-
-    func.func @main(...) -> ... attributes {cvm.arena_bytes = 1664 : i64} {
-      %c = cvm.conv2d %data, %w {cvm.group = 0 : i64, cvm.pack_offset = {data = 1024 : i64}, ...} : ...
-      %s = cvm.cvm_right_shift %c {cvm.group = 0 : i64, ...} : ...
-      %r = cvm.relu %s {cvm.group = 0 : i64, cvm.offset = 0 : i64} : ...
-      %p = cvm.max_pool2d %r {cvm.group = 1 : i64, cvm.offset = 1024 : i64, ...} : ...
+    func.func @main(...) -> ... attributes {cvm.arena_bytes = 2560 : i64} {
+      %0 = cvm_sched.pack %data {cvm.offset = 1024 : i64, to = "nhwc", padding = array<i64: 1, 1>} : ...
+      %1 = cvm_sched.pack %w {to = "conv_weight_blocked", ...} : ...     (a param: packed when compiling)
+      %r = cvm_sched.kernel(%0, %1) : ... {
+        %c = cvm.conv2d ...
+        %r_1 = cvm.relu %c {cvm.offset = 0 : i64} : ...
+        ...
 
 The offsets are a choice the lowering follows (checked: 64-byte aligned, no overlap between buffers live at the
-same time, the arena large enough); a buffer without one is placed by first fit around the recorded ones.
+same time, the arena large enough); a buffer without one is placed by first fit around the recorded ones. (A
+module whose operands were not packed by `cvm-pack-operands` gets `cvm.pack_offset = {data = o, weight = o}` on
+the conv2d or dense for the packs the planner makes.)
 """
 
 from __future__ import annotations

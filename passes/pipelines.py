@@ -3,12 +3,13 @@
     run_pipeline(module, "cvm-to-loops")     # the cpu device's lowering of a cvm module to the loop level
 
 A pipeline is a plain string in `cvm-opt -p` syntax, so the same lowering can be replayed by hand, pass by pass
-(`cvm-opt model.mlir -p cvm-mark-views,cvm-fuse` shows the decisions made so far as attributes) or whole
-(`cvm-opt model.mlir -p cvm-to-loops`: the cvm pipelines are also registered as one pass of their name).
+(`cvm-opt model.mlir -p cvm-mark-views,cvm-pack-operands,cvm-fuse` shows the decisions made so far as ops) or
+whole (`cvm-opt model.mlir -p cvm-to-loops`: the cvm pipelines are also registered as one pass of their name).
 
-`cvm-to-loops`: `cvm-mark-views` (which ops are strided views, no kernel), `cvm-fuse` (the kernel groups, one
-call each), `cvm-plan-buffers` (arena offsets by liveness), then `convert-cvm-to-loops` (kernels, param globals
-and the host `@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
+`cvm-to-loops`: `cvm-mark-views` (strided views, no kernel: `cvm_sched.view`), `cvm-pack-operands` (the packed
+operands of conv2d and dense: `cvm_sched.pack`), `cvm-fuse` (the kernels, one call each: `cvm_sched.kernel`),
+`cvm-plan-buffers` (arena offsets by liveness), then `convert-cvm-to-loops` (kernels, param globals and the host
+`@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
 (what the `cuda` device runs). Each is built for a `loops.target.Target`: `cvm-to-loops{target=x86:avx2}`,
 recorded on the module as `cvmc.target`. `cinn-to-loops` (`-unfused`: one kernel per primitive) and
 `taskgraph-to-loops` are the other front ends' lowerings, which `runtime/compile.py` runs as it runs cvm's.

@@ -1,9 +1,9 @@
 """The cvm function `@main` as the planner sees it, for the passes that plan and lower it.
 
-`cvm-mark-views`, `cvm-fuse`, `cvm-plan-buffers` and `convert-cvm-to-loops` all read `@main` (as
-`graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators, the heads returned) as a
-`loops.plan.Net` whose node `i` is the operator `ops[i]`; the analyses record their decisions on those ops as
-discardable `cvm.*` attributes, and every later pass reads them back as `Hints` for `loops.plan.plan`.
+`cvm-plan-buffers` and `convert-cvm-to-loops` read `@main` (the input `data` as argument, `cvm.param`s, cvm
+operators, and the scheduled level's `cvm_sched.view`, `cvm_sched.pack` and `cvm_sched.kernel`, the heads
+returned) as a `loops.plan.Net` whose node `i` is the op `ops[i]` (a kernel's operators in its body's order, one
+group); the arena offsets are read back as `Hints` for `loops.plan.plan`.
 """
 
 from __future__ import annotations

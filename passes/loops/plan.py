@@ -14,10 +14,11 @@
   arena by first fit, largest buffer first, 64-byte aligned (`loops.arena`: O(log n) per buffer). The
   model's own storage_id is never used.
 
-`Hints` are decisions made earlier and recorded in the IR by the analysis passes (`cvm-mark-views`, `cvm-fuse`,
-`cvm-plan-buffers`): the plan follows them, checks them (a recorded view must be the one the op means, a
-recorded group must be a legal fusion, recorded offsets must not overlap while both buffers are live, raising
-`PlanError` otherwise), and decides whatever they leave out as it would without them.
+The scheduled IR carries most of these decisions as ops, and the plan follows them: a `cvm_sched.view` node
+("view") is its layout, a `cvm_sched.pack` node ("pack") the packed operand its conv2d or dense reads, the nodes
+of one `cvm_sched.kernel` one group (`Hints.groups`, checked: a legal fusion). `Hints.offsets` are the arena
+offsets `cvm-plan-buffers` recorded (checked: no overlap while both buffers are live). A module that skipped
+those passes is planned as they would have decided (`dot_packing`, the fusion rule, `view_layouts`).
 """
 
 from __future__ import annotations

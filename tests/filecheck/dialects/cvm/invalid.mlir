@@ -430,7 +430,7 @@ func.func @f(%x: tensor<3x2xi32, #cvm.prec<8>>) {
   %0 = cvm.repeat %x {repeats = 2 : i64, axes = 1 : i64} : (tensor<3x2xi32, #cvm.prec<8>>) -> tensor<6x2xi32, #cvm.prec<8>>
   func.return
 }
-// CHECK: Operation does not verify: unknown attribute 'axes', expected one of ['repeats', 'axis']
+// CHECK: Operation does not verify: unknown attribute 'axes', expected one of ['repeats', 'axis', 'cvm.gas', 'cvm.offset', 'cvm.pack_offset', 'cvm.scratch_offset']
 
 // -----
 
@@ -448,3 +448,21 @@ func.func @f(%x: tensor<4xi32, #cvm.prec<0>>) {
   func.return
 }
 // CHECK: expected 'precision' in [1, 32], got 0
+
+// -----
+
+// Only the declared pass attributes: a dotted name is no escape
+func.func @f(%x: tensor<4xi32, #cvm.prec<8>>) {
+  %0 = cvm.relu %x {cvm.group = 0 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+  func.return
+}
+// CHECK: Operation does not verify: unknown attribute 'cvm.group', expected one of ['cvm.gas', 'cvm.offset', 'cvm.pack_offset', 'cvm.scratch_offset']
+
+// -----
+
+// A pass attribute holds what it declares: an offset >= 0 (0 is its bound: ops.mlir)
+func.func @f(%x: tensor<4xi32, #cvm.prec<8>>) {
+  %0 = cvm.relu %x {cvm.offset = -1 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'cvm.offset' to be an integer or array<i64>: the arena byte offset of each result's buffer (`cvm-plan-buffers`) (non-negative), got -1 : i64

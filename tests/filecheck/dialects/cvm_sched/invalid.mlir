@@ -181,3 +181,12 @@ func.func @f(%a: tensor<4xi32, #cvm.prec<8>>) {
   cvm_sched.yield %a : tensor<4xi32, #cvm.prec<8>>
 }
 // CHECK: Operation does not verify: 'cvm_sched.yield' expects parent op 'cvm_sched.kernel'
+
+// -----
+
+// pack: the one pass attribute it takes is its buffer's offset, >= 0
+func.func @f(%m: tensor<2x27xi32, #cvm.prec<8>>) {
+  %0 = cvm_sched.pack %m {to = "rows", width = 27 : i64, cvm.offset = -64 : i64} : tensor<2x27xi32, #cvm.prec<8>> -> tensor<2x27xi16>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'cvm.offset' to be a non-negative integer, got -64 : i64
