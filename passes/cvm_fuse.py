@@ -25,7 +25,8 @@ becomes
     }
     %p = cvm_sched.kernel(%r) : (...) -> ... { ... cvm.max_pool2d ... }
 
-One pattern, one walk in order; liveness (which ops some head depends on) is computed once, before it.
+An analysis (`kernel_members`: liveness and the fusion rule, one walk in order), then one pattern
+(`OutlineKernel`, one walk), then one sweep that points the readers at the kernels' results.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -80,81 +81,71 @@ def live_ops(main: func.FuncOp) -> set[Operation]:
     return live
 
 
+def kernel_members(main: func.FuncOp) -> list[list[CvmOperator]]:
+    """The analysis: the members of each kernel, in the order of their anchors (one walk in order)."""
+    block = main.body.block
+    live = live_ops(main)
+    last = block.last_op
+    heads = set(last.operands) if isinstance(last, func.ReturnOp) else set()
+    readers: dict[SSAValue, int] = {}
+    for op in live:
+        for v in set(read_operands(op)):
+            readers[v] = readers.get(v, 0) + 1
+    groups: list[list[CvmOperator]] = []
+    open_group: dict[SSAValue, int] = {}  # a kernel's current result -> the kernel
+    for op in block.ops:
+        if not isinstance(op, CvmOperator) or op not in live:
+            continue
+        target: int | None = None
+        if op.op_name in ops.ELEMENTWISE:
+            out_shape = tensor_shape(op.results[0].type)
+            for i, v in enumerate(op.operands):
+                g = open_group.get(v)
+                if g is None or len(groups[g]) >= MAX_GROUP_OPS or readers.get(v) != 1 or v in heads \
+                        or tensor_shape(v.type) != out_shape:
+                    continue
+                if op.op_name == "where" and i == 0 and len(tensor_shape(v.type) or ()) != len(out_shape or ()):
+                    continue  # a broadcast condition
+                target = g if target is None else max(target, g)
+        if target is None:
+            groups.append([op])
+            if len(op.results) == 1 and takes_epilogue(op):
+                open_group[op.results[0]] = len(groups) - 1
+        else:
+            running = groups[target][-1].results[0]
+            groups[target].append(op)
+            del open_group[running]
+            open_group[op.results[0]] = target
+    return groups
+
+
 @dataclass
-class FuseIntoKernels(RewritePattern):
-    """A live cvm operator of `@main` joins the kernel whose yielded value it may take, or starts a kernel."""
+class OutlineKernel(RewritePattern):
+    """The last member of a kernel: the kernel's members cloned into a `cvm_sched.kernel` just before it (its
+    results replace the last member's once the walk is over: `replaced`)."""
 
-    live: set[Operation]
-    order: dict[KernelOp, int] = field(default_factory=dict[KernelOp, int])  # a kernel -> when its anchor came
-
-    def _readers(self, v: SSAValue) -> int:
-        return len({u.operation for u in v.uses if (u.operation in self.live or isinstance(u.operation, KernelOp))
-                    and not (u.operation.name == "cvm.slice_like" and u.index == 1)})
-
-    def _target(self, op: CvmOperator) -> KernelOp | None:
-        """The kernel `op` joins: the latest one yielding an input of `op` that it may take, if any."""
-        out_shape = tensor_shape(op.results[0].type)
-        best: KernelOp | None = None
-        for i, v in enumerate(op.operands):
-            kernel = v.owner
-            if not isinstance(kernel, KernelOp) or len(kernel.outputs) != 1 or kernel not in self.order:
-                continue
-            body = list(kernel.body.block.ops)
-            if not takes_epilogue(body[0]) or len(body) - 1 >= MAX_GROUP_OPS or self._readers(v) != 1 \
-                    or any(isinstance(u.operation, func.ReturnOp) for u in v.uses) or tensor_shape(v.type) != out_shape:
-                continue
-            if op.op_name == "where" and i == 0 and len(tensor_shape(v.type) or ()) != len(out_shape or ()):
-                continue  # a broadcast condition
-            if best is None or self.order[kernel] > self.order[best]:
-                best = kernel
-        return best
+    members: dict[Operation, list[CvmOperator]]  # a kernel's last member -> its members
+    replaced: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, CvmOperator) or op not in self.live:
+        members = self.members.get(op)
+        if members is None:
             return
-        target = self._target(op) if op.op_name in ops.ELEMENTWISE else None
-        inputs = list(dict.fromkeys(op.operands))
-        if target is None:
-            block = Block(arg_types=[v.type for v in inputs])
-            mapping = dict(zip(inputs, block.args))
-            inner = op.clone(mapping)
-            block.add_ops([inner, YieldOp(*inner.results)])
-            kernel = KernelOp(inputs, [r.type for r in op.results], block)
-            self.order[kernel] = len(self.order)
-        else:
-            running = target.outputs[0]
-            block = target.body.block
-            yield_op = block.last_op
-            assert isinstance(yield_op, YieldOp)
-            mapping: dict[SSAValue, SSAValue] = dict(zip(target.inputs, block.args))
-            mapping[running] = yield_op.values[0]
-            kernel_inputs = list(target.inputs)
-            for v in inputs:
-                if v not in mapping:
-                    mapping[v] = block.insert_arg(v.type, len(block.args))
-                    kernel_inputs.append(v)
-            inner = op.clone(mapping)
-            block.insert_op_before(inner, yield_op)
-            yield_op.operands = inner.results
-            kernel = KernelOp.create(operands=kernel_inputs, result_types=[r.type for r in op.results],
-                                     regions=[target.detach_region(0)])
-            self.order[kernel] = self.order.pop(target)
+        produced = {r for m in members for r in m.results}
+        inputs = list(dict.fromkeys(v for m in members for v in m.operands if v not in produced))
+        block = Block(arg_types=[v.type for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+        for m in members:
+            block.add_op(m.clone(mapping))
+        last = block.last_op
+        assert last is not None
+        # `create` (what the builders would pass it): a model of 20,000 ops has as many kernels
+        block.add_op(YieldOp.create(operands=last.results))
+        kernel = KernelOp.create(operands=inputs, result_types=[r.type for r in op.results], regions=[Region(block)])
         for r, k in zip(op.results, kernel.results):
             k.name_hint = r.name_hint
-        rewriter.replace(op, kernel)
-        if target is not None:
-            self._erase_dead_readers(target.outputs[0], rewriter)  # they would read a value now in the kernel
-            rewriter.erase(target)
-
-    def _erase_dead_readers(self, v: SSAValue, rewriter: PatternRewriter) -> None:
-        """Erase the ops no head depends on that read `v`, and theirs (none is ever lowered)."""
-        for use in list(v.uses):
-            reader = use.operation
-            if reader.parent is None:
-                continue  # erased already (it read `v` twice)
-            for r in reader.results:
-                self._erase_dead_readers(r, rewriter)
-            rewriter.erase(reader)
+            self.replaced[r] = k
+        rewriter.insert(kernel)
 
 
 @dataclass(frozen=True)
@@ -173,6 +164,24 @@ class CvmFusePass(ModulePass):
                 raise PassFailedException("expected @main without cvm_sched.kernel: cvm-fuse has run on it")
             if not isinstance(inner, CvmOperator | ViewOp | PackOp | ParamOp | func.ReturnOp):
                 raise PassFailedException(f"unexpected op {inner.name} in @main: expected cvm ops")
-        pattern = FuseIntoKernels(live_ops(main))
+        groups = kernel_members(main)
+        pattern = OutlineKernel({g[-1]: g for g in groups})
         PatternRewriteWalker(GreedyRewritePatternApplier([pattern], dce_enabled=False),
                              apply_recursively=False).rewrite_region(main.body)
+        # the kernels' results replace their last members' (one assignment per reader: a wide concatenate or
+        # return is rewritten once, not once per operand), then the members go, and the ops no head depends on
+        # that read a value now inside a kernel (none is ever lowered)
+        replaced = pattern.replaced
+        block = main.body.block
+        for inner in block.ops:
+            if any(v in replaced for v in inner.operands):
+                inner.operands = [replaced.get(v, v) for v in inner.operands]
+        fused = {m for g in groups for m in g}
+        inside = {r for g in groups for m in g[:-1] for r in m.results}
+        doomed: list[Operation] = []
+        for inner in block.ops:
+            if inner not in fused and any(v in inside for v in inner.operands):
+                inside.update(inner.results)
+                doomed.append(inner)
+        for inner in [*reversed(doomed), *reversed([m for m in block.ops if m in fused])]:
+            block.erase_op(inner)
