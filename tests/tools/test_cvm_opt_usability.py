@@ -80,7 +80,7 @@ def test_an_unquoted_option_value_parses_as_the_quoted_one(digits_mlir, spec, ca
     assert cvm_opt.main([str(digits_mlir), "-p", 'convert-cvm-to-loops{target="x86:avx512-vnni"}']) == 0
     want = capsys.readouterr().out
     assert cvm_opt.main([str(digits_mlir), "-p", spec]) == 0
-    assert capsys.readouterr().out == want and "x86:avx512-vnni" in want
+    assert capsys.readouterr().out == want and 'tier = "avx512-vnni"' in want
 
 
 @pytest.mark.parametrize(("spec", "column", "reason"), [
