@@ -81,6 +81,25 @@ def _static_shape(value: Any) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def _refuse_unsupported(nodes: Any) -> None:
+    """Every operator of the model the quantizer has no CVM form for, in one CVMLogicError naming the first node
+    and each such operator with its nodes (an LSTM export is refused as the LSTM it is, not by its first Shape)."""
+    found: dict[str, list[str]] = {}
+    first = None
+    for k, p in enumerate(nodes):
+        if p.domain not in ("", "ai.onnx") or p.op_type not in SUPPORTED:
+            op = p.op_type if p.domain in ("", "ai.onnx") else f"{p.domain}.{p.op_type}"
+            found.setdefault(op, []).append(p.name or f"{p.op_type}_{k}")
+            first = first or Node(found[op][-1], p.op_type, [], [])
+    if first is None:
+        return
+    listed = "; ".join(f"{op}: {len(names)} node{'s' * (len(names) > 1)} ({', '.join(map(repr, names[:3]))}"
+                       f"{', ...' if len(names) > 3 else ''})" for op, names in found.items())
+    raise CVMLogicError(f"{first.where()}: the operator has no CVM form in the quantizer; the "
+                        f"model's operators without one: {listed} (supported: "
+                        f"{', '.join(sorted(SUPPORTED - {'Constant', 'Identity', 'Dropout'}))})")
+
+
 def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.DEFAULT_MAX_MEMORY) -> FloatGraph:
     """Read an ONNX model (a path, its bytes or a ModelProto) into a FloatGraph, folded and shape-inferred; every
     node checked against the operator tables (`onnx_spec`), every allocation against `max_memory` bytes first."""
@@ -122,11 +141,9 @@ def load(model: str | os.PathLike[str] | bytes | Any, max_memory: int = inputs.D
     indices: dict[str, str] = {}  # the computed outputs of ArgMax (int64 indices): a head only
     value_bytes = 4 * math.prod(shape)
     temp_bytes = 0
+    _refuse_unsupported(g.node)
     for k, p in enumerate(g.node):
         n = Node(p.name or f"{p.op_type}_{k}", p.op_type, list(p.input), list(p.output))
-        if p.domain not in ("", "ai.onnx") or n.op not in SUPPORTED:
-            raise CVMLogicError(f"{n.where()}: the operator has no CVM form in the quantizer (supported: "
-                                f"{', '.join(sorted(SUPPORTED - {'Constant', 'Identity', 'Dropout'}))})")
         for v in n.inputs:
             if v in indices:
                 raise CVMLogicError(f"{n.where()}: reads {v!r}, the indices {indices[v]} makes: the quantizer gives "

@@ -220,6 +220,18 @@ def test_unsupported_operator_names_the_node():
         quantize(blob, _calib((1, 4)))
 
 
+def test_every_unsupported_operator_is_named_at_once():
+    """An export with several operators without a CVM form is refused once, naming each with its nodes (an LSTM
+    export was refused by its first Shape, one node a try)."""
+    nodes = [helper.make_node("Sigmoid", ["x"], ["a"], name="g0"), helper.make_node("Tanh", ["a"], ["b"], name="t0"),
+             *[helper.make_node("Sigmoid", [f"{u}"], [f"s{k}"], name=f"g{k}") for k, u in enumerate("bbbb", 1)],
+             helper.make_node("Relu", ["s4"], ["y"], name="r")]
+    with pytest.raises(CVMLogicError) as e:
+        quantize(_model(nodes, {}), _calib((1, 4)))
+    assert str(e.value).startswith("node 'g0' (Sigmoid): the operator has no CVM form in the quantizer")
+    assert "Sigmoid: 5 nodes ('g0', 'g1', 'g2', ...); Tanh: 1 node ('t0')" in str(e.value)
+
+
 def test_softmax_inside_the_model_is_refused():
     nodes = [helper.make_node("Softmax", ["x"], ["s"], name="attn", axis=-1),
              helper.make_node("Relu", ["s"], ["y"], name="r")]
