@@ -1,11 +1,15 @@
-"""What the fuzzing scripts of this folder share: whether atheris is here, and one libFuzzer campaign run in a child
-process (`SCRIPT --run ARGS... FLAGS... CORPUS`) with its summary line: executions, coverage, crashes."""
+"""What the fuzzing scripts of this folder share: whether atheris is here, one libFuzzer campaign run in a child
+process (`SCRIPT --run ARGS... FLAGS... CORPUS`) with its summary line: executions, coverage, crashes, and the
+scripts' command line (`main`: --target, --seconds, --work, --libfuzzer)."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
@@ -32,3 +36,23 @@ def campaign(what: str, script: str, args: list[str], work: Path, seconds: int, 
     if r.returncode != 0:
         print(r.stderr[-6000:])
     return r.returncode
+
+
+def main(doc: str, targets: Iterable[str], campaign: Callable[[str, int, Path, list[str]], int], name: str,
+         argv: list[str] | None = None) -> int:
+    """A fuzzing script's command line: `campaign(target, seconds, work, libfuzzer_flags)` for the target named (or
+    every one), in `--work` or a temporary folder; the statuses or-ed."""
+    targets = list(targets)
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--target", choices=[*targets, "all"], default="all")
+    p.add_argument("--seconds", type=int, default=60, help="how long to fuzz each target (default 60)")
+    p.add_argument("--work", help="the folder of the corpora and any crash (default: a temporary one)")
+    p.add_argument("--libfuzzer", nargs=argparse.REMAINDER, default=[], help="libFuzzer's flags, as they are")
+    a = p.parse_args(argv)
+    if not have_atheris(f"{name}{a.target}"):
+        return 0
+    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix=f"cvmc-fuzz-{name.replace(' ', '-')}"))
+    status = 0
+    for target in targets if a.target == "all" else [a.target]:
+        status |= campaign(target, a.seconds, work / target, a.libfuzzer)
+    return status

@@ -19,7 +19,6 @@ the instrumented cvmc modules and xDSL's parser) and crashes.
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import struct
@@ -174,21 +173,9 @@ def campaign(target: str, seconds: int, work: Path, extra: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--target", choices=[*TARGETS, "all"], default="all")
-    p.add_argument("--seconds", type=int, default=60, help="how long to fuzz each target (default 60)")
-    p.add_argument("--work", help="the folder of the corpora and any crash (default: a temporary one)")
-    p.add_argument("--libfuzzer", nargs=argparse.REMAINDER, default=[], help="libFuzzer's flags, as they are")
-    a = p.parse_args(argv)
-    from libfuzzer import have_atheris
+    import libfuzzer
 
-    if not have_atheris(a.target):
-        return 0
-    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="cvmc-fuzz-"))
-    status = 0
-    for target in TARGETS if a.target == "all" else [a.target]:
-        status |= campaign(target, a.seconds, work / target, a.libfuzzer)
-    return status
+    return libfuzzer.main(__doc__, TARGETS, campaign, "", argv)
 
 
 if __name__ == "__main__":
