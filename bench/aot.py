@@ -25,7 +25,7 @@ import tempfile
 import time
 
 import cvmc
-from cvmc.runtime import aot
+from cvmc.runtime.devices import aot
 
 ROOT = pathlib.Path(__file__).parent.parent
 BENCH = ROOT / "tests" / "data" / "cvm" / "model_bench_resnet_000"

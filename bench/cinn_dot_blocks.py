@@ -76,7 +76,7 @@ def main(jobs: int, repeat: int, blocks: list[tuple[int, int, int]], avx2: bool 
         emulate_avx2()
 
     from cvmc.passes.loops.cinn_dot import BLOCK
-    from cvmc.runtime.target import host_vector_bytes
+    from cvmc.runtime.driver.target import host_vector_bytes
 
     width = host_vector_bytes()
     limit = 2 * vnni_limit(1, kinds=fma_kind())["vfmadd231ps"]  # GFLOP/s: 2 flops a lane

@@ -414,7 +414,8 @@ def emulate_avx2() -> None:
     switch: its column keeps AVX-512. The same core, so a ranking, not a Zen 3's or a Haswell's times."""
     import tempfile
 
-    from cvmc.runtime import jit, llvm_compile, target
+    from cvmc.runtime.driver import target
+    from cvmc.runtime.engine import jit, llvm_compile
 
     # inductor's cache keys leave the capability out: a cache of its own, or it loads the AVX-512 kernels of a run
     # before (the chain ran in 0.22 ms, its AVX2 kernel in 0.40)

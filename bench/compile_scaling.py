@@ -91,7 +91,7 @@ def generate(kind: str, n: int) -> bytes:
 def compile_seconds(model_json: bytes, stage: str = "jit") -> tuple[float, float]:
     """Wall and CPU seconds to compile a model cold: load, lower and (`stage == "jit"`) optimize and JIT it;
     `"llvm"`: up to the LLVM IR text (no O3, no JIT)."""
-    from cvmc.runtime.graph import load_graph, write_params
+    from cvmc.runtime.frontend.graph import load_graph, write_params
 
     params = write_params({})
     wall, cpu = time.perf_counter(), time.process_time()
@@ -101,7 +101,7 @@ def compile_seconds(model_json: bytes, stage: str = "jit") -> tuple[float, float
         cvmc.load_model(model_json, params, device="cpu")
     else:
         from cvmc.passes.loops.target import DEFAULT
-        from cvmc.runtime.compile import llvm_kernels, lower
+        from cvmc.runtime.driver.compile import llvm_kernels, lower
 
         llvm_kernels(lower(load_graph(model_json, params), DEFAULT))
     return time.perf_counter() - wall, time.process_time() - cpu

@@ -85,8 +85,8 @@ def host() -> str:
                 break
     except OSError:
         pass
-    from cvmc.runtime.llvm_compile import host_target
-    from cvmc.runtime.target import host_isa
+    from cvmc.runtime.driver.target import host_isa
+    from cvmc.runtime.engine.llvm_compile import host_target
 
     return (f"{name} ({host_target()[1]}, cvmc tier {host_isa()}), {len(os.sched_getaffinity(0))} CPUs, load "
             f"{os.getloadavg()[0]:.1f}")
@@ -102,7 +102,7 @@ def _peers(work: pathlib.Path) -> dict[str, pathlib.Path]:
     sys.path.insert(0, str(ROOT / "bench"))
     import int8_peers
 
-    from cvmc.runtime.graph import load_graph
+    from cvmc.runtime.frontend.graph import load_graph
 
     graph = load_graph(BENCH / "model.json", BENCH / "params.bin")
     assert graph.input_id is not None
@@ -127,7 +127,7 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
     }
     skipped = []
     if shutil.which("gcc"):
-        from cvmc.runtime import aot
+        from cvmc.runtime.devices import aot
 
         os.environ["XDG_STATE_HOME"] = base["XDG_STATE_HOME"]
         aot.build_model((BENCH / "model.json").read_bytes(), (BENCH / "params.bin").read_bytes(), work / "store")

@@ -3,7 +3,7 @@
     python bench/gpu_estimate.py [MODEL_DIR] [--launches launches.json] [--repeat N]
 
 MODEL_DIR (default bench/resnet) holds model.json, params.bin, case.json and input_i32.bin. Without
-`--launches` the tool writes the model's sources with `cvmc.runtime.cuda.emit_sources` (what
+`--launches` the tool writes the model's sources with `cvmc.runtime.devices.cuda.emit_sources` (what
 `cvm-run --emit-source DIR` writes) and reads the `launches.json` there. It prints per launch the grid, the
 threads with work, the occupancy, the compute and memory bounds and the estimated time, then the model's
 estimated time against the cpu device's measured median.
@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.launches:
         launches_path = pathlib.Path(a.launches)
     else:
-        from cvmc.runtime.cuda import emit_sources
-        from cvmc.runtime.graph import load_graph
+        from cvmc.runtime.devices.cuda import emit_sources
+        from cvmc.runtime.frontend.graph import load_graph
 
         out = pathlib.Path(tempfile.mkdtemp(prefix="cvmc-gpu-estimate-"))
         graph = load_graph((model_dir / "model.json").read_bytes(), (model_dir / "params.bin").read_bytes())

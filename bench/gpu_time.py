@@ -54,8 +54,8 @@ def time_model(model_dir: pathlib.Path, runs: int, warmup: int) -> dict[str, Any
     import cvmc
     from cvmc.codegen.cuda import emit_cuda
     from cvmc.codegen.cuda_launch import kernel_specs
-    from cvmc.runtime.cuda import compile_graph, launch_descriptions, lower_graph
-    from cvmc.runtime.graph import load_graph
+    from cvmc.runtime.devices.cuda import compile_graph, launch_descriptions, lower_graph
+    from cvmc.runtime.frontend.graph import load_graph
 
     model_json = (model_dir / "model.json").read_bytes()
     params = (model_dir / "params.bin").read_bytes()

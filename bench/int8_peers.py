@@ -22,7 +22,7 @@ speed). At each thread count:
 - OpenVINO int8 (the QDQ model; optional: skipped when `openvino` is not installed);
 - cvm-runtime's CPU backend where `--time-model` (default `$CVMC_ORACLE_TIME_MODEL`, else
   /work/oracle/time_model) exists (its own medians, in the same run but not interleaved: it is another process).
-It prints cvmc's target (`runtime.target.detect_target`), medians, GMAC/s, each peer's time over cvmc's, and % of
+It prints cvmc's target (`runtime.driver.target.detect_target`), medians, GMAC/s, each peer's time over cvmc's, and % of
 the measured int8 limit (a microkernel of 16 independent multiply-add chains, JIT-compiled with llvmlite, on 1 and
 2 threads, best of 60 runs, for every tier the host has: `vpdpbusd` with AVX512-VNNI, AVX2's `vpmaddubsw` widened
 by `vpmaddwd`, exact as cvmc's AVX2 u8 x s8 kernel uses it), then per conv layer the kernel cvmc's plan gives it
@@ -52,8 +52,8 @@ from collections import Counter
 import numpy as np
 
 import cvmc
-from cvmc.runtime.graph import load_graph, write_params
-from cvmc.runtime.jit import compile_threads, host_target
+from cvmc.runtime.engine.jit import compile_threads, host_target
+from cvmc.runtime.frontend.graph import load_graph, write_params
 
 HERE = pathlib.Path(__file__).parent
 TIME_MODEL = os.environ.get("CVMC_ORACLE_TIME_MODEL", "/work/oracle/time_model")
@@ -92,7 +92,7 @@ _AVX2 = {  # no VNNI: u8 x s8 as cvmc's micro-kernel does it (vpmaddubsw, widene
 def fma_kind() -> dict[str, tuple[str, str, str, str, int]]:
     """The float limit the cinn path's Dot and convs are measured against (bench/cinn_dot_blocks.py): a fused
     multiply-add of f32 vectors a step (2 flops a lane), 16 lanes with AVX-512, else AVX2's 8 (12 chains)."""
-    from cvmc.runtime.target import host_vector_bytes
+    from cvmc.runtime.driver.target import host_vector_bytes
 
     lanes = host_vector_bytes() // 4
     v, name = f"<{lanes} x float>", f"v{lanes}f32"
@@ -102,7 +102,7 @@ def fma_kind() -> dict[str, tuple[str, str, str, str, int]]:
 
 def limit_kinds() -> dict[str, tuple[str, str, str, str, int]]:
     """The chains of every tier this host runs: AVX512-VNNI's (`vpdpbusd` first), then AVX2's (`vpmaddubsw`)."""
-    from cvmc.runtime.target import host_has
+    from cvmc.runtime.driver.target import host_has
 
     return {**(_AVX512 if host_has("avx512-vnni") else {}), **(_AVX2 if host_has("avx2") else {})}
 
@@ -362,7 +362,7 @@ def conv_kernels(graph, target) -> dict[str, tuple[str, str]]:
     the instruction of `limit_kinds` it is made of)."""
     from cvmc.passes.loops.ir import net_from_function
     from cvmc.passes.loops.plan import plan
-    from cvmc.runtime.cvm_ir import graph_to_module
+    from cvmc.runtime.frontend.cvm_ir import graph_to_module
 
     net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
     p = plan(net, target=target)
@@ -391,7 +391,7 @@ def layer_times(graph, rounds: int) -> dict[str, tuple[float, float, float]]:
     fused into the layer before), and of its convolution kernel alone (no relu, no pack of its input: in the model
     the layer before writes that packed input), then that kernel's best time: a peak, as the limit is."""
     from cvmc import CvmBuilder
-    from cvmc.runtime.cpu import compile_graph
+    from cvmc.runtime.devices.cpu import compile_graph
 
     os.environ["CVMC_THREADS"] = "1"
     users = _consumers(graph)
@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL: expected {convs} QLinearConv in onnxruntime's optimized model, got {ops['QLinearConv']}")
         return 1
 
-    from cvmc.runtime.known_answer import checked_jit_target
+    from cvmc.runtime.driver.known_answer import checked_jit_target
 
     target = checked_jit_target()
     print(f"cvmc's target on this host: {target} (cpu {host_target()[1]})")

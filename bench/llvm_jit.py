@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
-from cvmc.runtime.jit import JitEngine, compile_module
+from cvmc.runtime.engine.jit import JitEngine, compile_module
 
 OPS = ["addi", "subi", "muli", "divsi", "remsi", "maxsi", "minsi", "shrsi", "shli", "andi"]
 

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 import cvmc
-from cvmc.runtime.graph import load_graph, write_params
+from cvmc.runtime.frontend.graph import load_graph, write_params
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent

@@ -18,8 +18,8 @@ from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use
-    from cvmc.runtime.builder import CvmBuilder
-    from cvmc.runtime.cinn_builder import CinnBuilder
+    from cvmc.runtime.frontend.builder import CvmBuilder
+    from cvmc.runtime.frontend.cinn_builder import CinnBuilder
     from cvmc.runtime.model import Model, load_model
     from cvmc.runtime.quantize import Quantized, quantize
 
@@ -39,8 +39,8 @@ __all__ = [
 _LAZY = {
     "load_model": "cvmc.runtime.model",
     "Model": "cvmc.runtime.model",
-    "CvmBuilder": "cvmc.runtime.builder",
-    "CinnBuilder": "cvmc.runtime.cinn_builder",
+    "CvmBuilder": "cvmc.runtime.frontend.builder",
+    "CinnBuilder": "cvmc.runtime.frontend.cinn_builder",
     "quantize": "cvmc.runtime.quantize",
     "Quantized": "cvmc.runtime.quantize",
 }
@@ -55,7 +55,7 @@ def __getattr__(name: str):
     if name in ("examples", "aot"):  # cvmc.aot: the AOT store's Python door (cvmc.aot.load)
         import importlib
 
-        return importlib.import_module("cvmc.examples" if name == "examples" else "cvmc.runtime.aot_serve")
+        return importlib.import_module("cvmc.examples" if name == "examples" else "cvmc.runtime.devices.aot_serve")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'cvmc' has no attribute {name!r}")

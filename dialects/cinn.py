@@ -1,7 +1,7 @@
 """The `cinn` dialect: the primitives of Paddle CINN's CinnBuilder over static builtin tensors.
 
 Semantics follow the seed (`shared/seeds/002_ce203d434acaa3fc.txt`) and the decisions of `shared/spec/cinn.md`;
-the executable definition is `cvmc.runtime.cinn_reference`.
+the executable definition is `cvmc.runtime.references.cinn`.
 
 Element types: f32, f64, i8, i16, i32, i64 (signed, two's complement), ui8 (the builtin unsigned type: it is what
 makes Div, Mod, Compare, Max, Min and RightShift unsigned) and i1 (bool). Shapes are static.

@@ -400,7 +400,7 @@ UNMODELLED = "not modelled by cvmc"
 
 
 def verify(cond: bool, msg: str) -> None:
-    """cvm-runtime's VERIFY: a logic error. (The loader, runtime/graph.py, uses these three as well.)"""
+    """cvm-runtime's VERIFY: a logic error. (The loader, runtime/frontend/graph.py, uses these three as well.)"""
     if not cond:
         raise CVMLogicError(msg)
 

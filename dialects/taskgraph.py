@@ -1,7 +1,7 @@
 """The `taskgraph` dialect: Task IR, the dataflow graph of a brain-inspired many-core chip.
 
 A `taskgraph.graph` holds task blocks and the edges between them, as the `.task` files of
-openBII/BiMap do (see `cvmc.runtime.taskir_files` for the file side):
+openBII/BiMap do (see `cvmc.runtime.frontend.taskir_files` for the file side):
 
 - storage blocks (`si`, `sic`, `sic2d`, `sifc`, `sw`, `sw2d`, `swfc`, `sb`) hold or forward data,
 - compute blocks (`cadd`, `cavg`, `cvvh`, `cvm`, `cc`, `cc2d`, `cax`, `cvs`, `ccmpb`, `ccmps`, `clut`,

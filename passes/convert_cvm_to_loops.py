@@ -31,7 +31,7 @@ It becomes:
     }
 
 The kernels follow the loop level contract (`codegen/llvm.py` compiles them); the host `@main` is not a kernel
-(it calls them): the runtime (`cvmc.runtime.cpu.read_host`) reads it, allocates the arena once and calls the
+(it calls them): the runtime (`cvmc.runtime.devices.cpu.read_host`) reads it, allocates the arena once and calls the
 kernels in order.
 """
 

@@ -726,7 +726,7 @@ _HANDLERS: dict[str, _Handler] = {
 def convert_graph(module: ModuleOp | func.FuncOp) -> ModuleOp:
     """The Task IR of a CVM model: a verified module holding one `taskgraph.graph`.
 
-    `module` holds the model's function `@main` of cvm ops (as `cvmc.runtime.cvm_ir.graph_to_module` writes
+    `module` holds the model's function `@main` of cvm ops (as `cvmc.runtime.frontend.cvm_ir.graph_to_module` writes
     it), with static shapes and precisions. Raises CVMLogicError naming the first node no block can compute.
     """
     result = ModuleOp([_Converter().convert(_main(module))])

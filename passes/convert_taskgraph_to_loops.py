@@ -10,7 +10,7 @@ Every storage block (INPUT, OUTPUT and weights included) is one flat `memref<N x
 value in (y, x, f) row-major order; the caller keeps these between steps, fills INPUT arguments, reads OUTPUT
 ones and initializes the others from `taskgraph.init` (zeros without it). A `taskgraph.table` argument is a
 constant gather table for an edge whose rearranges are not affine. Compute blocks work in `memref.alloc`
-buffers. The kernel does what the reference executor (`cvmc.runtime.taskgraph_executor`) does, block by block
+buffers. The kernel does what the reference executor (`cvmc.runtime.references.taskgraph`) does, block by block
 in topological order, in i32 arithmetic that wraps (CLIF in i64, as it clamps before wrapping):
 
 - an edge copies, for each element of its destination box, the source element its rearranges pick (their

@@ -12,7 +12,7 @@ operands of conv2d and dense: `cvm_sched.pack`), `cvm-fuse` (the kernels, one ca
 `@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
 (what the `cuda` device runs). Each is built for a `loops.target.Target`: `cvm-to-loops{target=x86:avx2}`,
 recorded on the module as `cvmc.target`. `cinn-to-loops` (`-unfused`: one kernel per primitive) and
-`taskgraph-to-loops` are the other front ends' lowerings, which `runtime/compile.py` runs as it runs cvm's.
+`taskgraph-to-loops` are the other front ends' lowerings, which `runtime/driver/compile.py` runs as it runs cvm's.
 """
 
 from __future__ import annotations

@@ -29,16 +29,16 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
-from cvmc.runtime.compile import StageDump, dump_stages
-from cvmc.runtime.graph import Graph, load_graph
-from cvmc.runtime.threads import MAX_THREADS, default_threads, physical_cores
+from cvmc.runtime.driver.compile import StageDump, dump_stages
+from cvmc.runtime.engine.threads import MAX_THREADS, default_threads, physical_cores
+from cvmc.runtime.frontend.graph import Graph, load_graph
 
 __all__ = ["DEFAULT_DEVICE", "Model", "default_threads", "dump_stages", "load_model", "pack_outputs", "physical_cores"]
 
 if TYPE_CHECKING:
-    from cvmc.runtime.aot_serve import AotModel
-    from cvmc.runtime.folder import Quantization
-    from cvmc.runtime.host import HostProgram
+    from cvmc.runtime.devices.aot_serve import AotModel
+    from cvmc.runtime.driver.host import HostProgram
+    from cvmc.runtime.frontend.folder import Quantization
 
 log = logging.getLogger(__name__)
 
@@ -50,20 +50,20 @@ PlanCheck = Callable[["HostProgram"], None]
 
 
 def _reference(graph: Graph) -> Runner:
-    from cvmc.runtime.reference import run_graph
+    from cvmc.runtime.references.cvm import run_graph
 
     return lambda data: run_graph(graph, data)
 
 
 def _cpu(graph: Graph, check_plan: PlanCheck | None = None, threads: int | None = None,
          dump: StageDump | None = None) -> Runner:
-    from cvmc.runtime.cpu import compile_graph
+    from cvmc.runtime.devices.cpu import compile_graph
 
     return compile_graph(graph, threads=threads, check_plan=check_plan, dump=dump)
 
 
 def _cuda(graph: Graph, check_plan: PlanCheck | None = None, dump: StageDump | None = None) -> Runner:
-    from cvmc.runtime.cuda import compile_graph
+    from cvmc.runtime.devices.cuda import compile_graph
 
     return compile_graph(graph, check_plan=check_plan, dump=dump)
 
@@ -179,7 +179,7 @@ class Model:
             stages = StageDump(dump)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
-            from cvmc.runtime.reference import peak_bytes
+            from cvmc.runtime.references.cvm import peak_bytes
 
             self._check_memory(peak_bytes(graph), "the peak of live tensors and an operator's temporaries on the "
                                                   "reference device")
@@ -224,7 +224,7 @@ class Model:
         `params.bin`), which `__setstate__` reads and verifies again: nothing in a pickle is trusted."""
         import json
 
-        from cvmc.runtime.graph import graph_to_json, write_params
+        from cvmc.runtime.frontend.graph import graph_to_json, write_params
 
         files = (json.dumps(graph_to_json(self.graph), ensure_ascii=False).encode(), write_params(self.graph.params))
         return {"files": files, "device": self.device, "max_memory": self.max_memory, "threads": self.threads,
@@ -243,7 +243,7 @@ class Model:
         self.name = name if isinstance(name, str) else None
         facts = state.get("quantization")
         if facts is not None:  # checked again, as quantize.json is
-            from cvmc.runtime.folder import quantization_from
+            from cvmc.runtime.frontend.folder import quantization_from
 
             self.quantization = quantization_from(facts, "the pickle's quantization", self.input_shape,
                                                   self.input_precision, len(self.output_shapes))
@@ -255,7 +255,7 @@ class Model:
         engine = getattr(self._run, "engine", None)
         if self.device != "cpu" or program is None or engine is None or n <= 1:
             return [self._run]
-        from cvmc.runtime.cpu import CpuRunner
+        from cvmc.runtime.devices.cpu import CpuRunner
 
         while len(self._replicas) < n - 1:
             self._replicas.append(CpuRunner(program, engine, 1))
@@ -479,12 +479,12 @@ def load_model(graph_json: ModelSource, params: ModelSource | None = None, devic
     `threads` (cpu): default `$CVMC_THREADS`, else the physical cores, at most the CPUs this process may use
     (`threads.default_threads`). `dump=DIR` writes every stage of the compilation into DIR (see `dump_stages`)."""
     if store is not None:  # served by the AOT library from the store: nothing is compiled, nor imported for it
-        from cvmc.runtime.aot_serve import load
+        from cvmc.runtime.devices.aot_serve import load
 
         return load(graph_json, params, store=store)
     folder, scales = None, None
     if params is None:
-        from cvmc.runtime.folder import is_folder, model_files
+        from cvmc.runtime.frontend.folder import is_folder, model_files
 
         if not is_folder(graph_json):
             raise CVMLogicError(f"expected a model folder (model.json, params.bin) or two files, got "
@@ -500,7 +500,7 @@ def load_model(graph_json: ModelSource, params: ModelSource | None = None, devic
     except MemoryError:
         raise CVMRuntimeError("out of memory reading the model files") from None
     except CVMError as e:  # the runtime's class, with the files named when they came in the wrong order
-        from cvmc.runtime.folder import swapped
+        from cvmc.runtime.frontend.folder import swapped
 
         if swapped(graph_json, params):
             raise type(e)(f"{e} (the files are swapped: load_model({_named(graph_json)}, {_named(params)}) takes "
@@ -516,7 +516,7 @@ def load_model(graph_json: ModelSource, params: ModelSource | None = None, devic
     if folder is not None:
         model.name = folder
     if scales is not None:
-        from cvmc.runtime.folder import read_quantization
+        from cvmc.runtime.frontend.folder import read_quantization
 
         model.quantization = read_quantization(scales, model.input_shape, model.input_precision,
                                                len(model.output_shapes))

@@ -35,8 +35,8 @@ def pytest_terminal_summary(terminalreporter):
     """Which CPU kernel tiers this run covered: those the host runs natively (their tests run with the
     instructions), the emulated ones (portable lowering, every host), and those it cannot run (skipped)."""
     from cvmc.passes.loops.target import ISAS
-    from cvmc.runtime.jit import host_target
-    from cvmc.runtime.target import detect_target, host_has
+    from cvmc.runtime.driver.target import detect_target, host_has
+    from cvmc.runtime.engine.jit import host_target
 
     native = [isa for isa in ISAS if host_has(isa)]
     lacking = [isa for isa in ISAS if not host_has(isa)]

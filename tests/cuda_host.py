@@ -4,7 +4,7 @@ The source of `cvmc.codegen.cuda` is compiled by the host C++ compiler after a s
 defines what CUDA provides (`__global__`, `blockIdx`, the `__fadd_rn` / `__float2int_rz` / `__clz` intrinsics,
 with the device's semantics), under UndefinedBehaviorSanitizer: a kernel that reached C++ undefined behaviour
 prints `runtime error:` on stderr (tests read it with `capfd`). `HostDevice` is a stand-in for
-`cvmc.runtime.cuda.CudaDevice`: memory is host memory, a launch runs every thread of a small grid in turn.
+`cvmc.runtime.devices.cuda.CudaDevice`: memory is host memory, a launch runs every thread of a small grid in turn.
 Kernels that share nothing between threads run one thread after another, which computes what the GPU does.
 
 A source that calls `__syncthreads()` runs each block cooperatively: every thread of the block is a coroutine
@@ -228,7 +228,7 @@ def emulated_config(threads: int) -> tuple[int, int]:
 
 
 class HostDevice:
-    """A stand-in for `cvmc.runtime.cuda.CudaDevice` that runs kernels on the CPU (see the module docstring)."""
+    """A stand-in for `cvmc.runtime.devices.cuda.CudaDevice` that runs kernels on the CPU (see the module docstring)."""
 
     name = "host emulation"
     multiprocessors = 1
@@ -286,7 +286,7 @@ ARCH = "sm_90"
 
 def _nvrtc_works() -> bool:
     try:
-        from cvmc.runtime.cuda import nvrtc_version
+        from cvmc.runtime.devices.cuda import nvrtc_version
 
         nvrtc_version()
         return True
@@ -307,7 +307,7 @@ def compile_for_device(source: str, directory: Path | None = None) -> bytes:
     """`source` compiled to a cubin for `ARCH`, as the runtime compiles it (raises AssertionError with the log)."""
     how, why = device_compiler()
     if how == "nvrtc":
-        from cvmc.runtime.cuda import NVRTC_OPTIONS, nvrtc_compile
+        from cvmc.runtime.devices.cuda import NVRTC_OPTIONS, nvrtc_compile
 
         return nvrtc_compile(source, [f"--gpu-architecture={ARCH}", *NVRTC_OPTIONS])
     assert how == "nvcc", why

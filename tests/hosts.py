@@ -6,7 +6,7 @@ real CPU cleared before and after, so that nothing leaks into a test or out of i
         host.set("avx512-vnni")  # or a host of one's own: host.set({"avx2", "avx512vnni"}, amx=False)
         assert detect_target().isa == "avx512-vnni"
 
-Only the answers of `cvmc.runtime.target` are faked: LLVM still compiles for the real CPU
+Only the answers of `cvmc.runtime.driver.target` are faked: LLVM still compiles for the real CPU
 (`llvm_compile.host_target`), and a kernel runs on it. Under a simulated host, code of a tier the real CPU lacks
 is never run: `missing_tier` skips the test instead (the real CPU would fault), so a test that builds and runs
 the host's tier runs on the hosts this CPU can stand for and skips on the others.
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import pytest
 
 from cvmc.passes.loops.target import ISAS
-from cvmc.runtime import target
+from cvmc.runtime.driver import target
 
 # The features (LLVM's names) of each simulated host, lowest first; each holds the ones below it.
 _GENERIC = frozenset({"sse2", "sse4.1", "sse4.2", "popcnt"})
@@ -36,7 +36,7 @@ _REAL_GRANTED = target.amx_granted
 
 
 def clear_cached_answers() -> None:
-    """Forget every answer about the real CPU that `cvmc.runtime.target` keeps for the process."""
+    """Forget every answer about the real CPU that `cvmc.runtime.driver.target` keeps for the process."""
     _REAL_FEATURES.cache_clear()
     _REAL_GRANTED.cache_clear()
 

@@ -12,7 +12,7 @@ the streams: results on stdout, everything else (errors, reports such as --stats
 
 A reader that closes the output early (`cvm-run ... | head`) ends the tool quietly with 141, as SIGPIPE ends a
 C tool; a closed stdout (`>&-`) is /dev/null; input nested too deeply or not UTF-8 is a runtime error, never an
-"internal error". Files are read through `cvmc.runtime.files` (bounded, FIFOs opened without blocking).
+"internal error". Files are read through `cvmc.runtime.frontend.files` (bounded, FIFOs opened without blocking).
 """
 
 from __future__ import annotations

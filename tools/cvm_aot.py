@@ -14,7 +14,7 @@ loading it through the library gives the runtime's status. Either way the entry 
 files' bytes and the target (a store holds one entry per target), and a second entry, named by the graph's hash,
 answers `CVMAPIGetGasFromGraphFile`. Each written entry is printed. `lib` compiles the library with the system's cc; a
 program linked with it, run with `CVMC_AOT_STORE=DIR`, runs the stored models without Python
-(`cvmc.runtime.aot` has the details).
+(`cvmc.runtime.devices.aot` has the details).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(a: argparse.Namespace) -> int:
-    from cvmc.runtime.aot import TARGET_NAMES, build_model
-    from cvmc.runtime.folder import model_files
-    from cvmc.runtime.graph import read_source
+    from cvmc.runtime.devices.aot import TARGET_NAMES, build_model
+    from cvmc.runtime.frontend.folder import model_files
+    from cvmc.runtime.frontend.graph import read_source
     from cvmc.tools.cvm_run import model_arguments
 
     model_arguments(a, "cvm-aot build")  # a folder; swapped files are refused, never stored as a rejection
@@ -70,8 +70,8 @@ def _build(a: argparse.Namespace) -> int:
 def _lib(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from cvmc.runtime import files
-    from cvmc.runtime.aot import CAPI, write_library, write_output
+    from cvmc.runtime.devices.aot import CAPI, write_library, write_output
+    from cvmc.runtime.frontend import files
 
     if a.header:  # a header that could not be written is refused before the library is built
         try:

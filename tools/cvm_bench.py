@@ -81,8 +81,8 @@ def _inputs(model, n: int, path: str | None) -> np.ndarray:
 def measure(a: argparse.Namespace) -> dict[str, object]:
     """One setting: load (cold), the first run, warm latency, throughput."""
     from cvmc.dialects.cvm_rules import MAX_MEMORY
+    from cvmc.runtime.driver.target import detect_target
     from cvmc.runtime.model import DEFAULT_DEVICE, accepts_shape, load_model
-    from cvmc.runtime.target import detect_target
 
     device = a.device or DEFAULT_DEVICE
     t0 = time.perf_counter()

@@ -3,7 +3,7 @@
     cvm-cache info       # the folder, its entries and bytes, the size bound, the key's folder
     cvm-cache clear      # delete every entry (the secret key stays)
 
-The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc` (see `cvmc.runtime.cache`).
+The folder is `$CVMC_CACHE_DIR`, else `$XDG_CACHE_HOME/cvmc`, else `~/.cache/cvmc` (see `cvmc.runtime.engine.cache`).
 Exit status: 0; 1 when the folder cannot be used (not this user's alone, or no folder can be named): `clear`
 then touches nothing, and `cvm-cache: CVMLogicError: ...` says why; 64 on a usage error; 141 when the reader closes
 the output pipe (`cvm-cache info | head -0`).
@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from cvmc.errors import CVMLogicError
-from cvmc.runtime.cache import Cache, default_dir, key_dir, max_bytes, trust_problem
+from cvmc.runtime.engine.cache import Cache, default_dir, key_dir, max_bytes, trust_problem
 from cvmc.tools import cli
 
 

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"input_scale {q.input_scale!r} (int{q.input_precision}), output_scales {q.output_scales}")
         print(f"wrote {folder / 'model.json'}, {folder / 'params.bin'}, {folder / 'quantize.json'}")
         if a.report:
-            from cvmc.runtime.files import write_file
+            from cvmc.runtime.frontend.files import write_file
 
             write_file(a.report, text + "\n", "the report")
         return 0

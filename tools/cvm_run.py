@@ -58,7 +58,7 @@ def memory_size(text: str) -> int:
 
 
 def _threads(text: str) -> int:
-    from cvmc.runtime.cpu import MAX_THREADS
+    from cvmc.runtime.devices.cpu import MAX_THREADS
 
     if not text.isdecimal() or not 1 <= int(text) <= MAX_THREADS:
         raise argparse.ArgumentTypeError(f"expected an integer in [1, {MAX_THREADS}], got {text!r}")
@@ -68,14 +68,14 @@ def _threads(text: str) -> int:
 def _emit_source(a: argparse.Namespace) -> int:
     """What the chosen device compiles: the LLVM IR of the kernels (cpu) or the CUDA source (cuda)."""
 
-    from cvmc.runtime.graph import load_graph
+    from cvmc.runtime.frontend.graph import load_graph
     from cvmc.runtime.model import DEFAULT_DEVICE
 
     graph = load_graph(a.graph, a.params)
     device = a.device or DEFAULT_DEVICE
     if device not in ("cpu", "cuda"):
         raise cli.UsageError("the reference device compiles nothing: --emit-source takes --device cpu or cuda")
-    from cvmc.runtime.compile import emit_sources
+    from cvmc.runtime.driver.compile import emit_sources
 
     paths = emit_sources(graph, a.emit_source, device)  # as the device compiles it (cpu: for this host)
     for path in paths:
@@ -110,7 +110,7 @@ def read_batch(path: str) -> np.ndarray:
 def write_heads(path: str, outs: list[np.ndarray]) -> str:
     """The heads to `path` exactly as named (np.save would add `.npy` to `scores.bin`): one head as .npy, several
     as an .npz of head0, head1, ...; the path written."""
-    from cvmc.runtime.files import writing
+    from cvmc.runtime.frontend.files import writing
 
     with writing(path, "the outputs") as f:  # cvmc's one writer: no link followed, put in place when complete
         if len(outs) == 1:
@@ -217,8 +217,8 @@ def _run_aot(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """One input (the API's bytes) through the C-API library `--aot-lib` over the store of `--aot-store`."""
     import ctypes
 
-    from cvmc.runtime.files import read_bounded
-    from cvmc.runtime.graph import read_source
+    from cvmc.runtime.frontend.files import read_bounded
+    from cvmc.runtime.frontend.graph import read_source
 
     if a.raw or a.batch or a.dump or a.emit_source or a.device not in (None, "cpu") or a.threads is not None \
             or a.max_memory is not None:
@@ -271,7 +271,7 @@ def _write(a: argparse.Namespace, out: bytes, width: int) -> None:
     """The output bytes to `-o` (`files.write_file`), else their values one a line (int8 or int32 little-endian by
     `width`)."""
     if a.output:
-        from cvmc.runtime.files import write_file
+        from cvmc.runtime.frontend.files import write_file
 
         write_file(a.output, out, "the output")
     else:
@@ -283,7 +283,7 @@ def _write(a: argparse.Namespace, out: bytes, width: int) -> None:
 def model_arguments(a: argparse.Namespace, tool: str) -> None:
     """MODEL as a folder or as two files: after a folder the next positional is the input; two files in the wrong
     order are a usage error (they would be read, and refused, as the other file)."""
-    from cvmc.runtime.folder import is_folder, model_files, swapped
+    from cvmc.runtime.frontend.folder import is_folder, model_files, swapped
 
     if is_folder(a.graph):
         if getattr(a, "input", None) is not None:
@@ -301,7 +301,7 @@ def model_arguments(a: argparse.Namespace, tool: str) -> None:
 def warn_threads(threads: int | None, tool: str) -> None:
     """An explicit thread count above the CPUs this process may use is taken as asked, with a warning: the extra
     threads wait for each other (--threads 8 on 2 CPUs ran the digits batch at 21k/s against 50k/s with 2)."""
-    from cvmc.runtime.threads import usable_cpus
+    from cvmc.runtime.engine.threads import usable_cpus
 
     cpus = len(usable_cpus())
     if threads is not None and threads > cpus:
@@ -310,7 +310,7 @@ def warn_threads(threads: int | None, tool: str) -> None:
 
 
 def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from cvmc.runtime.folder import model_files
+    from cvmc.runtime.frontend.folder import model_files
 
     model_arguments(a, "cvm-run")
     if a.aot_lib:
@@ -318,7 +318,7 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             a.graph, a.params, _ = model_files(a.graph)
         return _run_aot(a, parser)
     from cvmc.dialects.cvm_rules import MAX_MEMORY
-    from cvmc.runtime.files import read_bounded
+    from cvmc.runtime.frontend.files import read_bounded
     from cvmc.runtime.model import DEFAULT_DEVICE, load_model
 
     if a.emit_source:

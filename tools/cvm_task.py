@@ -28,7 +28,7 @@ from cvmc.tools import cli
 
 def load_graph_module(path: str):
     """A verified module holding the graph of a `.task`, `.task.txt` or `.mlir` file."""
-    from cvmc.runtime.taskir_files import import_task, verify_graph
+    from cvmc.runtime.frontend.taskir_files import import_task, verify_graph
 
     if not path.endswith(".mlir"):
         return import_task(path)
@@ -38,7 +38,7 @@ def load_graph_module(path: str):
     from xdsl.utils.exceptions import ParseError, VerifyException
 
     from cvmc.dialects.taskgraph import TaskGraph
-    from cvmc.runtime.files import read_text
+    from cvmc.runtime.frontend.files import read_text
 
     ctx = Context()
     ctx.load_dialect(Builtin)
@@ -57,7 +57,7 @@ def load_graph_module(path: str):
 
 def read_input(path: str, limit: int) -> np.ndarray:
     """The int32 values of an input file, at most `limit` bytes of it."""
-    from cvmc.runtime.files import read_bounded
+    from cvmc.runtime.frontend.files import read_bounded
 
     data = read_bounded(path, "input", limit, f"the graph's frames for these steps hold {limit} bytes")
     if len(data) % 4:
@@ -68,8 +68,8 @@ def read_input(path: str, limit: int) -> np.ndarray:
 def run(args: argparse.Namespace) -> Iterator[dict[int, np.ndarray]]:
     """The outputs of each step, as each step ends."""
     from cvmc.dialects.taskgraph import OutputOp
-    from cvmc.runtime.taskgraph_executor import TaskGraphExecutor, frame_values, input_frames
-    from cvmc.runtime.taskir_files import find_graph
+    from cvmc.runtime.frontend.taskir_files import find_graph
+    from cvmc.runtime.references.taskgraph import TaskGraphExecutor, frame_values, input_frames
 
     module = load_graph_module(args.graph)
     graph = find_graph(module)
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> Iterator[dict[int, np.ndarray]]:
     flat = read_input(args.input, limit) if args.input is not None else np.zeros(0, dtype=np.int32)
     frames = input_frames(graph, flat, args.steps)
     if args.device == "cpu":
-        from cvmc.runtime.taskgraph_jit import TaskGraphJit
+        from cvmc.runtime.devices.taskgraph_jit import TaskGraphJit
 
         return TaskGraphJit(module).iter_steps(args.steps, frames)
     return TaskGraphExecutor(graph).iter_steps(args.steps, frames)

@@ -43,7 +43,7 @@ def _context() -> Context:
 def _read_module(path: str) -> ModuleOp:
     from xdsl.parser import Parser
 
-    from cvmc.runtime.files import read_text
+    from cvmc.runtime.frontend.files import read_text
 
     text = read_text(path, "IR file")
     cli.linear_mlir_lexer()
@@ -70,7 +70,7 @@ def _write_module(module: ModuleOp, output: str | None) -> None:
     if output is None:
         emit(sys.stdout)
     else:
-        from cvmc.runtime.files import writing_text
+        from cvmc.runtime.frontend.files import writing_text
 
         with writing_text(output, "the output") as f:
             emit(f)
@@ -78,21 +78,21 @@ def _write_module(module: ModuleOp, output: str | None) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.import_cvm:
-        from cvmc.runtime.cvm_ir import graph_to_module
-        from cvmc.runtime.graph import load_graph
+        from cvmc.runtime.frontend.cvm_ir import graph_to_module
+        from cvmc.runtime.frontend.graph import load_graph
 
         _write_module(graph_to_module(load_graph(*_model_files(args.import_cvm))), args.output)
     elif args.export_cvm:
-        from cvmc.runtime.cvm_ir import module_to_graph
-        from cvmc.runtime.graph import save_graph
+        from cvmc.runtime.frontend.cvm_ir import module_to_graph
+        from cvmc.runtime.frontend.graph import save_graph
 
         save_graph(module_to_graph(_read_module(args.export_cvm)), args.output)
     elif args.import_task:
-        from cvmc.runtime.taskir_files import import_task
+        from cvmc.runtime.frontend.taskir_files import import_task
 
         _write_module(import_task(args.import_task), args.output)
     else:
-        from cvmc.runtime.taskir_files import export_task
+        from cvmc.runtime.frontend.taskir_files import export_task
 
         export_task(_read_module(args.export_task), args.output)
     return 0
@@ -102,7 +102,7 @@ def _model_files(given: list[str]) -> tuple[str, str]:
     """--import-cvm's model: a folder (its model.json and params.bin) or the two files, in order."""
     import argparse
 
-    from cvmc.runtime.folder import model_files
+    from cvmc.runtime.frontend.folder import model_files
     from cvmc.tools.cvm_run import model_arguments
 
     a = argparse.Namespace(graph=given[0], params=given[1] if len(given) > 1 else None)

@@ -31,10 +31,10 @@ import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError
-from cvmc.runtime.builder import CvmBuilder, Tensor
-from cvmc.runtime.graph import Graph, save_graph
+from cvmc.runtime.frontend.builder import CvmBuilder, Tensor
+from cvmc.runtime.frontend.graph import Graph, save_graph
 from cvmc.runtime.model import Model
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.references.cvm import run_graph
 
 MAX_ELEMENTS = 4096
 BOUND_PRECISIONS = (1, 2, 8, 16, 17, 31, 32)  # the rules' limits, the int16 path's bound and its neighbours
@@ -389,7 +389,7 @@ def _plant(path: str, attack: str, rng: np.random.Generator, other: bytes) -> No
     """Replace the cache entry at `path` the way `attack` says (`other`: a valid entry of another graph)."""
     import hashlib
 
-    from cvmc.runtime.store import HEADER_BYTES, seal
+    from cvmc.runtime.engine.store import HEADER_BYTES, seal
 
     with open(path, "rb") as f:
         good = f.read()
@@ -429,8 +429,8 @@ def check_cache_attack(graph: Graph, data: np.ndarray, attack: str, rng: np.rand
     """Compile `graph` on the cpu (its object lands in the cache), replace the entry by `attack`, compile again:
     the second compile must refuse the entry (no cache hit) and agree with the reference. Returns (what went
     wrong or None, the graph's valid entry, for the next graph's "another graph's entry")."""
-    from cvmc.runtime.cache import default_dir
-    from cvmc.runtime.cpu import compile_graph
+    from cvmc.runtime.devices.cpu import compile_graph
+    from cvmc.runtime.engine.cache import default_dir
 
     folder = default_dir()
     assert folder is not None

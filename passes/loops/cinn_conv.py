@@ -6,7 +6,7 @@ stack slots index differently), so they give the same bits.
 
 The input rows a tap reads are first copied into a zero-padded row buffer (a stack slot), so every tap runs over
 the whole output row: taps outside the input contribute x_padded * w = 0 * w, as in the reference
-(`cvmc.runtime.cinn_reference.conv`, which zero-pads), instead of being skipped. That changes only the sign of an
+(`cvmc.runtime.references.cinn.conv`, which zero-pads), instead of being skipped. That changes only the sign of an
 all-zero sum (+0 + -0) and gives NaN where an out-of-range tap meets an infinite or NaN weight (as the
 reference does). Each product is added by one fused multiply-add (`Scalar.madd`: one rounding a step instead of
 two, each step at least as accurate as mul-then-add, so each order's bound below holds as for mul-then-add); the

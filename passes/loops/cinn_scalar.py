@@ -1,7 +1,7 @@
 """Scalar arithmetic of the cinn path: the loop-level ops of one cinn element type (`Scalar`), the scalar of each
 unary and binary primitive (`unary`, `BINARY`), and the vectorizable f32 exp (`exp_f32`). Used by
 `cvmc.passes.convert_cinn_to_loops`, which builds the kernels around them; the arithmetic is that of
-`cvmc.runtime.cinn_reference`."""
+`cvmc.runtime.references.cinn`."""
 
 from __future__ import annotations
 

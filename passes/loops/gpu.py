@@ -1,7 +1,7 @@
 """The GPU schedule of conv2d, dense and their packing: loop-level kernels for the CUDA printer (issue 15).
 
 Built instead of the CPU's kernels of these groups when lowering for a GPU target (`loops.target.Target.gpu`) (what
-`cvmc.runtime.cuda` does); every other group is built as for the CPU (elementwise ops, pooling, reductions and
+`cvmc.runtime.devices.cuda` does); every other group is built as for the CPU (elementwise ops, pooling, reductions and
 the like are already one `scf.parallel` over their output, one GPU thread per output element; get_valid_counts
 and non_max_suppression stay one thread, exact).
 

@@ -1,4 +1,4 @@
-"""The loop nests of the 37 CVM operators, bit for bit the reference interpreter (`cvmc.runtime.reference`).
+"""The loop nests of the 37 CVM operators, bit for bit the reference interpreter (`cvmc.runtime.references.cvm`).
 
 Four kinds of lowering:
 - elementwise ops are scalar functions (`scalar`) of i32 values: a kernel applies them inside one loop nest, and

@@ -25,7 +25,7 @@ On a module the target is the attribute `cvmc.target = #cvmc.target<...>` (`dial
 verifier is the one rule of a target's fields, `dialects.cvmc.target_error`); the passes of `cvm-to-loops` read it
 there (`module_target`), their option `target` (the printed form) sets it, and without either they build for
 `DEFAULT`, which depends on no machine. Host detection and the `CVMC_*` overrides live in one place,
-`cvmc.runtime.target.detect_target`.
+`cvmc.runtime.driver.target.detect_target`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from cvmc.runtime.quantize.inputs import DEFAULT_MAX_MEMORY, Budget, read_array
 from cvmc.runtime.quantize.report import LayerReport, Report, sqnr_db, top1
 
 if TYPE_CHECKING:
-    from cvmc.runtime.graph import Graph
+    from cvmc.runtime.frontend.graph import Graph
     from cvmc.runtime.model import Model
 
 __all__ = ["DEFAULT_MAX_MEMORY", "METHODS", "Quantized", "quantize"]
@@ -87,11 +87,11 @@ class Quantized:
 
     def save(self, directory: str | os.PathLike[str]) -> pathlib.Path:
         """DIR/model.json and DIR/params.bin (cvm-runtime's format) and DIR/quantize.json."""
-        from cvmc.runtime.graph import save_graph
+        from cvmc.runtime.frontend.graph import save_graph
 
         d = pathlib.Path(directory)
         save_graph(self.graph, d)
-        from cvmc.runtime.files import write_file
+        from cvmc.runtime.frontend.files import write_file
 
         write_file(d / "quantize.json", json.dumps(self.facts(), indent=1) + "\n", "the quantization facts")
         return d

@@ -6,8 +6,8 @@ bytes, its initializers and their external data) and the calibration, test and l
     w = tensor_array(proto.graph.initializer[0], "initializer 'w'", base, budget, {})
     x = read_array("calib.npz", "the calibration data", budget, key="x")
 
-Every file goes through `cvmc.runtime.files.read_bounded` (a FIFO refused instead of blocking, sizes capped by the
-budget, `/dev/zero` refused). An initializer's external data is read by its `location`, `offset` and `length`
+Every file goes through `cvmc.runtime.frontend.files.read_bounded` (a FIFO refused instead of blocking, sizes capped by
+the budget, `/dev/zero` refused). An initializer's external data is read by its `location`, `offset` and `length`
 from the model file's folder only (never the working directory): refused when the model comes as bytes or a
 ModelProto, and for a location that is absolute, climbs out with `..`, or passes through a link; its bytes are
 bounds-checked against the file's size. A tensor's declared dims are checked against its data and the budget
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.files import read_bounded
+from cvmc.runtime.frontend.files import read_bounded
 
 # The quantizer's default memory budget (bytes): declared shapes, constant folding and the float model's values
 # on the calibration data are checked against it before they are allocated (`max_memory` / --max-memory).

@@ -1,5 +1,5 @@
 """Launch descriptions of the CUDA path: the multiply-adds a kernel performs (`cvmc.codegen.cuda_launch.kernel_macs`),
-`launches.json` (`cvmc.runtime.cuda.emit_sources`) over the corpus, and the paper estimate of
+`launches.json` (`cvmc.runtime.devices.cuda.emit_sources`) over the corpus, and the paper estimate of
 bench/gpu_estimate.py built on them."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from conftest import case_params, corpus_cases
 from cvmc.codegen.cuda import body_symbol
 from cvmc.codegen.cuda_launch import kernel_loads, kernel_macs
 from cvmc.codegen.llvm import parse_loop_level
-from cvmc.runtime import cuda as rc
-from cvmc.runtime.graph import load_graph
+from cvmc.runtime.devices import cuda as rc
+from cvmc.runtime.frontend.graph import load_graph
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 
 from cvmc.codegen.llvm import KernelArg, emit_llvm, kernel_specs, parse_loop_level
 from cvmc.errors import CVMRuntimeError
-from cvmc.runtime.jit import compile_module, optimized_ir
+from cvmc.runtime.engine.jit import compile_module, optimized_ir
 
 NP = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "f32": np.float32,
       "f64": np.float64}  # fmt: skip

@@ -46,7 +46,7 @@ sys.path.insert(0, str(HERE))
 from audit import classify  # noqa: E402
 
 from cvmc.dialects import cvm_rules as rules  # noqa: E402
-from cvmc.runtime.graph import Graph, Node, graph_to_json, write_params  # noqa: E402
+from cvmc.runtime.frontend.graph import Graph, Node, graph_to_json, write_params  # noqa: E402
 
 OUT = HERE.parent / "data" / "consensus" / "grid.jsonl.gz"
 Shape = tuple[int, ...]

@@ -2,8 +2,8 @@
 
 `mutate(case, seed)` turns a valid corpus case into (model.json bytes, params.bin bytes, kind), the same bytes for
 the same seed on every machine (random.Random with an integer seed). The targeted mutations aim at the decisions of
-cvm-runtime's load path (runtime/graph.py lists them): JSON text the runtime's reader treats its own way, unknown
-and duplicate keys, both file versions, storage plans, params files, heads, postprocess, aliases, precisions.
+cvm-runtime's load path (runtime/frontend/graph.py lists them): JSON text the runtime's reader treats its own way,
+unknown and duplicate keys, both file versions, storage plans, params files, heads, postprocess, aliases, precisions.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def _build(work: Path) -> Path:
     sys.path.insert(0, str(TESTS))
     from conftest import CVM_CORPUS, case_params
 
-    from cvmc.runtime import aot
+    from cvmc.runtime.devices import aot
 
     os.environ["XDG_STATE_HOME"] = str(work / "state")
     for name in CASES:

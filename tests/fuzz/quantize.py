@@ -238,7 +238,7 @@ def fuzz(target: str, argv: list[str]) -> None:
         for name in ("cvmc.runtime.quantize", "cvmc.runtime.quantize.inputs", "cvmc.runtime.quantize.onnx_graph",
                      "cvmc.runtime.quantize.onnx_spec", "cvmc.runtime.quantize.emit"):
             importlib.import_module(name)
-    from cvmc.runtime import files
+    from cvmc.runtime.frontend import files
 
     files.FIFO_WAIT_SECONDS = 0.1
     atheris.Setup([sys.argv[0], *argv], lambda data: one_input(target, data))

@@ -49,7 +49,7 @@ def _model_seeds() -> list[bytes]:
 
 
 def _task_seeds() -> list[bytes]:
-    from cvmc.runtime.taskir_files import load_message
+    from cvmc.runtime.frontend.taskir_files import load_message
 
     out = []
     for path in sorted((TESTS / "data" / "taskir").rglob("*.task.txt")):
@@ -79,7 +79,7 @@ def _npy_seeds() -> list[bytes]:
 
 
 def _model(data: bytes) -> None:
-    from cvmc.runtime import graph
+    from cvmc.runtime.frontend import graph
 
     mode, body = data[0] % 3, data[1:]
     if mode == 0:
@@ -99,7 +99,7 @@ def _scratch(name: str, data: bytes) -> Path:
 
 
 def _task(data: bytes) -> None:
-    from cvmc.runtime.taskir_files import import_task
+    from cvmc.runtime.frontend.taskir_files import import_task
 
     import_task(_scratch("input.task.txt" if data[0] % 2 == 0 else "input.task", data[1:]))
 
@@ -128,8 +128,8 @@ def _npy(data: bytes) -> None:
 
 
 TARGETS: dict[str, tuple[Callable[[], list[bytes]], Callable[[bytes], None], list[str]]] = {
-    "model": (_model_seeds, _model, ["cvmc.runtime.graph", "cvmc.dialects.cvm_rules"]),
-    "task": (_task_seeds, _task, ["cvmc.runtime.taskir_files", "cvmc.dialects.taskgraph", "google.protobuf"]),
+    "model": (_model_seeds, _model, ["cvmc.runtime.frontend.graph", "cvmc.dialects.cvm_rules"]),
+    "task": (_task_seeds, _task, ["cvmc.runtime.frontend.taskir_files", "cvmc.dialects.taskgraph", "google.protobuf"]),
     "mlir": (_mlir_seeds, _mlir, ["cvmc.dialects", "xdsl.parser", "xdsl.utils.lexer"]),
     "npy": (_npy_seeds, _npy, ["cvmc.tools.cvm_run", "numpy.lib.format"]),
 }

@@ -112,7 +112,7 @@ def test_a_cheap_op_of_several_readers_is_recomputed_in_each():
         ("cinn.reduce", ["cinn.mul", "cinn.sub"]), ("cinn.add", ["cinn.exp", "cinn.mul", "cinn.sub"])
     ]
 
-    pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+    pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
     import numpy as np
 
     from cvmc import CinnBuilder
@@ -146,12 +146,12 @@ def _chain(b, x, length):
 
 
 def test_an_element_wise_chain_with_values_of_several_readers_is_one_vectorized_kernel():
-    pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+    pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
     import numpy as np
 
     from cvmc import CinnBuilder
     from cvmc.codegen.llvm import emit_llvm
-    from cvmc.runtime.jit import optimized_ir
+    from cvmc.runtime.engine.jit import optimized_ir
 
     b = CinnBuilder("chain")
     x = b.create_input("float32", [1000], "x")
@@ -180,7 +180,7 @@ def test_an_element_wise_chain_with_values_of_several_readers_is_one_vectorized_
 def test_a_diamond_chain_of_depth_30_is_one_kernel_of_linear_size():
     """y_{i+1} = (y_i * c) + (y_i - c): every y_i has two readers, so walking the operands as a tree would take
     2^30 steps; the plan and the kernel hold each op once."""
-    pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+    pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
     import numpy as np
 
     from cvmc import CinnBuilder
@@ -228,7 +228,7 @@ def test_a_value_read_by_a_reduce_and_an_element_wise_op_of_other_groups_stays_s
     (CHAIN_ELEMENTS, LONG_CHAIN_OPS - 1, CHAINS),  # one op under it
 ])
 def test_a_long_element_wise_kernel_runs_independent_chains(size, ops, chains):
-    pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+    pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
     import numpy as np
 
     from cvmc import CinnBuilder

@@ -11,10 +11,10 @@ from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.views import Layout, collapse
-from cvmc.runtime.cpu import compile_graph
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
-from cvmc.runtime.target import detect_target
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.driver.target import detect_target
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 # The plans follow the host's tier (`detect_target`): every test here runs on the `host` fixture's host
 # (`make test-hosts`: each simulated one; a native run of a tier this CPU lacks skips).

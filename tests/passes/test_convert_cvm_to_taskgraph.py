@@ -30,12 +30,12 @@ from cvmc.errors import CVMLogicError
 from cvmc.passes.convert_cvm_to_taskgraph import ConvertCvmToTaskGraphPass, convert_graph
 from cvmc.passes.taskgraph_build import from_task_layout, to_task_layout
 from cvmc.passes.taskgraph_stats import graph_stats
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.graph import Graph, load_graph
-from cvmc.runtime.reference import run_graph
-from cvmc.runtime.taskgraph_executor import TaskGraphExecutor
-from cvmc.runtime.taskgraph_jit import TaskGraphJit
-from cvmc.runtime.taskir_files import find_graph
+from cvmc.runtime.devices.taskgraph_jit import TaskGraphJit
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.frontend.graph import Graph, load_graph
+from cvmc.runtime.frontend.taskir_files import find_graph
+from cvmc.runtime.references.cvm import run_graph
+from cvmc.runtime.references.taskgraph import TaskGraphExecutor
 
 P = ParamKind
 DIGITS = CVM_CORPUS / "model_digits_cnn_000"

@@ -9,9 +9,9 @@ from cvmc import CvmBuilder
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import Target
-from cvmc.runtime.cpu import compile_graph
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(11)
 # Runs the kernels of the real CPU's tier (its default target): skipped where it has no AVX512-VNNI.

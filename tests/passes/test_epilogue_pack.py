@@ -12,10 +12,10 @@ from cvmc import CvmBuilder
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import GPU, Target
-from cvmc.runtime.cpu import compile_graph, lower_graph
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
-from cvmc.runtime.target import detect_target
+from cvmc.runtime.devices.cpu import compile_graph, lower_graph
+from cvmc.runtime.driver.target import detect_target
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(31)
 

@@ -11,8 +11,8 @@ import pytest
 
 from cvmc import CvmBuilder
 from cvmc.passes.loops.target import Target
-from cvmc.runtime.cpu import compile_graph
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.references.cvm import run_graph
 
 SHAPE = (1, 8, 6, 8)  # 8 channels x 8 columns: the tiled pack applies where the data allows
 RNG = np.random.default_rng(53)

@@ -12,10 +12,10 @@ from cvmc import CvmBuilder
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import Target
-from cvmc.runtime import target as runtime_target
-from cvmc.runtime.cpu import compile_graph, lower_graph
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices.cpu import compile_graph, lower_graph
+from cvmc.runtime.driver import target as runtime_target
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(23)
 
@@ -147,7 +147,7 @@ def test_the_micro_kernel_is_a_chain_of_multiply_adds_in_registers(monkeypatch, 
 
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import llvm_compile
+    from cvmc.runtime.engine import llvm_compile
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1), relu=kind == "u8s8"), Target("avx2"))[1]
     triple = llvm_compile.host_target()[0]

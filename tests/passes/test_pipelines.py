@@ -26,11 +26,11 @@ from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
 from cvmc.passes.cvm_pack_operands import CvmPackOperandsPass
 from cvmc.passes.cvm_plan_buffers import CvmPlanBuffersPass
 from cvmc.passes.pipelines import PIPELINES, run_pipeline
-from cvmc.runtime.cpu import CpuRunner
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.host import read_host
-from cvmc.runtime.jit import JitEngine
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices.cpu import CpuRunner
+from cvmc.runtime.driver.host import read_host
+from cvmc.runtime.engine.jit import JitEngine
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(11)
 

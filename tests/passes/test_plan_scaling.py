@@ -35,8 +35,8 @@ from cvmc.passes.loops.plan import (
     plan,
 )
 from cvmc.passes.pipelines import run_pipeline
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(5)
 
@@ -167,7 +167,7 @@ def test_planning_work_grows_linearly_with_the_model(model):
 
 
 def _run(graph):
-    from cvmc.runtime.cpu import compile_graph
+    from cvmc.runtime.devices.cpu import compile_graph
 
     x = RNG.integers(-127, 128, size=graph.nodes[graph.input_id].shapes[0]).astype(np.int32)
     got, want = compile_graph(graph, cache=False)(x), run_graph(graph, x)

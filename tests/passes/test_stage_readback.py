@@ -1,6 +1,6 @@
-"""Every stage of a compile reads back (issue 28): each module a compile dumps (`runtime.compile.StageDump`), parsed
-as `cvm-opt` parses it, prints as it was dumped, and lowering on from it gives the same LLVM IR (or CUDA C) as the
-compile itself. The loop level's micro-kernel ops (`cvmc.dot_u8s8`, `cvmc.mmk_*`, `cvmc.pack_tile`, `cvmc.dp4a`,
+"""Every stage of a compile reads back (issue 28): each module a compile dumps (`runtime.driver.compile.StageDump`),
+parsed as `cvm-opt` parses it, prints as it was dumped, and lowering on from it gives the same LLVM IR (or CUDA C) as
+the compile itself. The loop level's micro-kernel ops (`cvmc.dot_u8s8`, `cvmc.mmk_*`, `cvmc.pack_tile`, `cvmc.dp4a`,
 `cvmc.load_word`) and the CINN lowering's upstream-named ops (`math.isnan`, `arith.remf`, ...) are registered ops
 (`dialects/cvmc.py`), so a stage holding them parses without `--allow-unregistered-dialect`. Also the Task IR
 path (`convert-cvm-to-taskgraph`, `convert-taskgraph-to-loops`) and the CINN path (`cinn-mark-views`,
@@ -27,11 +27,11 @@ from cvmc.dialects.cvmc import DotU8S8Op, Dp4aOp, LoadWordOp, MmkI16Op, MmkU8S8O
 from cvmc.passes import get_all_passes
 from cvmc.passes.loops.target import Target, module_target
 from cvmc.passes.pipelines import pipeline_passes
-from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.compile import PIPELINE, StageDump, lower
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.graph import Graph, load_graph
-from cvmc.runtime.host import read_host
+from cvmc.runtime.driver.compile import PIPELINE, StageDump, lower
+from cvmc.runtime.driver.host import read_host
+from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.frontend.graph import Graph, load_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "cvmc" / "examples"

@@ -1,7 +1,7 @@
 """The target the loop level is built for (`loops.target.Target`): printed and parsed back, refused with a
 message naming what is wrong, recorded on the module by the passes (their option, else the module's, else the
 machine-independent DEFAULT), and chosen from the host and the documented overrides in one place
-(`runtime.target.detect_target`)."""
+(`runtime.driver.target.detect_target`)."""
 
 import pytest
 from xdsl.context import Context
@@ -12,8 +12,8 @@ from cvmc import CvmBuilder
 from cvmc.dialects.cvmc import TargetAttr
 from cvmc.passes.loops.target import DEFAULT, GPU, ISAS, Target, module_target
 from cvmc.passes.pipelines import CvmToLoopsPass
-from cvmc.runtime import target as runtime_target
-from cvmc.runtime.cvm_ir import graph_to_module
+from cvmc.runtime.driver import target as runtime_target
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
 
 
 @pytest.mark.parametrize("text", ["x86:generic", "x86:avx2", "x86:avx512-vnni", "x86:amx", "x86:avx2,no-mmk",

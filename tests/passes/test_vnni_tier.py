@@ -16,9 +16,9 @@ from cvmc import CvmBuilder
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import Target
-from cvmc.runtime.cpu import compile_graph, lower_graph
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices.cpu import compile_graph, lower_graph
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(41)
 VNNI, EMULATED = Target("avx512-vnni"), Target("avx512-vnni", emulated=True)
@@ -86,7 +86,7 @@ def test_the_amx_kernel_is_tile_loads_and_tdpbusd(rows, channels):
     and one `tdpbusd`, `ldtilecfg` before and `tilerelease` after, the tile stored once."""
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import llvm_compile
+    from cvmc.runtime.engine import llvm_compile
 
     ir_text = lower_graph(_conv((1, channels, 4, rows), 16, padding=(1, 1)), AMX)[1]
     tm = llvm.Target.from_triple(llvm_compile.host_target()[0]).create_target_machine(cpu="sapphirerapids", features="",
@@ -180,7 +180,7 @@ def test_the_vnni_kernel_is_a_chain_of_vpdpbusd_in_registers(cpu, features):
     zmm registers per step, 4 weight loads and 4 broadcasts, no access to the stack (no spill)."""
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import llvm_compile
+    from cvmc.runtime.engine import llvm_compile
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1)), VNNI)[1]
     tm = llvm.Target.from_triple(llvm_compile.host_target()[0]).create_target_machine(cpu=cpu, features=features, opt=3)
@@ -200,7 +200,7 @@ def test_the_emulated_kernel_runs_on_a_cpu_without_vnni():
     """The portable lowering compiled for an AVX2-only CPU: no AVX512 instruction at all."""
     import llvmlite.binding as llvm
 
-    from cvmc.runtime import llvm_compile
+    from cvmc.runtime.engine import llvm_compile
 
     ir_text = lower_graph(_conv((1, 64, 6, 8), 64, padding=(1, 1)), EMULATED)[1]
     tm = llvm.Target.from_triple(llvm_compile.host_target()[0]).create_target_machine(cpu="haswell", features="", opt=3)

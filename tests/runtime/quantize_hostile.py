@@ -835,7 +835,7 @@ def _right(check: str, kw: dict[str, Any], q: Any) -> str:
 
 def run(work: Path, budget: int, only: list[str] | None = None) -> dict[str, Any]:
     import cvmc
-    from cvmc.runtime import files
+    from cvmc.runtime.frontend import files
 
     files.FIFO_WAIT_SECONDS = 0.2  # the FIFOs here have no writer: refused, not waited on
     home = os.getcwd()

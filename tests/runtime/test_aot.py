@@ -22,7 +22,8 @@ import pytest
 from conftest import CVM_CORPUS, case_meta, case_params, corpus_cases
 
 import cvmc
-from cvmc.runtime import aot, store
+from cvmc.runtime.devices import aot
+from cvmc.runtime.engine import store
 
 CLIENT = Path(__file__).parent / "capi" / "cvm_client.c"
 VALID = corpus_cases("op", "chain", "model")
@@ -491,7 +492,7 @@ def test_the_library_checks_the_features_python_records(built):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The C parts, against Python's hashlib and hmac and cvmc.runtime.aot
+# The C parts, against Python's hashlib and hmac and cvmc.runtime.devices.aot
 # ---------------------------------------------------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ def built(tmp_path_factory):
     env_state = root / "state"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_STATE_HOME", str(env_state))  # the store's key lives there
-        from cvmc.runtime import aot
+        from cvmc.runtime.devices import aot
 
         aot.write_library(root / "libcvm.so")
         aot.build_model(DIGITS.graph.read_bytes(), DIGITS.params.read_bytes(), root / "store")

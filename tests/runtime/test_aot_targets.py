@@ -16,7 +16,7 @@ from conftest import CVM_CORPUS, case_params
 from hosts import real_has  # the library runs in its own process, on the real CPU
 from test_aot import CLIENT, Aot, cvm_aot, parse_facts
 
-from cvmc.runtime import aot
+from cvmc.runtime.devices import aot
 
 CASES = [CVM_CORPUS / "model_digits_cnn_000", CVM_CORPUS / "model_bench_resnet_000"]
 BEST = next(t for t in ("amx", "avx512-vnni", "avx2", "generic") if t == "generic" or real_has(t))

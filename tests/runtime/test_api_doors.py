@@ -9,9 +9,9 @@ import pytest
 from conftest import CVM_CORPUS
 
 import cvmc
-from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.files import read_bounded, read_text
-from cvmc.runtime.threads import MAX_THREADS, default_threads
+from cvmc.runtime.engine.threads import MAX_THREADS, default_threads
+from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.frontend.files import read_bounded, read_text
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -107,7 +107,7 @@ def test_cvmc_threads_at_its_bounds(monkeypatch, value):
 def test_threads_are_at_most_the_cpus_this_process_may_use(monkeypatch, value, threads):
     """$CVMC_THREADS and the default stop at the affinity mask's CPUs (3 here: at the bound and one past it);
     beyond them threads only wait for each other (64 on 2 CPUs: the bench model 15x slower)."""
-    from cvmc.runtime import threads as th
+    from cvmc.runtime.engine import threads as th
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
     monkeypatch.setattr(th, "physical_cores", lambda: 3)
@@ -190,7 +190,7 @@ def test_read_bounded_reserves_no_more_than_it_reads(tmp_path):
 
     f = tmp_path / "small.bin"
     f.write_bytes(b"abc")
-    script = ("import resource\nfrom cvmc.runtime.files import read_bounded\n"
+    script = ("import resource\nfrom cvmc.runtime.frontend.files import read_bounded\n"
               "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
               f"print(read_bounded({str(f)!r}, 'input', 1 << 30))\n")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

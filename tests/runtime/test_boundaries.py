@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from cuda_host import HostDevice, host_compiler
 
-import cvmc.runtime.cuda as rc
+import cvmc.runtime.devices.cuda as rc
 from cvmc import CvmBuilder, CVMLogicError, CVMRuntimeError
 from cvmc.dialects import cvm_rules as rules
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan, value_bits
-from cvmc.runtime.cpu import compile_graph
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 RNG = np.random.default_rng(16)
@@ -647,7 +647,7 @@ def test_nms_top_k_and_max_output_size_bounds(capfd):
 def test_reference_conv_sums_past_2_to_53_are_exact():
     """Wide values (31 bits, as `where` lets through) over 2^17 taps: partial sums pass 2^53, where float64 is no
     longer exact, so the reference must accumulate in int64 (wrapping to int32 at the end)."""
-    from cvmc.runtime.reference import run_op
+    from cvmc.runtime.references.cvm import run_op
 
     rng = np.random.default_rng(53)
     x = rng.integers(1 << 29, 1 << 30, (1, 2048, 8, 8)).astype(np.int32)  # all positive: the sum grows to ~2^53.6
@@ -660,7 +660,7 @@ def test_reference_conv_sums_past_2_to_53_are_exact():
 def test_reference_division_by_zero_gives_0_without_dividing_by_zero():
     import warnings
 
-    from cvmc.runtime.reference import run_op
+    from cvmc.runtime.references.cvm import run_op
 
     x = np.array([7, -7, INT32_MIN, INT32_MIN, 5], np.int32)
     y = np.array([0, 0, -1, 0, 2], np.int32)
@@ -683,7 +683,7 @@ def test_nms_iou_of_boxes_whose_union_is_below_100(capfd):
 
 def test_reference_nms_of_two_unit_boxes_and_pooling_below_minus_2_to_30():
     """Equal 1 x 1 boxes: union 1, iou 100. Max pooling pads with INT32_MIN, below every value."""
-    from cvmc.runtime.reference import run_op
+    from cvmc.runtime.references.cvm import run_op
 
     x = np.array([[[0, 9, 3, 3, 4, 4], [0, 8, 3, 3, 4, 4]]], np.int32)
     (y,) = run_op("non_max_suppression", rules.default_attrs("non_max_suppression", iou_threshold=100),

@@ -7,8 +7,8 @@ import pytest
 
 import cvmc
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.builder import CvmBuilder, Tensor
-from cvmc.runtime.graph import Graph, Node, load_graph
+from cvmc.runtime.frontend.builder import CvmBuilder, Tensor
+from cvmc.runtime.frontend.graph import Graph, Node, load_graph
 
 RNG = np.random.default_rng(7)
 W1 = RNG.integers(-127, 128, (10, 64))

@@ -14,10 +14,10 @@ import pytest
 
 import cvmc
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
-from cvmc.runtime import cache, store
-from cvmc.runtime.cache import Cache, CacheWarning, open_cache
-from cvmc.runtime.jit import JitEngine
-from cvmc.runtime.store import HEADER_BYTES
+from cvmc.runtime.engine import cache, store
+from cvmc.runtime.engine.cache import Cache, CacheWarning, open_cache
+from cvmc.runtime.engine.jit import JitEngine
+from cvmc.runtime.engine.store import HEADER_BYTES
 from cvmc.tools import cvm_cache
 
 # out[i] = a[i] * K + b[i]: two kernels of one name and signature that compute different things.
@@ -163,7 +163,8 @@ def model_entries(folder: Path, model) -> dict[str, Path]:
 
 
 def no_compile(monkeypatch):
-    from cvmc.runtime import cpu, llvm_compile
+    from cvmc.runtime.devices import cpu
+    from cvmc.runtime.engine import llvm_compile
 
     def refuse(*args, **kwargs):
         raise AssertionError("compiled on a warm load")
@@ -255,8 +256,8 @@ def test_another_models_object_under_this_models_key_is_refused(folder):
 def test_the_entry_is_read_strictly():
     """Anything but an entry of this form is no compiled model (a miss), never an exception or a guess."""
     from cvmc.codegen.abi import KernelArg, KernelSpec
-    from cvmc.runtime.compiled import CompiledModel, decode, encode
-    from cvmc.runtime.host import Call, HostProgram, View
+    from cvmc.runtime.driver.host import Call, HostProgram, View
+    from cvmc.runtime.engine.compiled import CompiledModel, decode, encode
 
     view = View("arena", 0, "i32", (4,), (1,), 0)
     program = HostProgram(16, (4,), [Call("k", (View("input", 0, "i32", (4,), (1,), 0), view), 4)], [view], 16,
@@ -288,7 +289,7 @@ print(m.stats["lowered"], m.run(np.arange(8).reshape(1, 8) * 9 - 30)[0].tolist()
 
 def test_a_warm_load_model_imports_no_xdsl(folder, tmp_path):
     """A fresh process that finds the model in the cache imports no xDSL (nor the passes) and runs it exactly."""
-    from cvmc.runtime.graph_writer import save_graph
+    from cvmc.runtime.frontend.graph_writer import save_graph
 
     builder, y, data, want = dense_model()
     save_graph(builder.graph([y]), tmp_path / "m")
@@ -489,7 +490,7 @@ RACE = """
 import sys
 import numpy as np
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
-from cvmc.runtime.jit import JitEngine
+from cvmc.runtime.engine.jit import JitEngine
 module = parse_loop_level(sys.stdin.read())
 engine = JitEngine(str(emit_llvm(module)), kernel_specs(module))
 a, b = np.arange(16, dtype=np.int32) - 5, np.arange(16, dtype=np.int32) * 7
@@ -559,7 +560,7 @@ def test_fuzzer_round_of_planted_and_tampered_entries(folder, capsys):
 def test_a_program_of_other_shapes_under_this_name_is_never_used(folder, monkeypatch):
     """Defence in depth: were two graphs given one name (a bug, never a collision), the entry of the other, of
     other input or head shapes, is a miss, not a program for this graph."""
-    from cvmc.runtime import compiled
+    from cvmc.runtime.engine import compiled
 
     monkeypatch.setattr(compiled, "model_key", lambda graph, target: "ab" * 32)
 

@@ -5,7 +5,7 @@ import pytest
 
 from cvmc import CinnBuilder
 
-pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
 
 RNG = np.random.default_rng(11)
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8]

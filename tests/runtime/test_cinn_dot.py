@@ -8,7 +8,7 @@ import pytest
 from cvmc import CinnBuilder
 from cvmc.passes.loops.cinn_dot import BLOCK
 
-pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
 # The block a compile takes follows the host's vector width (`host_vector_bytes`): the tests run on the host of the
 # `host` fixture (`make test-hosts`: each simulated one), and the edges of both widths' blocks are tested on each.
 pytestmark = pytest.mark.hosts

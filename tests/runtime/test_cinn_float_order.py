@@ -12,7 +12,7 @@ from cvmc.passes.convert_cinn_to_loops import FLOAT_SPLIT
 from cvmc.passes.loops.cinn_conv import MAX_SLOT
 from cvmc.passes.loops.cinn_scalar import ERF_SMALL, ERF_ULPS, EXP_ULPS, LOG_ULPS, TANH_SMALL, TANH_ULPS
 
-pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
 
 RNG = np.random.default_rng(27)
 EPS = float(np.finfo(np.float32).eps)
@@ -459,7 +459,7 @@ def test_backward_filter_column_steps_vectorize(c, o, k, oh):
 
     from cvmc.codegen.llvm import emit_llvm
     from cvmc.passes.convert_cinn_to_loops import lower_op
-    from cvmc.runtime.jit import optimized_ir
+    from cvmc.runtime.engine.jit import optimized_ir
 
     pad = k // 2
     b = CinnBuilder("k")

@@ -11,7 +11,7 @@ from xdsl.parser import Parser
 
 from cvmc import CinnBuilder
 from cvmc.dialects import cinn
-from cvmc.runtime import cinn_reference as ref
+from cvmc.runtime.references import cinn as ref
 
 SIGNED = [np.int8, np.int16, np.int32, np.int64]
 INTS = [*SIGNED, np.uint8]

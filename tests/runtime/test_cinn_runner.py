@@ -9,7 +9,7 @@ import pytest
 
 from cvmc import CinnBuilder
 
-pytest.importorskip("cvmc.runtime.jit", reason="the LLVM JIT is not available")
+pytest.importorskip("cvmc.runtime.engine.jit", reason="the LLVM JIT is not available")
 
 RNG = np.random.default_rng(31)
 THREADS = [1, 2, 3, 7]
@@ -35,7 +35,7 @@ def inputs(m: int, n: int = 29, k: int = 13) -> dict[str, np.ndarray]:
 @pytest.fixture
 def share_all(monkeypatch):
     """Every kernel of more than one unit shared by the threads, however small the program."""
-    from cvmc.runtime import cpu
+    from cvmc.runtime.devices import cpu
 
     monkeypatch.setattr(cpu, "NATIVE_SPLIT_WORK", 0)
     monkeypatch.setattr(cpu, "SPLIT_WORK", 0)
@@ -73,7 +73,7 @@ def test_the_same_bits_at_every_thread_count(m, fuse, share_all):
 
 def test_the_same_bits_without_the_native_program(monkeypatch, share_all):
     """Where `Program` cannot run (not Linux on x86-64), the kernels run one by one: the same bits."""
-    import cvmc.runtime.jit as jit
+    import cvmc.runtime.engine.jit as jit
 
     args = inputs(37)
     want = compiled(37, 1)(**args)
@@ -157,7 +157,7 @@ def test_a_kernel_is_shared_from_native_split_work_and_a_program_from_split_work
     """A program shares its kernels with the threads where the shared ones hold SPLIT_WORK in all (else it runs
     on the calling thread alone); a kernel is shared from NATIVE_SPLIT_WORK element operations (a dot's are its
     multiply-adds). At each bound and one below it."""
-    from cvmc.runtime.cpu import NATIVE_SPLIT_WORK, SPLIT_WORK
+    from cvmc.runtime.devices.cpu import NATIVE_SPLIT_WORK, SPLIT_WORK
 
     def runner(size: int, rows: int, depth: int = 1, cols: int = 1):
         b = CinnBuilder("net")
@@ -176,7 +176,7 @@ def test_a_kernel_is_shared_from_native_split_work_and_a_program_from_split_work
 
 
 def test_the_work_of_a_conv_is_its_multiply_adds_in_each_form():
-    from cvmc.runtime.cinn_builder import _op_work
+    from cvmc.runtime.frontend.cinn_builder import _op_work
 
     n, c, o, hw = 2, 3, 5, 6
     macs = n * o * hw * hw * c * 3 * 3

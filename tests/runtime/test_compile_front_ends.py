@@ -1,4 +1,4 @@
-"""Every front end through the one compile driver (`runtime.compile`): a cinn program (`lower_cinn`, the
+"""Every front end through the one compile driver (`runtime.driver.compile`): a cinn program (`lower_cinn`, the
 `cinn-to-loops` pipeline) and a Task IR graph (`lower_taskgraph`, `taskgraph-to-loops`) are lowered by the driver's
 pass loop, which dumps each stage; every dumped stage parses back and prints as dumped, and the last one prints the
 LLVM IR the driver printed. `jit.compile_module` prints through the driver too."""
@@ -14,9 +14,9 @@ from cvmc.dialects import register_all_dialects
 from cvmc.dialects.cvmc import TargetAttr
 from cvmc.examples import lenet
 from cvmc.passes.loops.target import Target
-from cvmc.runtime import compile as driver
-from cvmc.runtime.compile import StageDump, llvm_module, lower_cinn, lower_taskgraph
-from cvmc.runtime.taskir_files import import_task
+from cvmc.runtime.driver import compile as driver
+from cvmc.runtime.driver.compile import StageDump, llvm_module, lower_cinn, lower_taskgraph
+from cvmc.runtime.frontend.taskir_files import import_task
 
 
 def _parse(text: str) -> ModuleOp:
@@ -83,7 +83,7 @@ def test_a_task_ir_graph_through_the_driver_dumps_stages_that_parse_back(tmp_pat
 
 
 def test_the_jit_prints_through_the_driver(monkeypatch):
-    from cvmc.runtime.jit import compile_module
+    from cvmc.runtime.engine.jit import compile_module
 
     printed = []
 

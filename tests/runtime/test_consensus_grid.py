@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import cvmc
-from cvmc.runtime.graph import read_params
+from cvmc.runtime.frontend.graph import read_params
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "consensus"))
 from grid import STORAGE_GRAPHS, cpu_sample, model_files, read_rows, storage_files

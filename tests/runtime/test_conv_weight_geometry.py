@@ -14,8 +14,8 @@ import pytest
 from cuda_host import HostDevice, host_compiler
 
 import cvmc
-import cvmc.runtime.cuda as rc
-from cvmc.runtime.graph import load_graph, write_params
+import cvmc.runtime.devices.cuda as rc
+from cvmc.runtime.frontend.graph import load_graph, write_params
 
 DEVICES = ["reference", "cpu", "cuda"]  # cuda: the generated kernels on the emulated grid (tests/cuda_host.py)
 

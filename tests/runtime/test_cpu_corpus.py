@@ -18,7 +18,7 @@ def test_runs_are_repeatable_and_independent_of_threads():
     """The runner reuses its buffers between runs, and splitting kernels over threads changes no bit."""
     case = next(c for c in VALID if c.name.startswith("model_digits_cnn"))
     graph = cvmc.load_model((case / "model.json").read_bytes(), case_params(case), device="reference").graph
-    from cvmc.runtime.cpu import compile_graph
+    from cvmc.runtime.devices.cpu import compile_graph
 
     x = case_input(case)
     one, two = compile_graph(graph, threads=1), compile_graph(graph, threads=2)
@@ -31,7 +31,7 @@ def test_runs_are_repeatable_and_independent_of_threads():
 def test_a_compiled_model_is_cached_and_a_warm_compile_lowers_nothing(tmp_path, monkeypatch):
     """A second compile of the same graph reads the compiled model (host program, specs, objects) from the cache
     and lowers nothing, with the same bits; a damaged entry of either kind is deleted and compiled again."""
-    from cvmc.runtime.cpu import compile_graph
+    from cvmc.runtime.devices.cpu import compile_graph
 
     monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path))
     case = next(c for c in VALID if c.name.startswith("chain"))

@@ -14,10 +14,10 @@ from conftest import CVM_CORPUS, case_input, case_params, check_case, corpus_cas
 from cuda_host import HostDevice, compile_for_device, device_compiler, host_compiler
 
 import cvmc
-import cvmc.runtime.cuda as rc
+import cvmc.runtime.devices.cuda as rc
 from cvmc.codegen.cuda_launch import BLOCK_SIZE
 from cvmc.errors import CVMRuntimeError
-from cvmc.runtime.graph import load_graph
+from cvmc.runtime.frontend.graph import load_graph
 
 COMPILER, WHY = device_compiler()
 needs_device_compiler = pytest.mark.skipif(COMPILER is None, reason=WHY)
@@ -327,7 +327,7 @@ CINN_PROGRAMS = {
 
 
 def cinn_function(build, arrays):
-    from cvmc.runtime.cinn_builder import CinnBuilder
+    from cvmc.runtime.frontend.cinn_builder import CinnBuilder
 
     b = CinnBuilder("p")
     variables = [b.create_input(a.dtype.name, a.shape, f"a{i}") for i, a in enumerate(arrays)]

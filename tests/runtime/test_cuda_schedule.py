@@ -21,9 +21,9 @@ from cvmc.passes.loops.gpu import BLOCK, split, tile
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import GPU
-from cvmc.runtime import cuda as rc
-from cvmc.runtime.cvm_ir import graph_to_module
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices import cuda as rc
+from cvmc.runtime.frontend.cvm_ir import graph_to_module
+from cvmc.runtime.references.cvm import run_graph
 
 needs_host_compiler = pytest.mark.skipif(host_compiler() is None, reason="no host C++ compiler to emulate CUDA")
 

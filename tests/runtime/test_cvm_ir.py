@@ -11,9 +11,9 @@ from xdsl.parser import Parser
 from cvmc.dialects.cvm import Cvm
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.passes.cvm_gas import CvmGasPass
-from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.cvm_ir import graph_to_module, module_to_graph
-from cvmc.runtime.graph import Graph, load_graph, save_graph
+from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.frontend.cvm_ir import graph_to_module, module_to_graph
+from cvmc.runtime.frontend.graph import Graph, load_graph, save_graph
 
 VALID = corpus_cases("op", "chain", "model")
 

@@ -1,5 +1,5 @@
-"""cvmc's one writer (`runtime.files.writing`, `write_file`, `Writer`; issue 36, N2, N7, N8, N9): every file cvmc
-writes (store entries, `cvm-aot lib` and its header, `save_graph` behind `CvmBuilder.export`, `cvm-translate
+"""cvmc's one writer (`runtime.frontend.files.writing`, `write_file`, `Writer`; issue 36, N2, N7, N8, N9): every file
+cvmc writes (store entries, `cvm-aot lib` and its header, `save_graph` behind `CvmBuilder.export`, `cvm-translate
 --export-cvm` and `cvm-quantize -o`, quantize.json, task files, --dump and --emit-source files, `-o` of every
 tool) goes to a temporary beside it and is renamed into place; a target that is a link, a FIFO, a folder or a
 device is refused and left as it was; every OS error is one line naming the file."""
@@ -19,9 +19,11 @@ import pytest
 from conftest import CVM_CORPUS
 
 from cvmc.errors import CVMRuntimeError
-from cvmc.runtime import aot, files, store
-from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.graph import save_graph
+from cvmc.runtime.devices import aot
+from cvmc.runtime.engine import store
+from cvmc.runtime.frontend import files
+from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.frontend.graph import save_graph
 
 MLP = CVM_CORPUS / "model_digits_mlp_000"
 ROOT = os.geteuid() == 0
@@ -50,21 +52,21 @@ def _quantized_save(folder):
 
 
 def _task(path):
-    from cvmc.runtime import taskir_pb2 as pb
-    from cvmc.runtime.taskir_files import save_message
+    from cvmc.runtime.frontend import taskir_pb2 as pb
+    from cvmc.runtime.frontend.taskir_files import save_message
 
     save_message(pb.TaskGraph(), path)
 
 
 def _dump(folder):
-    from cvmc.runtime.compile import StageDump
+    from cvmc.runtime.driver.compile import StageDump
 
     StageDump(folder)("import.mlir", "builtin.module {}")
 
 
 def _emit(device):
     def emit(folder):
-        from cvmc.runtime.compile import emit_sources
+        from cvmc.runtime.driver.compile import emit_sources
 
         emit_sources(_graph(), folder, device)
 
@@ -384,7 +386,7 @@ def test_the_aot_store_sweeps_the_temporaries_of_builds_that_died(tmp_path):
 
 
 def test_the_cache_sweeps_the_same_temporaries(tmp_path, monkeypatch):
-    from cvmc.runtime import cache
+    from cvmc.runtime.engine import cache
 
     monkeypatch.setenv("CVMC_CACHE_DIR", str(tmp_path / "c"))
     c = cache.open_cache()

@@ -39,7 +39,7 @@ def test_a_param_whose_byte_count_wraps_is_no_array_found_by_the_coverage_fuzzer
     import pytest
 
     from cvmc.errors import CVMError
-    from cvmc.runtime.graph import ARRAY_MAGIC, LIST_MAGIC, load_graph, read_params
+    from cvmc.runtime.frontend.graph import ARRAY_MAGIC, LIST_MAGIC, load_graph, read_params
 
     shape = ((1 << 60) + 2, 4, 1, 1)
     data = (struct.pack("<QQQ", LIST_MAGIC, 0, 1) + struct.pack("<Q", 1) + b"w" + struct.pack("<Q", 1)

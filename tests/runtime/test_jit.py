@@ -11,7 +11,7 @@ import pytest
 
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
 from cvmc.errors import CVMLogicError
-from cvmc.runtime.jit import JitEngine, cache_key, compile_module, split_range
+from cvmc.runtime.engine.jit import JitEngine, cache_key, compile_module, split_range
 
 # out[i, j] = a[i, j] * 3 + b[j] over a 2-d scf.parallel: splittable into `rows` units.
 AFFINE = """
@@ -219,8 +219,8 @@ CACHE_SCRIPT = """
 import json, sys
 import numpy as np
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
-from cvmc.runtime import jit
-from cvmc.runtime.jit import JitEngine
+from cvmc.runtime.engine import jit
+from cvmc.runtime.engine.jit import JitEngine
 module = parse_loop_level(sys.stdin.read())
 if sys.argv[1:] == ["--warm"]:  # a hit compiles nothing: LLVM's code generation may not run
     jit.object_code = None

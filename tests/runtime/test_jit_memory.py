@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cvmc.runtime.jit import JitEngine
+from cvmc.runtime.engine.jit import JitEngine
 
 IR = """
 define void @f(ptr %args, i64 %begin, i64 %end) {

@@ -10,9 +10,17 @@ from conftest import CVM_CORPUS
 import cvmc
 from cvmc.codegen.llvm import emit_llvm, kernel_specs, parse_loop_level
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime import jit, llvm_compile
-from cvmc.runtime.cache import open_cache
-from cvmc.runtime.jit import PART_CHARS, JitEngine, cache_key, compile_threads, object_code, partition, split_module
+from cvmc.runtime.engine import jit, llvm_compile
+from cvmc.runtime.engine.cache import open_cache
+from cvmc.runtime.engine.jit import (
+    PART_CHARS,
+    JitEngine,
+    cache_key,
+    compile_threads,
+    object_code,
+    partition,
+    split_module,
+)
 
 # out[i, j] = a[i, j] * K + b[j], one kernel per K: a module of many exported kernels.
 AFFINE = """

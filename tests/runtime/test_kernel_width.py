@@ -9,9 +9,9 @@ import cvmc
 from cvmc import CinnBuilder
 from cvmc.codegen.cuda import emit_cuda
 from cvmc.codegen.llvm import kernel_specs, parse_loop_level
-from cvmc.runtime import cuda as rc
-from cvmc.runtime.cpu import compile_graph
-from cvmc.runtime.jit import compile_module
+from cvmc.runtime.devices import cuda as rc
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.engine.jit import compile_module
 
 
 @pytest.fixture(autouse=True)

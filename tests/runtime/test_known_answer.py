@@ -1,4 +1,4 @@
-"""The known-answer check of a tier (`runtime.known_answer.trusted_target`): the first build for a tier's kernels
+"""The known-answer check of a tier (`runtime.driver.known_answer.trusted_target`): the first build for a tier's kernels
 in a process runs a fixed model through them and through the reference; a planted wrong kernel makes the tier
 refused, with one warning naming it, and the model is built for the next tier down with the reference's bytes.
 Warm, the check model's kernels come from its sealed cache entry: nothing is lowered or compiled, and the kernels
@@ -14,11 +14,12 @@ from llvmlite import ir
 from cvmc.codegen import llvm_x86
 from cvmc.codegen.llvm_module import ModuleEmitter
 from cvmc.passes.loops.target import Target
-from cvmc.runtime import cpu, llvm_compile
-from cvmc.runtime import known_answer as ka
-from cvmc.runtime import target as host
-from cvmc.runtime.cpu import compile_graph
-from cvmc.runtime.reference import run_graph
+from cvmc.runtime.devices import cpu
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.driver import known_answer as ka
+from cvmc.runtime.driver import target as host
+from cvmc.runtime.engine import llvm_compile
+from cvmc.runtime.references.cvm import run_graph
 
 needs_vnni = pytest.mark.skipif(not hosts.real_has("avx512-vnni"), reason="the host CPU has no AVX512-VNNI")
 needs_avx2 = pytest.mark.skipif(not hosts.real_has("avx2"), reason="the host CPU has no AVX2")
@@ -163,14 +164,14 @@ def test_a_warm_check_refuses_a_tier_whose_kernels_now_differ(monkeypatch):
 
 
 def test_choosing_a_target_compiles_nothing():
-    """`runtime.target` picks the tier and reads the environment; it imports none of the compiler (the check
+    """`runtime.driver.target` picks the tier and reads the environment; it imports none of the compiler (the check
     is `known_answer`'s, called by the devices)."""
     import subprocess
     import sys
 
-    code = ("import sys; from cvmc.runtime.target import jit_target; jit_target(); "
-            "print(sorted(m for m in sys.modules if m.startswith(('cvmc.runtime.cpu', 'cvmc.runtime.compile', "
-            "'cvmc.runtime.known_answer', 'xdsl'))))")
+    code = ("import sys; from cvmc.runtime.driver.target import jit_target; jit_target(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('cvmc.runtime.devices.cpu', "
+            "'cvmc.runtime.driver.compile', 'cvmc.runtime.driver.known_answer', 'xdsl'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -12,9 +12,9 @@ import pytest
 
 import cvmc
 from cvmc.dialects.cvm_rules import MAX_MEMORY
-from cvmc.runtime.builder import CvmBuilder
-from cvmc.runtime.graph import load_graph
-from cvmc.runtime.reference import peak_bytes, peak_live_bytes, run_graph
+from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.frontend.graph import load_graph
+from cvmc.runtime.references.cvm import peak_bytes, peak_live_bytes, run_graph
 
 GIB = 1 << 30
 
@@ -214,7 +214,7 @@ def test_tile_model_file_is_small(tile_model):
 
 def test_the_cuda_device_checks_its_plan_before_touching_the_device(tmp_path):
     """No GPU here: a device that fails on any use shows the plan is refused before compiling or allocating."""
-    from cvmc.runtime import cuda
+    from cvmc.runtime.devices import cuda
     from cvmc.runtime.model import program_bytes
 
     class Untouchable:

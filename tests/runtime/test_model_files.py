@@ -9,7 +9,7 @@ import pytest
 from conftest import CVM_CORPUS
 
 import cvmc
-from cvmc.runtime.graph import load_graph, read_params, write_params
+from cvmc.runtime.frontend.graph import load_graph, read_params, write_params
 
 CONV = CVM_CORPUS / "conv2d_000"
 

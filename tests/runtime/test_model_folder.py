@@ -12,7 +12,7 @@ import pytest
 
 import cvmc
 import cvmc.examples
-from cvmc.runtime.folder import Quantization
+from cvmc.runtime.frontend.folder import Quantization
 
 CNN = cvmc.examples.digits_cnn()
 

@@ -7,7 +7,7 @@ import pytest
 
 import cvmc
 import cvmc.examples
-from cvmc.runtime.cpu import MAX_THREADS
+from cvmc.runtime.devices.cpu import MAX_THREADS
 from cvmc.runtime.model import physical_cores
 from cvmc.tools import cvm_run
 
@@ -134,7 +134,7 @@ def test_an_edited_params_file_or_gas_in_a_pickle_is_refused_or_recomputed():
 @pytest.mark.parametrize(("device", "tail"), [("reference", []), ("cuda", ["kernels.cu"]),
                                               ("cpu", ["kernels.ll", "kernels.O3.ll", "kernels.s"])])
 def test_dump_writes_every_stage(device, tail, tmp_path):
-    from cvmc.runtime.graph import load_graph
+    from cvmc.runtime.frontend.graph import load_graph
     from cvmc.runtime.model import dump_stages
 
     paths = dump_stages(load_graph(DIGITS.graph, DIGITS.params), tmp_path, device)

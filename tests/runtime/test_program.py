@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cvmc import CvmBuilder
-from cvmc.runtime import jit
-from cvmc.runtime import program as native
-from cvmc.runtime.cpu import compile_graph
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.engine import jit
+from cvmc.runtime.engine import program as native
 
 pytestmark = pytest.mark.skipif(not jit.program_runner_available(), reason="Linux on x86-64 only")
 RNG = np.random.default_rng(5)
@@ -108,7 +108,7 @@ def test_a_helper_that_starts_after_its_runner_is_gone_finds_its_program_alive(m
 def test_helpers_are_woken_only_for_enough_split_work(monkeypatch):
     """A program shares with helpers when its split calls hold `cpu.SPLIT_WORK` of work in all, at the bound, and
     runs alone one past it: waking a helper costs more than a small model's whole run."""
-    from cvmc.runtime import cpu
+    from cvmc.runtime.devices import cpu
 
     graph, x = _model()
     want = compile_graph(graph, threads=1, cache=False)(x)[0]

@@ -22,9 +22,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from cvmc.runtime.graph import graph_to_json, load_graph, write_params  # noqa: E402
+from cvmc.runtime.frontend.graph import graph_to_json, load_graph, write_params  # noqa: E402
 from cvmc.runtime.model import Model  # noqa: E402
-from cvmc.runtime.reference import run_graph  # noqa: E402
+from cvmc.runtime.references.cvm import run_graph  # noqa: E402
 from cvmc.tools.fuzz_cvm import check, grow_graph  # noqa: E402
 
 settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True, database=None,

@@ -94,7 +94,7 @@ def test_n1_external_data_is_read_from_the_models_folder_only(tmp_path, monkeypa
 
 @pytest.mark.parametrize("which", ["model", "calibration", "test", "labels"])
 def test_n3_a_fifo_is_refused_not_waited_on(tmp_path, monkeypatch, which):
-    from cvmc.runtime import files
+    from cvmc.runtime.frontend import files
 
     monkeypatch.setattr(files, "FIFO_WAIT_SECONDS", 0.1)
     good = tmp_path / "m.onnx"

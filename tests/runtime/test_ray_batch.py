@@ -18,7 +18,7 @@ def ray():
 
 
 def test_ray_data_equals_a_loop_of_run(ray):
-    from cvmc.runtime.ray_batch import predict
+    from cvmc.runtime.devices.ray_batch import predict
 
     d = cvmc.examples.digits()
     x = d.test_set()[0]

@@ -7,8 +7,8 @@ import pytest
 from conftest import case_input, case_params, corpus_cases
 
 from cvmc.dialects.cvm_rules import default_attrs, precision_bound
-from cvmc.runtime.graph import load_graph
-from cvmc.runtime.reference import OPS, run_graph, run_op
+from cvmc.runtime.frontend.graph import load_graph
+from cvmc.runtime.references.cvm import OPS, run_graph, run_op
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 

@@ -1,4 +1,4 @@
-"""The one authenticated store (`cvmc.runtime.store`) behind the JIT's cache and the AOT store: its format, its
+"""The one authenticated store (`cvmc.runtime.engine.store`) behind the JIT's cache and the AOT store: its format, its
 reader's bounds, and its writer against another user of a shared folder (issue 30: F1, F2, F5, F14)."""
 
 import os
@@ -8,8 +8,8 @@ import tempfile
 
 import pytest
 
-from cvmc.runtime import cache, store
-from cvmc.runtime.store import HEADER_BYTES, MAGIC
+from cvmc.runtime.engine import cache, store
+from cvmc.runtime.engine.store import HEADER_BYTES, MAGIC
 
 SECRET = b"s" * 32
 NAME = "a" * 64 + ".cvmc"

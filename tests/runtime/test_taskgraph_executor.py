@@ -23,9 +23,9 @@ from cvmc.dialects.taskgraph import (
     TensorAttr,
 )
 from cvmc.errors import CVMLogicError
-from cvmc.runtime import taskir_pb2 as pb
-from cvmc.runtime.taskgraph_executor import TaskGraphExecutor, apply_rearrange, input_frames
-from cvmc.runtime.taskir_files import find_graph, import_task, load_message
+from cvmc.runtime.frontend import taskir_pb2 as pb
+from cvmc.runtime.frontend.taskir_files import find_graph, import_task, load_message
+from cvmc.runtime.references.taskgraph import TaskGraphExecutor, apply_rearrange, input_frames
 
 TASKIR = DATA / "taskir"
 PRIMS = sorted((TASKIR / "prims").glob("*.task.txt"))

@@ -22,8 +22,8 @@ from cvmc.dialects.taskgraph import (
     TensorAttr,
 )
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime import taskir_pb2 as pb
-from cvmc.runtime.taskir_files import (
+from cvmc.runtime.frontend import taskir_pb2 as pb
+from cvmc.runtime.frontend.taskir_files import (
     export_task,
     find_graph,
     graph_from_message,

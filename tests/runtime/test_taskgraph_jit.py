@@ -26,9 +26,9 @@ from cvmc.dialects.taskgraph import (
     TensorAttr,
 )
 from cvmc.passes.convert_taskgraph_to_loops import lower_graph
-from cvmc.runtime.taskgraph_executor import TaskGraphExecutor, input_frames
-from cvmc.runtime.taskgraph_jit import TaskGraphJit
-from cvmc.runtime.taskir_files import find_graph, import_task
+from cvmc.runtime.devices.taskgraph_jit import TaskGraphJit
+from cvmc.runtime.frontend.taskir_files import find_graph, import_task
+from cvmc.runtime.references.taskgraph import TaskGraphExecutor, input_frames
 
 TASKIR = DATA / "taskir"
 PRIMS = sorted((TASKIR / "prims").glob("*.task.txt"))

@@ -11,9 +11,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from cvmc.dialects.taskgraph import MAX_DIM, MAX_MEMORY, MAX_SIZE, TaskGraph
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime import taskgraph_executor
-from cvmc.runtime.taskgraph_executor import TaskGraphExecutor, frame_values, input_frames
-from cvmc.runtime.taskir_files import find_graph, import_task
+from cvmc.runtime.frontend.taskir_files import find_graph, import_task
+from cvmc.runtime.references import taskgraph as taskgraph_executor
+from cvmc.runtime.references.taskgraph import TaskGraphExecutor, frame_values, input_frames
 
 LENET = DATA / "taskir" / "lenet"
 
@@ -73,7 +73,7 @@ def test_an_empty_task_file_is_an_error(tmp_path, name):
 
 
 def test_task_files_are_read_with_a_bound(tmp_path, monkeypatch):
-    from cvmc.runtime import files
+    from cvmc.runtime.frontend import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
     with pytest.raises(CVMLogicError, match=r"task file '/dev/zero' holds more than 64 bytes"):

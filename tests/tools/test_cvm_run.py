@@ -82,7 +82,7 @@ def aot_built(tmp_path_factory):
 
     if shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler to build the C-API library")
-    from cvmc.runtime import aot
+    from cvmc.runtime.devices import aot
 
     folder = tmp_path_factory.mktemp("aot")
     env = {**os.environ, "XDG_STATE_HOME": str(folder / "state")}
@@ -106,7 +106,7 @@ try:
     runpy.run_module("cvmc.tools.cvm_run", run_name="__main__")
 finally:
     print(sorted({m.split(".")[0] for m in sys.modules if m.startswith(("xdsl", "llvmlite"))} |
-                 {m for m in sys.modules if m in ("cvmc.runtime.model", "cvmc.runtime.cpu")}), file=sys.stderr)
+                 {m for m in sys.modules if m in ("cvmc.runtime.model", "cvmc.runtime.devices.cpu")}), file=sys.stderr)
 """
 
 

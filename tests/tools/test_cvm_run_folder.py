@@ -10,7 +10,7 @@ import pytest
 
 import cvmc
 import cvmc.examples
-from cvmc.runtime.threads import usable_cpus
+from cvmc.runtime.engine.threads import usable_cpus
 from cvmc.tools import cvm_run
 
 CNN = cvmc.examples.digits_cnn()

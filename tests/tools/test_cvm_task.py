@@ -7,7 +7,7 @@ import sys
 import numpy as np
 from conftest import DATA
 
-from cvmc.runtime.taskir_files import export_task, import_task
+from cvmc.runtime.frontend.taskir_files import export_task, import_task
 
 LENET = DATA / "taskir" / "lenet"
 

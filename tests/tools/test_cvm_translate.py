@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import CVM_CORPUS, DATA, case_meta, corpus_cases
 
-from cvmc.runtime.graph import load_graph
+from cvmc.runtime.frontend.graph import load_graph
 from cvmc.tools import cli
 from cvmc.tools.cvm_translate import main
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import CVM_CORPUS, DATA
 
-from cvmc.runtime.builder import CvmBuilder
+from cvmc.runtime.frontend.builder import CvmBuilder
 from cvmc.tools import cli, cvm_opt, cvm_run, cvm_task, cvm_translate
 
 MLP = CVM_CORPUS / "model_digits_mlp_000"
@@ -141,7 +141,7 @@ CASES = [
 @pytest.mark.parametrize(("tool", "args", "code", "message"), CASES,
                          ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
 def test_exit_status(tool, args, code, message, files, capsys, monkeypatch):
-    from cvmc.runtime import files as readers
+    from cvmc.runtime.frontend import files as readers
 
     monkeypatch.setattr(readers, "FIFO_WAIT_SECONDS", 0.1)  # the FIFOs here have no writer: refused, not waited on
     argv = [str(a).format(d=files) for a in args]
@@ -168,7 +168,7 @@ def test_a_fifo_input_is_read_no_further_than_the_model_needs(files, capsys):
 @pytest.mark.parametrize("tool", ["cvm-opt", "cvm-translate", "cvm-task"])
 def test_ir_files_are_read_with_a_bound(tool, monkeypatch, capsys):
     """/dev/zero as the IR or task file: refused after `files.MAX_FILE_BYTES` (1 GiB; 64 bytes here)."""
-    from cvmc.runtime import files
+    from cvmc.runtime.frontend import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
     argv = {"cvm-opt": ["/dev/zero", "-f", "mlir"], "cvm-translate": ["--export-cvm", "/dev/zero", "-o", "out"],
@@ -245,7 +245,7 @@ def test_ir_tools_end_quietly_on_a_closed_pipe(argv):
 def test_cvm_opt_reads_stdin_with_a_bound(monkeypatch, capsys):
     import io
 
-    from cvmc.runtime import files
+    from cvmc.runtime.frontend import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 64)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b" " * 65)))
@@ -287,7 +287,7 @@ def test_a_stream_past_the_limit_costs_the_limit_not_twice_it():
     code = textwrap.dedent("""
         import resource
         from cvmc.errors import CVMLogicError
-        from cvmc.runtime import files
+        from cvmc.runtime.frontend import files
         size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (size + (384 << 20), resource.RLIM_INFINITY))
         try:

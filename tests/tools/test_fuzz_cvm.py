@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from cvmc.runtime.graph import graph_to_json
+from cvmc.runtime.frontend.graph import graph_to_json
 from cvmc.tools import fuzz_cvm
 
 
@@ -21,7 +21,7 @@ def test_graphs_are_reproducible_from_seed_and_index():
 
 def test_check_reports_a_device_that_differs(monkeypatch):
     from cvmc.runtime import model
-    from cvmc.runtime.reference import run_graph
+    from cvmc.runtime.references.cvm import run_graph
 
     def off_by_one(graph):
         return lambda data: [o + (i == 0) for i, o in enumerate(run_graph(graph, data))]

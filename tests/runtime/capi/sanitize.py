@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import CVM_CORPUS, case_params  # noqa: E402
 
-from cvmc.runtime import aot, store  # noqa: E402
+from cvmc.runtime import store  # noqa: E402
+from cvmc.runtime.devices import aot  # noqa: E402
 
 CASES = ["model_digits_mlp_000", "dense_000", "conv2d_000", "chain_002", "model_bench_resnet_000", "invalid_000",
          "broadcast_div_003"]
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         options = {"ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1",
                    "TSAN_OPTIONS": "halt_on_error=1"}
         # No helper threads under TSan: the scheduler that orders a model's kernels across helpers is LLVM IR
-        # (runtime/program.ll, not instrumented), so TSan would take two kernels reusing arena bytes for a race;
+        # (runtime/engine/program.ll, not instrumented), so TSan would take two kernels reusing arena bytes for a race;
         # the callers' threads still race each other through the library's own C code (handles, store, load).
         forced = {"CVMC_THREADS": "1"} if label == "tsan" else {}
         for what, args, extra, expected in plan:
