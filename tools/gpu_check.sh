@@ -111,7 +111,7 @@ grep -E "on cuda:|graphs|agree|differ|FAIL|exit" "$OUT/corpus_fuzz.txt" | tail -
 step gpu-time 120 $PY bench/gpu_time.py --runs 200 --warmup 20 --json "$OUT/gpu_time.json" | tee "$OUT/gpu_time.txt"
 
 # --- 3: the CPU tiers of this host (each int8 tier it runs, forced by CVMC_ISA) ------------------------------------
-TIERS=$($PY -c "from cvmc.runtime import target as t; print(' '.join(i for i in ('avx2', 'avx512-vnni', 'amx') if t.host_has(i)))")
+TIERS=$($PY -c "from cvmc.runtime.driver import target as t; print(' '.join(i for i in ('avx2', 'avx512-vnni', 'amx') if t.host_has(i)))")
 [ $QUICK = 1 ] && TIERS=${TIERS##* }
 echo "=== this host runs the int8 tiers: $TIERS"
 step cpu-tier-tests 180 $PY -m pytest -rs -n 12 -p no:cacheprovider tests/passes/test_mmk.py \

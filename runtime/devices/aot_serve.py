@@ -52,7 +52,7 @@ def library_path(library: str | os.PathLike[str] | None = None) -> Path:
                               "PATH writes one) or set $CVMC_AOT_LIB")
     path = folder / f"libcvm-{sources.hexdigest()[:16]}.so"
     if not path.is_file():
-        from cvmc.runtime import aot  # building it needs LLVM (its scheduler) and cc; serving needs neither
+        from cvmc.runtime.devices import aot  # building it needs LLVM (its scheduler) and cc; serving needs neither
 
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         aot.write_library(path)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 from grid import cpu_sample, model_files, read_rows  # noqa: E402
 from mutations import mutate  # noqa: E402
 
-from cvmc.runtime import aot  # noqa: E402
+from cvmc.runtime.devices import aot  # noqa: E402
 
 STATUS = {"0": "ok", "1": "logic", "2": "runtime"}
 

@@ -326,8 +326,8 @@ def _limited(code: str, limit: int, *args) -> subprocess.CompletedProcess:
 
 def test_a_file_past_the_size_limit_is_one_line_naming_it(tmp_path):
     """EFBIG (`ulimit -f`): the writer's error names the file; no temporary stays."""
-    r = _limited("import sys; from cvmc.runtime import files; files.write_file(sys.argv[1], b'x' * 100000, 'the "
-                 "outputs')", 4096, tmp_path / "out")
+    r = _limited("import sys; from cvmc.runtime.frontend import files; "
+                 "files.write_file(sys.argv[1], b'x' * 100000, 'the outputs')", 4096, tmp_path / "out")
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert last == (f"cvmc.errors.CVMRuntimeError: cannot write the outputs {str(tmp_path / 'out')!r}: File too large "

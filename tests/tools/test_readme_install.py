@@ -66,7 +66,8 @@ def installed(tmp_path_factory) -> tuple[pathlib.Path, dict[str, str]]:
 def test_the_install_is_not_the_checkout(installed):
     work, env = installed
     r = subprocess.run(["python", "-c", "import cvmc, cvmc.examples, importlib.metadata as m; "
-                        "from cvmc.runtime import aot; print(cvmc.__file__); print(cvmc.examples.digits().graph); "
+                        "from cvmc.runtime.devices import aot; print(cvmc.__file__); "
+                        "print(cvmc.examples.digits().graph); "
                         "print(cvmc.__version__); print(m.version('cvmc')); print(aot.CAPI / 'capi.c')"],
                        cwd=work, env=env, capture_output=True, text=True, check=True)
     module, graph, version, installed_version, capi = r.stdout.split()

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import CVM_CORPUS, case_params  # noqa: E402
 
-from cvmc.runtime import store  # noqa: E402
 from cvmc.runtime.devices import aot  # noqa: E402
+from cvmc.runtime.engine import store  # noqa: E402
 
 CASES = ["model_digits_mlp_000", "dense_000", "conv2d_000", "chain_002", "model_bench_resnet_000", "invalid_000",
          "broadcast_div_003"]
