@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL: expected {convs} QLinearConv in onnxruntime's optimized model, got {ops['QLinearConv']}")
         return 1
 
-    from cvmc.runtime.driver.known_answer import checked_jit_target
+    from cvmc.runtime.devices.known_answer import checked_jit_target
 
     target = checked_jit_target()
     print(f"cvmc's target on this host: {target} (cpu {host_target()[1]})")

@@ -18,8 +18,8 @@ from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use
-    from cvmc.runtime.frontend.builder import CvmBuilder
-    from cvmc.runtime.frontend.cinn_builder import CinnBuilder
+    from cvmc.runtime.builder import CvmBuilder
+    from cvmc.runtime.cinn_builder import CinnBuilder
     from cvmc.runtime.model import Model, load_model
     from cvmc.runtime.quantize import Quantized, quantize
 
@@ -39,8 +39,8 @@ __all__ = [
 _LAZY = {
     "load_model": "cvmc.runtime.model",
     "Model": "cvmc.runtime.model",
-    "CvmBuilder": "cvmc.runtime.frontend.builder",
-    "CinnBuilder": "cvmc.runtime.frontend.cinn_builder",
+    "CvmBuilder": "cvmc.runtime.builder",
+    "CinnBuilder": "cvmc.runtime.cinn_builder",
     "quantize": "cvmc.runtime.quantize",
     "Quantized": "cvmc.runtime.quantize",
 }

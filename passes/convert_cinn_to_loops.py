@@ -12,7 +12,7 @@ reduction or convolution is an `scf.parallel` iteration, a reduction an `scf.for
 parallel over blocks of rows and an NCHW conv over (n, channel) planes accumulate along rows in their output
 (`exact_float`; the default float order lowers float convs, NCHW and NHWC, to the padded-row micro-kernels of
 `cvmc.passes.loops.cinn_conv`). Running the kernels in op order on buffers of the SSA values computes @net (see
-`cvmc.runtime.frontend.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
+`cvmc.runtime.cinn_builder`). Integer division, remainder and shifts rely on the loop level's total semantics.
 The arithmetic is that of `cvmc.runtime.references.cinn`, written with the loop level's ops.
 
     %y = cinn.abs %x : (tensor<4xf32>) -> tensor<4xf32>

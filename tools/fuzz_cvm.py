@@ -31,7 +31,7 @@ import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError
-from cvmc.runtime.frontend.builder import CvmBuilder, Tensor
+from cvmc.runtime.builder import CvmBuilder, Tensor
 from cvmc.runtime.frontend.graph import Graph, save_graph
 from cvmc.runtime.model import Model
 from cvmc.runtime.references.cvm import run_graph

@@ -608,7 +608,7 @@ def target_tiers(target: str = "host", cpu: str | None = None) -> tuple[Tier, ..
     - "all": amx, avx512-vnni (x86-64-v4 + VNNI), avx2 (x86-64-v3) and generic (x86-64): the library runs the
       best this CPU has (and, for amx, whose tiles Linux grants) whose known-answer check passes.
     A CVMRuntimeError names a target or CPU that cannot be built for."""
-    from cvmc.runtime.driver.known_answer import checked_jit_target
+    from cvmc.runtime.devices.known_answer import checked_jit_target
     from cvmc.runtime.engine.jit import host_target, shared_target
 
     if target not in TARGET_NAMES:
@@ -728,9 +728,9 @@ def build_model(graph_json: bytes, params: bytes, store: str | os.PathLike[str],
 
 @functools.cache
 def _known_answer() -> tuple[Graph, np.ndarray, np.ndarray]:
-    """The model of the known-answer check (`runtime.driver.known_answer.known_answer_graph`), its input, and its heads
+    """The model of the known-answer check (`runtime.devices.known_answer.known_answer_graph`), its input, and its heads
     by the reference interpreter (the executable spec), one after another."""
-    from cvmc.runtime.driver.known_answer import known_answer_graph, known_answer_input
+    from cvmc.runtime.devices.known_answer import known_answer_graph, known_answer_input
     from cvmc.runtime.references.cvm import run_graph
 
     graph, x = known_answer_graph(), known_answer_input()

@@ -227,7 +227,7 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
                   dump: StageDump | None = None, key: str | None = None,
                   extras: dict[str, np.ndarray] | None = None) -> CpuRunner:
     """Compile a verified graph for this CPU (`target` None: this host's, see `runtime.driver.target.jit_target`, after
-    its tier's known-answer check, `runtime.driver.known_answer`): `runner(data) -> heads`, with `runner.stats`.
+    its tier's known-answer check, `runtime.devices.known_answer`): `runner(data) -> heads`, with `runner.stats`.
     `check_plan` sees the host program (the arena's size) before anything is allocated, and may raise to refuse
     it; `dump` sees every stage (`compile.StageDump`).
 
@@ -236,7 +236,7 @@ def compile_graph(graph: Graph, threads: int | None = None, cache: bool = True,
     (their object files cached by IR, `jit.JitEngine`), and the entry written for the next load. `key` names the
     entry in place of `compiled.model_key` (a caller whose key covers the graph), `extras` go with it
     (`load_compiled`)."""
-    from cvmc.runtime.driver.known_answer import checked_jit_target, speculative_target
+    from cvmc.runtime.devices.known_answer import checked_jit_target, speculative_target
 
     start = time.perf_counter()
     settle = None

@@ -113,7 +113,7 @@ def missing_tier(target: Target) -> str | None:
 def jit_target(target: Target | None = None) -> Target:
     """The target of code this process runs: `target`, else `detect_target()`; a CVMLogicError when this CPU lacks
     its tier (its kernels would not run here) or an override is bad. The detected tier is not yet checked: the
-    devices take it through `runtime.driver.known_answer.checked_jit_target`, which runs the tier's known-answer check
+    devices take it through `runtime.devices.known_answer.checked_jit_target`, which runs the tier's known-answer check
     (that check compiles and runs a model, so it lives above the target's choice, not here)."""
     from cvmc.errors import CVMLogicError
 

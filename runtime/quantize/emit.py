@@ -25,7 +25,7 @@ import numpy as np
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMError, CVMLogicError
-from cvmc.runtime.frontend.builder import CvmBuilder, Tensor
+from cvmc.runtime.builder import CvmBuilder, Tensor
 from cvmc.runtime.quantize.onnx_graph import FloatGraph, Node, conv_float, pads_2d, pool_geometry
 
 WEIGHT_PRECISION = 8  # what conv2d and dense accept (cvm_rules._conv2d_prec, _dense_prec)

@@ -27,9 +27,9 @@ from cvmc.dialects.cvmc import DotU8S8Op, Dp4aOp, LoadWordOp, MmkI16Op, MmkU8S8O
 from cvmc.passes import get_all_passes
 from cvmc.passes.loops.target import Target, module_target
 from cvmc.passes.pipelines import pipeline_passes
+from cvmc.runtime.builder import CvmBuilder
 from cvmc.runtime.driver.compile import PIPELINE, StageDump, lower
 from cvmc.runtime.driver.host import read_host
-from cvmc.runtime.frontend.builder import CvmBuilder
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
 from cvmc.runtime.frontend.graph import Graph, load_graph
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import CVM_CORPUS
 
 import cvmc
+from cvmc.runtime.builder import CvmBuilder
 from cvmc.runtime.engine.threads import MAX_THREADS, default_threads
-from cvmc.runtime.frontend.builder import CvmBuilder
 from cvmc.runtime.frontend.files import read_bounded, read_text
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

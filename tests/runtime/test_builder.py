@@ -7,7 +7,7 @@ import pytest
 
 import cvmc
 from cvmc.errors import CVMLogicError, CVMRuntimeError
-from cvmc.runtime.frontend.builder import CvmBuilder, Tensor
+from cvmc.runtime.builder import CvmBuilder, Tensor
 from cvmc.runtime.frontend.graph import Graph, Node, load_graph
 
 RNG = np.random.default_rng(7)

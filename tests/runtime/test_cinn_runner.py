@@ -176,7 +176,7 @@ def test_a_kernel_is_shared_from_native_split_work_and_a_program_from_split_work
 
 
 def test_the_work_of_a_conv_is_its_multiply_adds_in_each_form():
-    from cvmc.runtime.frontend.cinn_builder import _op_work
+    from cvmc.runtime.cinn_builder import _op_work
 
     n, c, o, hw = 2, 3, 5, 6
     macs = n * o * hw * hw * c * 3 * 3

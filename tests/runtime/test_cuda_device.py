@@ -327,7 +327,7 @@ CINN_PROGRAMS = {
 
 
 def cinn_function(build, arrays):
-    from cvmc.runtime.frontend.cinn_builder import CinnBuilder
+    from cvmc.runtime.cinn_builder import CinnBuilder
 
     b = CinnBuilder("p")
     variables = [b.create_input(a.dtype.name, a.shape, f"a{i}") for i, a in enumerate(arrays)]

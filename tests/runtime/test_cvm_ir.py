@@ -11,7 +11,7 @@ from xdsl.parser import Parser
 from cvmc.dialects.cvm import Cvm
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 from cvmc.passes.cvm_gas import CvmGasPass
-from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.builder import CvmBuilder
 from cvmc.runtime.frontend.cvm_ir import graph_to_module, module_to_graph
 from cvmc.runtime.frontend.graph import Graph, load_graph, save_graph
 

@@ -19,10 +19,10 @@ import pytest
 from conftest import CVM_CORPUS
 
 from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.builder import CvmBuilder
 from cvmc.runtime.devices import aot
 from cvmc.runtime.engine import store
 from cvmc.runtime.frontend import files
-from cvmc.runtime.frontend.builder import CvmBuilder
 from cvmc.runtime.frontend.graph import save_graph
 
 MLP = CVM_CORPUS / "model_digits_mlp_000"

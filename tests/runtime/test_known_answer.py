@@ -1,5 +1,5 @@
-"""The known-answer check of a tier (`runtime.driver.known_answer.trusted_target`): the first build for a tier's kernels
-in a process runs a fixed model through them and through the reference; a planted wrong kernel makes the tier
+"""The known-answer check of a tier (`runtime.devices.known_answer.trusted_target`): the first build for a tier's
+kernels in a process runs a fixed model through them and through the reference; a planted wrong kernel makes the tier
 refused, with one warning naming it, and the model is built for the next tier down with the reference's bytes.
 Warm, the check model's kernels come from its sealed cache entry: nothing is lowered or compiled, and the kernels
 still run in every process."""
@@ -15,8 +15,8 @@ from cvmc.codegen import llvm_x86
 from cvmc.codegen.llvm_module import ModuleEmitter
 from cvmc.passes.loops.target import Target
 from cvmc.runtime.devices import cpu
+from cvmc.runtime.devices import known_answer as ka
 from cvmc.runtime.devices.cpu import compile_graph
-from cvmc.runtime.driver import known_answer as ka
 from cvmc.runtime.driver import target as host
 from cvmc.runtime.engine import llvm_compile
 from cvmc.runtime.references.cvm import run_graph
@@ -171,7 +171,7 @@ def test_choosing_a_target_compiles_nothing():
 
     code = ("import sys; from cvmc.runtime.driver.target import jit_target; jit_target(); "
             "print(sorted(m for m in sys.modules if m.startswith(('cvmc.runtime.devices.cpu', "
-            "'cvmc.runtime.driver.compile', 'cvmc.runtime.driver.known_answer', 'xdsl'))))")
+            "'cvmc.runtime.driver.compile', 'cvmc.runtime.devices.known_answer', 'xdsl'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -12,7 +12,7 @@ import pytest
 
 import cvmc
 from cvmc.dialects.cvm_rules import MAX_MEMORY
-from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.builder import CvmBuilder
 from cvmc.runtime.frontend.graph import load_graph
 from cvmc.runtime.references.cvm import peak_bytes, peak_live_bytes, run_graph
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import CVM_CORPUS, DATA
 
-from cvmc.runtime.frontend.builder import CvmBuilder
+from cvmc.runtime.builder import CvmBuilder
 from cvmc.tools import cli, cvm_opt, cvm_run, cvm_task, cvm_translate
 
 MLP = CVM_CORPUS / "model_digits_mlp_000"

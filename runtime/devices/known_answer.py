@@ -44,7 +44,7 @@ def known_answer_graph() -> Graph:
     (`cvmc.dot_u8s8` with AVX512-VNNI), its weights and data reaching +-127."""
     import numpy as np
 
-    from cvmc.runtime.frontend.builder import CvmBuilder
+    from cvmc.runtime.builder import CvmBuilder
 
     rng = np.random.default_rng(20261126)
 
