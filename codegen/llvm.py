@@ -714,8 +714,8 @@ class KernelEmitter:
         x86 has no vector integer division. For 8- to 32-bit operands and a divisor that is not a constant,
         dividing in floating point (f32 up to 16 bits, f64 up to 32 bits) is exact: |a| < 2**p (p the
         significand's bits) bounds the rounding error of the quotient, |a / d| * 2**-p, below 1 / |d|, the least
-        distance from a non-integer quotient to an integer. Such loops vectorize (about 10x faster than scalar
-        idiv); constant divisors stay integer divisions, which LLVM turns into multiplications."""
+        distance from a non-integer quotient to an integer. Such loops vectorize (scalar idiv does not); constant
+        divisors stay integer divisions, which LLVM turns into multiplications."""
         ty = a.type
         assert isinstance(ty, ir.IntType)
         if isinstance(b, ir.Constant) or not 8 <= ty.width <= 32:
