@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntAttr, MemRefType, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    TensorType,
+)
 from xdsl.ir import Attribute
 
 
@@ -31,3 +39,7 @@ def is_int_attr(t: object) -> TypeGuard[IntAttr[int]]:
 
 def is_dense_elements(t: object) -> TypeGuard[DenseIntOrFPElementsAttr]:
     return isinstance(t, DenseIntOrFPElementsAttr)
+
+
+def is_integer_attr(t: object) -> TypeGuard[IntegerAttr[IntegerType | IndexType]]:
+    return isinstance(t, IntegerAttr)
