@@ -25,7 +25,8 @@ demo: $(STAMP)
 
 # pytest runs over one worker per core (at most 4, pytest-xdist); a file's tests stay in one worker, so a module's
 # fixtures (the AOT store, compiled corpora) are built once. 12 min in one process on 2 cores, 5.5 min in two.
-# pyright (strict on dialects/, basic elsewhere) is cheap beside them: about 45 s of CPU, 30 s on 2 idle cores.
+# pyright (strict on dialects/ and the CUDA printers, basic elsewhere: pyproject.toml) is cheap beside them: about
+# 45 s of CPU, 30 s on 2 idle cores.
 test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/pyright
