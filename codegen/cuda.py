@@ -76,7 +76,6 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
-    MemRefType,
     ModuleOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -109,6 +108,7 @@ from cvmc.codegen.cuda_launch import (
 )
 from cvmc.codegen.loop_ir import VIEW_OPS, constant_int, op_name, static_layout
 from cvmc.dialects.cvmc import Dp4aOp, IndexCastUIOp, IsFiniteOp, IsInfOp, IsNanOp, LoadWordOp, RemFOp
+from cvmc.dialects.narrow import is_memref
 from cvmc.errors import CVMRuntimeError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ def _layout(t: Attribute) -> tuple[tuple[int, ...], tuple[int, ...], int]:
 # --------------------------------------------------------------------------------------------------------------
 
 # Wrapping integer ops: the low bits of the unsigned operation.
-_INT_BINARY = {
+_INT_BINARY: dict[type[Operation], str] = {
     arith.AddiOp: "+",
     arith.SubiOp: "-",
     arith.MuliOp: "*",
@@ -135,14 +135,14 @@ _INT_BINARY = {
     arith.XOrIOp: "^",
 }
 # Float arithmetic: round-to-nearest intrinsics (never contracted to FMA), by C type.
-_FLOAT_BINARY = {
+_FLOAT_BINARY: dict[type[Operation], tuple[str, str]] = {
     arith.AddfOp: ("__fadd_rn", "__dadd_rn"),
     arith.SubfOp: ("__fsub_rn", "__dsub_rn"),
     arith.MulfOp: ("__fmul_rn", "__dmul_rn"),
     arith.DivfOp: ("__fdiv_rn", "__ddiv_rn"),
 }
 # Total integer ops calling a helper on 32 or 64 bits, and whether their operands are sign extended.
-_INT_HELPERS = {
+_INT_HELPERS: dict[type[Operation], tuple[str, bool]] = {
     arith.DivSIOp: ("cvmc_divsi", True),
     arith.RemSIOp: ("cvmc_remsi", True),
     arith.FloorDivSIOp: ("cvmc_floordivsi", True),
@@ -184,7 +184,7 @@ _CMPF = (
     "({a} != {a} || {b} != {b})",  # uno
     "true",
 )
-_MIN_MAX_INT = {
+_MIN_MAX_INT: dict[type[Operation], tuple[bool, str]] = {
     arith.MinSIOp: (True, "<"),
     arith.MaxSIOp: (True, ">"),
     arith.MinUIOp: (False, "<"),
@@ -291,7 +291,8 @@ class _KernelPrinter:
         params: list[str] = []
         for arg, karg in zip(block.args, self.spec.args):
             name = f"arg{arg.index}"
-            ty = memory_c_type(arg.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
+            assert is_memref(arg.type)
+            ty = memory_c_type(arg.type.element_type)
             const = "" if karg.written else "const "
             if not karg.written:
                 self.const_pointers.add(arg)
@@ -343,7 +344,7 @@ class _KernelPrinter:
             for target, value, _ in moves:
                 self.line(f"{target} = {value};")
             return
-        temps = []
+        temps: list[str] = []
         for _, value, ty in moves:
             temp = self.fresh()
             self.line(f"{c_type(ty)} {temp} = {value};")
@@ -356,7 +357,7 @@ class _KernelPrinter:
         assert isinstance(op, scf.ForOp)
         lb, ub, step = (self.values[v] for v in (op.lb, op.ub, op.step))
         block = op.body.block
-        carried = []
+        carried: list[str] = []
         for arg, init in zip(block.args[1:], op.iter_args):
             name = self.fresh()
             self.line(f"{c_type(arg.type)} {name} = {self.values[init]};")
@@ -425,7 +426,7 @@ class _KernelPrinter:
     @_handles(scf.IfOp)
     def _if(self, op: Operation) -> None:
         cond = self.values[op.operands[0]]
-        names = []
+        names: list[str] = []
         for res in op.results:
             name = self.fresh()
             self.line(f"{c_type(res.type)} {name};")
@@ -493,7 +494,7 @@ class _KernelPrinter:
     def _alloca(self, op: Operation) -> None:
         """A local array of the thread, or (memory space 3) a `__shared__` array of the block."""
         t = op.results[0].type
-        assert isinstance(t, MemRefType)
+        assert is_memref(t)
         name = self.fresh()
         shared = "__shared__ " if is_shared(t) else ""
         self.line(f"{shared}{memory_c_type(t.element_type)} {name}[{self._buffer_elements(t)}];")
@@ -531,7 +532,7 @@ class _KernelPrinter:
     @_handles(memref.AllocOp)
     def _alloc(self, op: Operation) -> None:
         t = op.results[0].type
-        assert isinstance(t, MemRefType)
+        assert is_memref(t)
         ty = memory_c_type(t.element_type)
         name = self.fresh()
         self.line(f"{ty} *{name} = ({ty} *)malloc({self._buffer_elements(t)} * sizeof({ty}));")
@@ -568,7 +569,8 @@ class _KernelPrinter:
             self.values[result] = self.values[source]
             return
         const = "const " if source in self.const_pointers else ""
-        ty = memory_c_type(result.type.element_type)  # pyright: ignore[reportAttributeAccessIssue]
+        assert is_memref(result.type)
+        ty = memory_c_type(result.type.element_type)
         view = self.fresh()
         self.line(f"{const}{ty} *{view} = {self.values[source]} + {delta};")
         self.values[result] = view

@@ -6,20 +6,22 @@ in a `CudaKernelSpec` per kernel (`kernel_specs`). See `codegen.cuda`'s docstrin
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from cvmc.codegen import llvm
 from cvmc.codegen.abi import KernelArg
 from cvmc.codegen.loop_ir import constant_int, op_name
 from cvmc.dialects.cvmc import Dp4aOp, IndexCastUIOp, LoadWordOp
+from cvmc.dialects.narrow import is_integer_attr, is_memref
 from cvmc.errors import CVMRuntimeError
 
 # Threads per block: the kernels' `__launch_bounds__`, and what a launcher should use.
@@ -153,7 +155,7 @@ def _block_loop(op: func.FuncOp) -> _BlockLoop | None:
 
 def is_shared(t: Attribute) -> bool:
     """A memref in a block's shared memory (memory space 3, as in NVVM)."""
-    return isinstance(t, MemRefType) and isinstance(t.memory_space, IntegerAttr) and t.memory_space.value.data == 3
+    return is_memref(t) and is_integer_attr(t.memory_space) and t.memory_space.value.data == 3
 
 
 def _shared_bytes(op: func.FuncOp) -> int:
@@ -161,7 +163,7 @@ def _shared_bytes(op: func.FuncOp) -> int:
     for inner in op.walk():
         if type(inner) is memref.AllocaOp and is_shared(inner.results[0].type):
             t = inner.results[0].type
-            assert isinstance(t, MemRefType)
+            assert is_memref(t)
             total += max(1, bit_width(t.element_type) // 8) * math.prod(t.get_shape())
     return total
 
@@ -179,7 +181,7 @@ class _NeedsIv(Exception):
     """A loop bound depends on the induction variable of an enclosing loop not yet enumerated."""
 
 
-_EVAL = {
+_EVAL: dict[type[Operation], Callable[[int, int], int]] = {
     arith.AddiOp: lambda a, b: a + b,
     arith.SubiOp: lambda a, b: a - b,
     arith.MuliOp: lambda a, b: a * b,
@@ -193,9 +195,9 @@ _EVAL = {
     arith.CeilDivSIOp: lambda a, b: 0 if b == 0 else -(-a // b),
     arith.CeilDivUIOp: lambda a, b: 0 if b == 0 else -(-a // b),
 }
-_CMP = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
-        4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
-        8: lambda a, b: a > b, 9: lambda a, b: a >= b}  # fmt: skip
+_CMP: dict[int, Callable[[int, int], bool]] = {  # arith.cmpi by the predicate's enum value
+    0: operator.eq, 1: operator.ne, 2: operator.lt, 3: operator.le, 4: operator.gt, 5: operator.ge,
+    6: operator.lt, 7: operator.le, 8: operator.gt, 9: operator.ge}  # fmt: skip
 
 
 def _evaluate(value: SSAValue, env: dict[SSAValue, int]) -> int:
@@ -288,9 +290,9 @@ def _count_loop(op: scf.ForOp | scf.ParallelOp, env: dict[SSAValue, int], inexac
         if trips > _ENUMERATION_LIMIT:
             raise _NotStatic from None
         total = 0
-        for point in np.ndindex(*(len(r) for r in ranges)):
+        for point in itertools.product(*ranges):
             inner = dict(env)
-            inner.update({iv: r[i] for iv, r, i in zip(ivs, ranges, point)})
+            inner.update(zip(ivs, point))
             total += _count_block(op.body.block, inner, inexact, weight)
         return total
 
@@ -360,6 +362,6 @@ def bit_width(t: Attribute) -> int:
     """Bits of an integer or index type."""
     if isinstance(t, IndexType):
         return 64
-    if isinstance(t, IntegerType) and t.width.data in (1, 8, 16, 32, 64):
-        return t.width.data
+    if isinstance(t, IntegerType) and t.bitwidth in (1, 8, 16, 32, 64):
+        return t.bitwidth
     raise CVMRuntimeError(f"cuda codegen: expected an integer of 1, 8, 16, 32 or 64 bits or an index, got {t}")

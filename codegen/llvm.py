@@ -93,6 +93,7 @@ from cvmc.dialects.cvmc import (
     PackTileOp,
     RemFOp,
 )
+from cvmc.dialects.narrow import is_memref
 from cvmc.errors import CVMRuntimeError
 
 # Bytes of alignment for `memref.alloc` buffers and `memref.alloca` slots (one AVX-512 register, one cache line).
@@ -118,7 +119,7 @@ def _kernel_spec(op: func.FuncOp) -> KernelSpec:
     written = _written_args(op)
     args: list[KernelArg] = []
     for arg in block.args:
-        if not isinstance(arg.type, MemRefType):
+        if not is_memref(arg.type):
             raise CVMRuntimeError(f"kernel '{op.sym_name.data}': expected memref arguments, got {arg.type}")
         shape, strides, offset = static_layout(arg.type)
         args.append(KernelArg(shape, element_name(arg.type.element_type), strides, offset, arg in written))
@@ -173,7 +174,7 @@ def _split_loop(op: func.FuncOp) -> tuple[scf.ParallelOp, int] | None:
 # Op tables
 # --------------------------------------------------------------------------------------------------------------
 
-_INT_BINARY = {
+_INT_BINARY: dict[type[Operation], str] = {
     arith.AddiOp: "add",
     arith.SubiOp: "sub",
     arith.MuliOp: "mul",
@@ -181,14 +182,14 @@ _INT_BINARY = {
     arith.OrIOp: "or_",
     arith.XOrIOp: "xor",
 }
-_FLOAT_BINARY = {
+_FLOAT_BINARY: dict[type[Operation], str] = {
     arith.AddfOp: "fadd",
     arith.SubfOp: "fsub",
     arith.MulfOp: "fmul",
     arith.DivfOp: "fdiv",
     RemFOp: "frem",
 }
-_CASTS = {
+_CASTS: dict[type[Operation], str] = {
     arith.ExtSIOp: "sext",
     arith.ExtUIOp: "zext",
     arith.TruncIOp: "trunc",
@@ -213,14 +214,14 @@ _CMPI = {
 }
 _CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno",
          "true")  # fmt: skip
-_MIN_MAX_INT = {
+_MIN_MAX_INT: dict[type[Operation], tuple[bool, str]] = {
     arith.MinSIOp: (True, "<"),
     arith.MaxSIOp: (True, ">"),
     arith.MinUIOp: (False, "<"),
     arith.MaxUIOp: (False, ">"),
 }
 # Float ops that are one LLVM intrinsic `llvm.<name>.<f32|f64>`.
-_FLOAT_INTRINSICS = {
+_FLOAT_INTRINSICS: dict[type[Operation], str] = {
     math.AbsFOp: "fabs",
     math.ExpOp: "exp",
     math.Exp2Op: "exp2",
@@ -252,7 +253,7 @@ _FLOAT_INTRINSICS = {
     arith.MaxnumfOp: "maxnum",
 }
 # Float ops without an intrinsic: calls to the C library (`erff` / `erf`), declared without side effects.
-_LIBM = {
+_LIBM: dict[type[Operation], str] = {
     math.ExpM1Op: "expm1",
     math.Log1pOp: "log1p",
     math.AsinhOp: "asinh",
@@ -262,7 +263,7 @@ _LIBM = {
     math.CbrtOp: "cbrt",
 }
 # Integer ops that are one intrinsic with a trailing `i1 false` (never poison).
-_INT_INTRINSICS = {
+_INT_INTRINSICS: dict[type[Operation], str] = {
     math.AbsIOp: "abs",
     math.CountLeadingZerosOp: "ctlz",
     math.CountTrailingZerosOp: "cttz",
@@ -308,7 +309,8 @@ class KernelEmitter:
             value.name = f"arg{arg.index}"
             value.add_attribute("noalias")
             value.add_attribute("captures(none)")
-            value.attributes.align = byte_size(memory_type(arg.type.element_type))  # pyright: ignore
+            assert is_memref(arg.type)
+            value.attributes.align = byte_size(memory_type(arg.type.element_type))
             lo, hi = karg.element_span()
             if lo == 0 and hi > 0:
                 value.attributes.dereferenceable = hi * value.attributes.align
@@ -335,8 +337,8 @@ class KernelEmitter:
         table.name, begin.name, end.name = "args", "begin", "end"
         if count:
             table.add_attribute("captures(none)")
-            table.attributes.align = 8  # pyright: ignore
-            table.attributes.dereferenceable = 8 * count  # pyright: ignore
+            table.attributes.align = 8
+            table.attributes.dereferenceable = 8 * count
         b: Any = ir.IRBuilder(fn.append_basic_block("entry"))
         pointers = []
         for i in range(count):
@@ -489,7 +491,7 @@ class KernelEmitter:
 
     def _address(self, t: Attribute, base: LLValue, indices: Sequence[LLValue]) -> LLValue:
         """One GEP: base + offset + sum(index * stride), in elements of the memref type `t`."""
-        assert isinstance(t, MemRefType)
+        assert is_memref(t)
         _, strides, offset = static_layout(t)
         linear: LLValue | None = None
         for index, stride in zip(indices, strides):
@@ -507,7 +509,7 @@ class KernelEmitter:
     def access(self, memref_value: SSAValue, indices: Sequence[SSAValue]) -> tuple[LLValue, ir.Type]:
         """The address of a load or store and the element's memory type."""
         t = memref_value.type
-        assert isinstance(t, MemRefType)
+        assert is_memref(t)
         address = self._address(t, self.values[memref_value], [self.values[i] for i in indices])
         return address, memory_type(t.element_type)
 
@@ -539,7 +541,7 @@ class KernelEmitter:
     @_handles(memref.AllocaOp)
     def _alloca(self, op: Operation) -> None:
         t = op.results[0].type
-        assert isinstance(t, MemRefType)
+        assert is_memref(t)
         slot = self.allocas.alloca(ir.ArrayType(I8, max(1, self._buffer_bytes(t))))
         slot.align = _BUFFER_ALIGN
         slot.type = PTR  # llvmlite types allocas as typed pointers; LLVM's are opaque
@@ -548,7 +550,7 @@ class KernelEmitter:
     @_handles(memref.AllocOp)
     def _alloc(self, op: Operation) -> None:
         t = op.results[0].type
-        assert isinstance(t, MemRefType)
+        assert is_memref(t)
         size = -(-max(1, self._buffer_bytes(t)) // _BUFFER_ALIGN) * _BUFFER_ALIGN
         aligned_alloc = self.mod.function("aligned_alloc", PTR, [I64, I64], ("nounwind",))
         self._set(op, self.b.call(aligned_alloc, [const(I64, _BUFFER_ALIGN), const(I64, size)]))
@@ -563,7 +565,7 @@ class KernelEmitter:
         """A view keeps the base pointer; only a result type whose offset disagrees with the view's own moves it."""
         source = op.operands[0]
         src_t, res_t = source.type, op.results[0].type
-        assert isinstance(src_t, MemRefType) and isinstance(res_t, MemRefType)
+        assert is_memref(src_t) and is_memref(res_t)
         _, src_strides, src_offset = static_layout(src_t)
         _, _, res_offset = static_layout(res_t)
         kind = type(op)
@@ -588,7 +590,7 @@ class KernelEmitter:
     def _copy(self, op: Operation) -> None:
         source, target = op.operands
         src_t, dst_t = source.type, target.type
-        assert isinstance(src_t, MemRefType) and isinstance(dst_t, MemRefType)
+        assert is_memref(src_t) and is_memref(dst_t)
         shape, src_strides, _ = static_layout(src_t)
         _, dst_strides, _ = static_layout(dst_t)
         ty = memory_type(src_t.element_type)
@@ -714,8 +716,8 @@ class KernelEmitter:
         x86 has no vector integer division. For 8- to 32-bit operands and a divisor that is not a constant,
         dividing in floating point (f32 up to 16 bits, f64 up to 32 bits) is exact: |a| < 2**p (p the
         significand's bits) bounds the rounding error of the quotient, |a / d| * 2**-p, below 1 / |d|, the least
-        distance from a non-integer quotient to an integer. Such loops vectorize (about 10x faster than scalar
-        idiv); constant divisors stay integer divisions, which LLVM turns into multiplications."""
+        distance from a non-integer quotient to an integer. Such loops vectorize (scalar idiv does not); constant
+        divisors stay integer divisions, which LLVM turns into multiplications."""
         ty = a.type
         assert isinstance(ty, ir.IntType)
         if isinstance(b, ir.Constant) or not 8 <= ty.width <= 32:

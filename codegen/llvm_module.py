@@ -33,8 +33,8 @@ VOID = ir.VoidType()
 
 
 def element_name(t: Attribute) -> str:
-    if isinstance(t, IntegerType) and t.width.data in (1, 8, 16, 32, 64):
-        return f"i{t.width.data}"
+    if isinstance(t, IntegerType) and t.bitwidth in (1, 8, 16, 32, 64):
+        return f"i{t.bitwidth}"
     if isinstance(t, Float32Type):
         return "f32"
     if isinstance(t, Float64Type):
@@ -45,7 +45,7 @@ def element_name(t: Attribute) -> str:
 def value_type(t: Attribute) -> ir.Type:
     """The LLVM type of an SSA value of type `t` (in registers)."""
     if isinstance(t, IntegerType):
-        return ir.IntType(t.width.data)
+        return ir.IntType(t.bitwidth)
     if isinstance(t, IndexType):
         return I64
     if isinstance(t, Float32Type):

@@ -69,6 +69,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from cvmc.dialects.narrow import is_tensor
+
 # ---------------------------------------------------------------------------------------------------------------
 # Element types
 # ---------------------------------------------------------------------------------------------------------------
@@ -103,7 +105,7 @@ def is_unsigned(t: Attribute) -> bool:
 
 def bit_width(t: Attribute) -> int:
     if isinstance(t, IntegerType):
-        return t.width.data
+        return t.bitwidth
     return 32 if t == f32 else 64
 
 
@@ -117,9 +119,9 @@ def shape_of(v: SSAValue) -> Shape:
     return tuple(t.get_shape())
 
 
-def _tensor(field: str, t: Attribute, kind: ElementKind = ANY) -> TensorType:
+def _tensor(field: str, t: Attribute, kind: ElementKind = ANY) -> TensorType[Attribute]:
     """`t` as a static tensor whose element type is in `kind`."""
-    if not isinstance(t, TensorType):
+    if not is_tensor(t):
         raise VerifyException(f"expected '{field}' to be a tensor, got {t}")
     if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"expected '{field}' to have a static shape, got {t}")
@@ -560,9 +562,10 @@ class ConstScalarOp(IRDLOperation):
         value = parser.parse_attribute()
         if not isinstance(value, IntegerAttr | FloatAttr):
             parser.raise_error("expected an integer, float or bool literal", pos, parser.pos)
+        properties: dict[str, Attribute] = {"value": value}
         attributes = parser.parse_optional_attr_dict()
         return cls.create(
-            properties={"value": value}, attributes=attributes, result_types=[TensorType(value.type, [])]
+            properties=properties, attributes=attributes, result_types=[TensorType(value.get_type(), [])]
         )
 
 
@@ -1503,11 +1506,12 @@ class ConvOp(IRDLOperation):
 
     def geometry(self) -> ConvGeometry:
         """This op's sizes (the op must verify)."""
-        return conv_geometry(
-            self.lhs.type.get_shape(), self.rhs.type.get_shape(), *self._attributes()  # pyright: ignore
-        )
+        return conv_geometry(shape_of(self.lhs), shape_of(self.rhs), *self._attributes())
 
-    def _attributes(self) -> tuple:
+    def _attributes(
+        self,
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int, ConvType, DataFormat, PaddingAlgorithm,
+               tuple[int, ...]]:
         return (
             _ints(self.strides), _ints(self.paddings), _ints(self.dilations), self.groups.value.data,
             self.conv_type.data, self.data_format.data, self.padding_algorithm.data, _ints(self.output_shape),
@@ -1700,8 +1704,7 @@ class SliceOp(IRDLOperation):
 
     def bounds(self) -> list[tuple[int, int]]:
         """[start, end) on every axis of x (the op must verify)."""
-        shape = self.x.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
-        return slice_bounds(shape, _ints(self.axes), _ints(self.starts), _ints(self.ends))
+        return slice_bounds(shape_of(self.x), _ints(self.axes), _ints(self.starts), _ints(self.ends))
 
     def verify_(self) -> None:
         _check_results(self, [self.infer(self.x.type, _ints(self.axes), _ints(self.starts), _ints(self.ends))])

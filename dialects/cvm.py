@@ -199,7 +199,7 @@ def verify_pass_attribute(key: str, value: Attribute) -> None:
     ints = isinstance(value, IntegerAttr) and value.value.data >= 0
     if key == "cvm.offset":
         ints = ints or (isinstance(value, DenseArrayBase) and all(
-            isinstance(v, int) and v >= 0 for v in value.get_values()))
+            isinstance(v, IntegerAttr) and v.value.data >= 0 for v in value.get_attrs()))
     elif key == "cvm.pack_offset":
         ints = isinstance(value, DictionaryAttr) and set(value.data) <= {"data", "weight"} and all(
             isinstance(v, IntegerAttr) and v.value.data >= 0 for v in value.data.values())

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any
+from typing import Any, cast
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 
@@ -315,7 +315,7 @@ def default_attrs(op: str, **given: Any) -> Attrs:
     for s in specs:
         if s.name in given:
             v = given[s.name]
-            attrs[s.name] = tuple(v) if s.kind == "ints" and isinstance(v, list | tuple) else (
+            attrs[s.name] = tuple(cast("Sequence[Any]", v)) if s.kind == "ints" and isinstance(v, list | tuple) else (
                 (v,) if s.kind == "ints" else v)
         elif s.default is REQUIRED:
             raise CVMLogicError(f"{op} needs the attribute {s.name!r}")
@@ -460,13 +460,11 @@ def _assign(name: str, got: Shape, want: Sequence[int]) -> None:
     _fatal(ok, f"expected {name} shape {list(want)}, got {list(got)}")
 
 
-def check_shape(shape: Sequence[int], what: str = "shape") -> Shape:
+def check_shape(given: Sequence[object], what: str = "shape") -> Shape:
     """A tensor shape cvm-runtime accepts: 1 to 6 dims, each in [1, 2^24], at most 2^30 elements."""
-    shape = tuple(shape)
-    _check(0 < len(shape) <= MAX_NDIM, f"expected {what} to have 1 to {MAX_NDIM} dims, got {len(shape)}")
-    for d in shape:
-        _check(isinstance(d, int) and 0 < d <= MAX_DIM, f"expected every dim of {what} in [1, {MAX_DIM}], "
-               f"got {list(shape)}")
+    _check(0 < len(given) <= MAX_NDIM, f"expected {what} to have 1 to {MAX_NDIM} dims, got {len(given)}")
+    shape = tuple(d for d in given if isinstance(d, int) and 0 < d <= MAX_DIM)
+    _check(len(shape) == len(given), f"expected every dim of {what} in [1, {MAX_DIM}], got {list(given)}")
     _check(prod(shape) <= MAX_SIZE, f"expected {what} to have at most {MAX_SIZE} elements, got {prod(shape)}")
     return shape
 
@@ -549,7 +547,7 @@ def _broadcast_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
         return (lhs,)
     n = max(len(lhs), len(rhs))
     pa, pb = (1,) * (n - len(lhs)) + lhs, (1,) * (n - len(rhs)) + rhs
-    out = []
+    out: list[int] = []
     for x, y in zip(pa, pb):
         # src/top/tensor/broadcast.cc:43 VERIFY(l == 1 || r == 1)
         _check(x == y or x == 1 or y == 1,
@@ -820,7 +818,7 @@ def _upsampling_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 @_shape_rule("get_valid_counts")
 def _get_valid_counts_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _ndim("data", s[0], 3)  # src/top/nn/nms.cc:133
-    b, n, k = s[0]
+    b, _, k = s[0]
     _check(2 <= k < 32, f"expected data.shape[2] in [2, 31], got {k}")  # src/top/nn/nms.cc:134
     return ((b,), s[0])
 
@@ -882,7 +880,7 @@ def _concatenate_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     _check(len(s) >= 1, "expected at least one input")  # src/top/tensor/transform.cc:225
     n = len(s[0])
     _range("axis", a["axis"], -n, n - 1)  # src/top/tensor/transform.cc:227
-    ax = a["axis"] if a["axis"] >= 0 else n + a["axis"]
+    ax: int = a["axis"] if a["axis"] >= 0 else n + a["axis"]
     for t in s:
         _check(len(t) == n, f"expected inputs of rank {n}, got {list(t)}")  # src/top/tensor/transform.cc:230
     for t in s[1:]:
@@ -980,7 +978,7 @@ def _reshape_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
 def _squeeze_shape(a: Attrs, s: list[Shape]) -> tuple[Shape, ...]:
     n = len(s[0])
     if a["axis"]:
-        axes = set()
+        axes: set[int] = set()
         for x in a["axis"]:
             _range("axis", x, -n, n - 1)  # src/top/tensor/transform.cc:573
             axes.add(x + n if x < 0 else x)
@@ -1019,7 +1017,7 @@ def strided_slice_bounds(shape: Shape, begin: Sequence[int], end: Sequence[int],
                          stride: Sequence[int]) -> list[tuple[int, int, int]]:
     """Per axis (begin, stride, length) of a strided slice (src/top/tensor/transform.cc:754): a missing begin
     is 0, a missing end the dim, a missing stride 1, whatever the stride's sign."""
-    out = []
+    out: list[tuple[int, int, int]] = []
     for i, dim in enumerate(shape):
         st = stride[i] if i < len(stride) else 1
         _check(st != 0, f"expected 'stride' values != 0, got 0 at axis {i}")  # src/top/tensor/transform.cc:781
@@ -1114,12 +1112,12 @@ def _where_rows(s: list[Shape]) -> None:
 # --- reductions ---------------------------------------------------------------------------------------------
 
 
-def reduce_axes(shape: Shape, axis: Sequence[int], exclude: bool) -> tuple[int, ...]:
+def reduce_axes(shape: Sequence[int], axis: Sequence[int], exclude: bool) -> tuple[int, ...]:
     """GetReduceAxes (src/top/tensor/reduce.cc:21): the sorted axes a sum or max reduces."""
     n = len(shape)
     if not axis:
         return tuple(range(n))
-    given = []
+    given: list[int] = []
     for x in axis:
         x = x + n if x < 0 else x
         _range("axis", x, 0, n - 1)  # src/top/tensor/reduce.cc:33
@@ -1197,7 +1195,7 @@ def infer_precision(op: str, attrs: Attrs, in_shapes: Sequence[Sequence[int]], i
     shapes = [tuple(x) for x in in_shapes]
     outs = [tuple(x) for x in out_shapes] if out_shapes is not None else list(_SHAPE[op](attrs, shapes))
     precs = _PREC[op](attrs, shapes, list(in_precs), outs)
-    for i, p in enumerate(precs):
+    for p in precs:
         want = "at most 32" if p > 32 else "in [1, 32]"
         _check(0 < p <= 32, f"output precision would be {p}, expected {want}")  # src/runtime/infer_attr.cc:79
     return precs

@@ -58,6 +58,8 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from cvmc.dialects.narrow import is_tensor
+
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 """A packed byte that holds x + 128 (or a non-negative x): the u8 operand of `vpdpbusd` / `vpmaddubsw`."""
 
@@ -67,17 +69,16 @@ PACKING_FIELDS: dict[str, tuple[str, ...]] = {"nhwc": ("padding",), "rows": ("wi
 """The packings (`to`) and the fields each takes (besides `zero_point`)."""
 
 
-def _static_shape(t: Attribute, what: str) -> tuple[int, ...]:
-    if not isinstance(t, TensorType):
+def _static_tensor(t: Attribute, what: str) -> TensorType[Attribute]:
+    if not is_tensor(t):
         raise VerifyException(f"expected '{what}' to be a tensor, got {t}")
-    shape = tuple(t.get_shape())
-    if any(d < 0 for d in shape):
+    if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"expected '{what}' of a static shape, got {t}")
-    return shape
+    return t
 
 
-def _ints(attr: DenseArrayBase | None) -> tuple[int, ...] | None:
-    return None if attr is None else tuple(attr.get_values())  # pyright: ignore[reportReturnType]
+def _ints(attr: DenseArrayBase[I64] | None) -> tuple[int, ...] | None:
+    return None if attr is None else attr.get_values()
 
 
 @irdl_op_definition
@@ -96,9 +97,9 @@ class ViewOp(IRDLOperation):
 
     irdl_options = (ParsePropInAttrDict(),)
 
-    source = operand_def(TensorType)
+    source = operand_def(TensorType[Attribute])
     layout = prop_def(StridedLayoutAttr)
-    result = result_def(TensorType)
+    result = result_def(TensorType[Attribute])
 
     traits = traits_def(Pure())
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
@@ -114,10 +115,8 @@ class ViewOp(IRDLOperation):
         return tuple(s for s in strides if s is not None), offset
 
     def verify_(self) -> None:
-        src = _static_shape(self.source.type, "source")
-        out = _static_shape(self.result.type, "result")
-        src_t, out_t = self.source.type, self.result.type
-        assert isinstance(src_t, TensorType) and isinstance(out_t, TensorType)
+        src_t, out_t = _static_tensor(self.source.type, "source"), _static_tensor(self.result.type, "result")
+        src, out = src_t.get_shape(), out_t.get_shape()
         if src_t.element_type != out_t.element_type:
             raise VerifyException(f"expected a result of element type {src_t.element_type}, got "
                                   f"{out_t.element_type}")
@@ -155,14 +154,14 @@ class PackOp(IRDLOperation):
 
     irdl_options = (ParsePropInAttrDict(),)
 
-    source = operand_def(TensorType)
+    source = operand_def(TensorType[Attribute])
     to = prop_def(StringAttr)
     padding = opt_prop_def(DenseArrayBase[I64])
     width = opt_prop_def(IntegerAttr[I64])
     lanes = opt_prop_def(IntegerAttr[I64])
     group = opt_prop_def(IntegerAttr[I64])
     zero_point = opt_prop_def(IntegerAttr[I64])
-    result = result_def(TensorType)
+    result = result_def(TensorType[Attribute])
 
     traits = traits_def(Pure())
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
@@ -185,9 +184,9 @@ class PackOp(IRDLOperation):
         offset = self.attributes.get("cvm.offset")
         if offset is not None and not (isinstance(offset, IntegerAttr) and offset.value.data >= 0):
             raise VerifyException(f"expected 'cvm.offset' to be a non-negative integer, got {offset}")
-        src = _static_shape(self.source.type, "source")
-        out = _static_shape(self.result.type, "result")
-        element = self.result.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+        src = _static_tensor(self.source.type, "source").get_shape()
+        out = _static_tensor(self.result.type, "result").get_shape()
+        element = self.result.type.element_type
         if element not in PACK_ELEMENTS:
             raise VerifyException(f"expected a result element type in i32, i16, i8, ui8, got {element}")
         to = self.to.data
@@ -200,11 +199,11 @@ class PackOp(IRDLOperation):
         if self.zero_point is not None and (to not in ("nhwc", "rows") or element != ui8):
             raise VerifyException(f"expected 'zero_point' only on a ui8 'nhwc' or 'rows' packing, got it on "
                                   f"{to!r} to {element}")
-        how = self.packing()
-        width = how.get("width")
+        width = None if self.width is None else self.width.value.data
+        expect: tuple[int, ...]
         if to == "nhwc":
-            padding = how["padding"]
-            assert isinstance(padding, tuple)
+            padding = _ints(self.padding)
+            assert padding is not None
             if len(src) != 4 or len(padding) != 2 or min(padding) < 0:
                 raise VerifyException(f"expected a 4-D source and two paddings >= 0, got {list(src)} and "
                                       f"{list(padding)}")
@@ -223,8 +222,8 @@ class PackOp(IRDLOperation):
             if to == "conv_weight":
                 expect = (src[0], width)
             else:
-                lanes, group = how["lanes"], how["group"]
-                assert isinstance(lanes, int) and isinstance(group, int)
+                assert self.lanes is not None and self.group is not None
+                lanes, group = self.lanes.value.data, self.group.value.data
                 if lanes < 1 or group < 1 or width % group:
                     raise VerifyException(f"expected 'lanes' >= 1 and 'group' >= 1 dividing 'width' = {width}, got "
                                           f"{lanes} and {group}")

@@ -57,6 +57,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from cvmc.dialects.narrow import is_memref
 from cvmc.dialects.target_rules import TIERS, VECTOR_BYTES, target_error
 
 __all__ = ["TIERS", "VECTOR_BYTES", "Cvmc", "CvmcUpstream", "TargetAttr", "target_error"]
@@ -75,11 +76,12 @@ def _check_access(what: str, operands: Sequence[SSAValue], element: Attribute | 
     """`operands` = a memref and the indices of its first element read or written: one per dimension, or a prefix
     of them (the rest 0: a row the op reads on from there); `element`: the memref's element type."""
     mem, *indices = operands
-    if not isinstance(mem.type, MemRefType):
-        raise VerifyException(f"expected '{what}' to be a memref, got {mem.type}")
-    if element is not None and mem.type.element_type != element:
-        raise VerifyException(f"expected '{what}' of element type {element}, got {mem.type.element_type}")
-    rank = len(mem.type.get_shape())
+    mem_t = mem.type
+    if not is_memref(mem_t):
+        raise VerifyException(f"expected '{what}' to be a memref, got {mem_t}")
+    if element is not None and mem_t.element_type != element:
+        raise VerifyException(f"expected '{what}' of element type {element}, got {mem_t.element_type}")
+    rank = len(mem_t.get_shape())
     if len(indices) > rank or any(not isinstance(i.type, IndexType) for i in indices):
         raise VerifyException(f"expected '{what}' followed by at most {rank} index operands, got "
                               f"{[str(i.type) for i in indices]}")
@@ -350,26 +352,32 @@ class TargetAttr(ParametrizedAttribute):
         start = parser.pos
         with parser.in_angle_brackets():
             kind = parser.parse_keyword_in(tuple(cls._KEYS), " as the kind of target")
-            fields: dict[str, str | bool | int] = {}
+            seen: set[str] = set()
+            strings: dict[str, str] = {}
+            flags: dict[str, bool] = {}
+            vector_bytes = 32
             while parser.parse_optional_punctuation(",") is not None:
                 at = parser.pos
                 key = parser.parse_identifier(" (a target field)")
                 if key not in cls._KEYS[kind]:
                     parser.raise_error(f"expected a field of the {kind} target in {', '.join(cls._KEYS[kind])}, got "
                                        f"{key!r}", at, parser.pos)
-                if key in fields:
+                if key in seen:
                     parser.raise_error(f"expected each target field once, got {key!r} twice", at, parser.pos)
+                seen.add(key)
                 parser.parse_punctuation("=")
                 if key in ("mmk", "emulated"):
-                    fields[key] = parser.parse_boolean(f" as '{key}'")
+                    flags[key] = parser.parse_boolean(f" as '{key}'")
                 elif key == "vector_bytes":
-                    fields[key] = parser.parse_integer(allow_boolean=False, context_msg=" as 'vector_bytes'")
+                    vector_bytes = parser.parse_integer(allow_boolean=False, context_msg=" as 'vector_bytes'")
                 else:
-                    fields[key] = parser.parse_str_literal(f" as '{key}'")
-        if kind == "cuda" and "arch" not in fields:
+                    strings[key] = parser.parse_str_literal(f" as '{key}'")
+        if kind == "cuda" and "arch" not in seen:
             parser.raise_error("expected the field 'arch' of a cuda target")
         try:
-            return TargetAttr(**fields).parameters  # pyright: ignore[reportArgumentType]
+            return TargetAttr(strings.get("tier", "avx2"), strings.get("arch", ""), flags.get("mmk", True),
+                              flags.get("emulated", False), strings.get("cpu", ""), strings.get("features", ""),
+                              vector_bytes).parameters
         except VerifyException as e:
             parser.raise_error(str(e), start, parser.pos)
 

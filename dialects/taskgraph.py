@@ -28,10 +28,12 @@ precision), so a file imports and exports back to an equal message.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BytesAttr,
@@ -65,6 +67,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from cvmc.dialects import cvm_rules
+from cvmc.dialects.narrow import is_dense_elements, is_int_attr
 
 # Shape limits, those of CVM models (spec/cvm-runtime.md section 3): a dimension at most 2^24, a tensor (a
 # storage block's values, a cluster) at most 2^30 values, the storage blocks of a graph at most 2^40 bytes.
@@ -224,10 +227,13 @@ def _opt_int(value: int | None) -> IntAttr | NoneAttr:
 
 
 def _int_or_none(attr: Attribute) -> int | None:
-    return attr.data if isinstance(attr, IntAttr) else None
+    return attr.data if is_int_attr(attr) else None
 
 
-def _parse_angle_list(parser: AttrParser, parse_one) -> None:
+_T = TypeVar("_T")
+
+
+def _parse_angle_list(parser: AttrParser, parse_one: Callable[[], object]) -> None:
     """Parse `<a, b, ...>`, possibly empty, calling `parse_one` for each element."""
     parser.parse_punctuation("<")
     if parser.parse_optional_punctuation(">") is None:
@@ -237,9 +243,9 @@ def _parse_angle_list(parser: AttrParser, parse_one) -> None:
         parser.parse_punctuation(">")
 
 
-def _parse_square_list(parser: AttrParser, parse_one) -> list:
+def _parse_square_list(parser: AttrParser, parse_one: Callable[[], _T]) -> list[_T]:
     """Parse `[a, b, ...]`, possibly empty."""
-    items = []
+    items: list[_T] = []
     parser.parse_punctuation("[")
     if parser.parse_optional_punctuation("]") is None:
         items.append(parse_one())
@@ -446,7 +452,8 @@ _UI32 = IntegerType(32, Signedness.UNSIGNED)
 # Element types that hold a precision's values compactly, by container.
 _NARROW_SIGNED = {Precision.INT_8: _I8, Precision.TERNARY: _I8, Precision.INT_16: _I16, Precision.INT_9: _I16}
 _NARROW_UNSIGNED = {Precision.UINT_8: _UI8, Precision.UINT_4: _UI8, Precision.UINT_16: _UI16}
-_NUMPY_OF = {_I8: np.int8, _I16: np.int16, _I32: np.int32, _UI8: np.uint8, _UI16: np.uint16, _UI32: np.uint32}
+_NUMPY_OF: dict[Attribute, type[np.integer]] = {_I8: np.int8, _I16: np.int16, _I32: np.int32, _UI8: np.uint8,
+                                                 _UI16: np.uint16, _UI32: np.uint32}
 
 
 @irdl_attr_definition
@@ -484,7 +491,8 @@ class TensorAttr(ParametrizedAttribute):
             etype = f32
             values = DenseIntOrFPElementsAttr.from_list(TensorType(etype, shape), array.ravel().tolist())
         else:
-            narrow = (_NARROW_SIGNED if container == "int32" else _NARROW_UNSIGNED).get(precision)  # type: ignore[arg-type]
+            narrows = _NARROW_SIGNED if container == "int32" else _NARROW_UNSIGNED
+            narrow = None if precision is None else narrows.get(precision)
             etype = _I32 if container == "int32" else _UI32
             if narrow is not None and array.size:
                 info = np.iinfo(_NUMPY_OF[narrow])
@@ -505,7 +513,7 @@ class TensorAttr(ParametrizedAttribute):
         shape = self.values.get_shape()
         if isinstance(etype, Float32Type):
             return np.frombuffer(self.values.data.data, dtype="<f4").astype(np.float64).reshape(shape)
-        dtype = np.dtype(_NUMPY_OF[etype]).newbyteorder("<")  # type: ignore[index]
+        dtype = np.dtype(_NUMPY_OF[etype]).newbyteorder("<")
         return np.frombuffer(self.values.data.data, dtype=dtype).astype(np.int64).reshape(shape)
 
     @property
@@ -522,7 +530,7 @@ class TensorAttr(ParametrizedAttribute):
     def parse_body(cls, parser: AttrParser) -> TensorAttr:
         precision = parser.parse_optional_keyword_in(list(Precision))
         values = parser.parse_attribute()
-        if not isinstance(values, DenseIntOrFPElementsAttr):
+        if not is_dense_elements(values):
             parser.raise_error("expected a dense elements attribute as tensor values")
         has_dims = parser.parse_optional_keyword("nodims") is None
         name = None
@@ -632,7 +640,7 @@ class ParamAttr(ParametrizedAttribute):
 
     def print_body(self, printer: Printer) -> None:
         text = self.kind.data.value
-        values = []
+        values: list[str] = []
         if isinstance(self.int_value, IntAttr):
             values.append(str(self.int_value.data))
         if isinstance(self.float_value, FloatAttr):
@@ -705,7 +713,7 @@ class RearrangeAttr(ParametrizedAttribute):
     matrix: ArrayAttr[TensorAttr]
 
     @staticmethod
-    def get(kind: RearrangeKind, *matrices: Sequence | np.ndarray) -> RearrangeAttr:
+    def get(kind: RearrangeKind, *matrices: ArrayLike) -> RearrangeAttr:
         tensors = [TensorAttr.from_numpy(np.asarray(m, dtype=np.int64), Precision.INT_32) for m in matrices]
         return RearrangeAttr(RearrangeKindAttr(kind), ArrayAttr(tensors))
 
@@ -852,7 +860,7 @@ class RearrangeAttr(ParametrizedAttribute):
     @classmethod
     def parse_body(cls, parser: AttrParser) -> RearrangeAttr:
         kind = parser.parse_str_enum(RearrangeKind)
-        matrices = []
+        matrices: list[TensorAttr] = []
         if parser.parse_optional_punctuation("[") is not None:
             if parser.parse_optional_punctuation("]") is None:
                 while True:
@@ -943,7 +951,9 @@ def _rearranged(r: RearrangeAttr, a: np.ndarray, fill: int) -> np.ndarray:
         return _scatter_plane(a, i + sa * j, j + sb * i, (m + sa * (n - 1), n + sb * (m - 1)), fill)
     size = r.flat_matrix(1)
     shape = (m, n) if size is None else (size[0], size[1])
-    mat = r.ints(0).reshape(-1, 3)  # type: ignore[union-attr]
+    matrix = r.ints(0)
+    assert matrix is not None, "the verifier requires matrix 0 of an affine rearrange"
+    mat = matrix.reshape(-1, 3)
     p = mat[0, 0] * i + mat[0, 1] * j + mat[0, 2]
     q = mat[1, 0] * i + mat[1, 1] * j + mat[1, 2]
     if kind == RearrangeKind.AFFINE:
@@ -1154,7 +1164,7 @@ class EdgeOp(IRDLOperation):
         src = parser.parse_integer(allow_boolean=False)
         parser.parse_keyword("to")
         dst = parser.parse_integer(allow_boolean=False)
-        rearranges = []
+        rearranges: list[RearrangeAttr] = []
         if parser.parse_optional_punctuation("[") is not None:
             rearranges.append(RearrangeAttr.parse_body(parser))
             while parser.parse_optional_punctuation(",") is not None:
@@ -1243,13 +1253,13 @@ class KindSpec:
     dims: Mapping[str, str]
     # The attributes that apply, those accepted only with a neutral value, those required.
     params: frozenset[ParamKind] = frozenset()
-    neutral: Mapping[ParamKind, int] = field(default_factory=dict)
+    neutral: Mapping[ParamKind, int] = field(default_factory=dict[ParamKind, int])
     required: tuple[ParamKind, ...] = ()
     # The fixed inputs of a compute block, before the bias input of a VECTOR bias.
     roles: tuple[str, ...] = ("input",)
     biased: bool = False
     # Renames of a storage block's dims in its input cluster (SIC takes (y, x, f) in and holds (y, x, r)).
-    in_rename: Mapping[str, str] = field(default_factory=dict)
+    in_rename: Mapping[str, str] = field(default_factory=dict[str, str])
 
 
 _ELEMENTWISE = _WINDOW | {P.CONSTANT_B}
@@ -1577,18 +1587,17 @@ class BlockOp(IRDLOperation):
         if parser.parse_optional_keyword("attrs") is not None:
             params = _parse_square_list(parser, lambda: ParamAttr.parse_body(parser))
         bias_type = parser.parse_str_enum(BiasType) if parser.parse_optional_keyword("bias") else None
-        extras: dict[str, int | bool] = {}
-        for key in ("is_virtual", "major_task_id", "pipeline_num", "socket_id"):
+        is_virtual = parser.parse_boolean() if parser.parse_optional_keyword("is_virtual") is not None else None
+        extras: dict[str, int] = {}
+        for key in ("major_task_id", "pipeline_num", "socket_id"):
             if parser.parse_optional_keyword(key) is not None:
-                extras[key] = (
-                    parser.parse_boolean() if key == "is_virtual" else parser.parse_integer(allow_boolean=False)
-                )
+                extras[key] = parser.parse_integer(allow_boolean=False)
         data = None
         if parser.parse_optional_keyword("data") is not None:
             parser.parse_punctuation("<")
             data = TensorAttr.parse_body(parser)
             parser.parse_punctuation(">")
-        op = cls(block_id, precision, shape, inputs, outputs, params, data, bias_type, **extras)  # type: ignore[arg-type]
+        op = cls(block_id, precision, shape, inputs, outputs, params, data, bias_type, is_virtual=is_virtual, **extras)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 

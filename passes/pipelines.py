@@ -49,8 +49,8 @@ def pipeline_passes(name: str, options: Mapping[str, ModulePass] = {}) -> list[M
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the block (as it was after): compiling allocates IR by the hundred
     thousand and frees little, so its full collections, each a walk of every live object, cost as much as the
-    passes themselves on a large model (a 20,000-node model: 3 of 9 s). Memory freed by reference counting is
-    freed as ever; cycles wait for the block's end."""
+    passes themselves on a large model (bench/results/2026-11-28-comment-figures.md). Memory freed by reference
+    counting is freed as ever; cycles wait for the block's end."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

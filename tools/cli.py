@@ -271,7 +271,7 @@ def setup_logging(args: argparse.Namespace) -> None:
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
-    if logger.isEnabledFor(logging.DEBUG):  # the versions' lookup (importlib.metadata) costs every start 20-40 ms
+    if logger.isEnabledFor(logging.DEBUG):  # the versions' lookup (importlib.metadata) would slow every start
         logger.debug("%s", dependency_versions())
     import warnings
 

@@ -300,7 +300,7 @@ def model_arguments(a: argparse.Namespace, tool: str) -> None:
 
 def warn_threads(threads: int | None, tool: str) -> None:
     """An explicit thread count above the CPUs this process may use is taken as asked, with a warning: the extra
-    threads wait for each other (--threads 8 on 2 CPUs ran the digits batch at 21k/s against 50k/s with 2)."""
+    threads wait for each other (figures: bench/results/2026-11-28-comment-figures.md)."""
     from cvmc.runtime.engine.threads import usable_cpus
 
     cpus = len(usable_cpus())

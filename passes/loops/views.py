@@ -128,7 +128,7 @@ class Layout:
 
 @functools.lru_cache(maxsize=4096)
 def _memref_type(layout: Layout, element: Attribute) -> MemRefType:
-    """`Layout.memref_type`, one (immutable) type per layout: building and verifying a type costs ~0.1 ms."""
+    """`Layout.memref_type`, one (immutable) type per layout: building and verifying a type is not cheap."""
     c = layout.canonical()
     if c.offset == 0 and c.strides == row_major(c.shape):
         return MemRefType(element, c.shape)

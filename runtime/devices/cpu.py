@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
 # (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,
 # but only in a program whose split calls hold SPLIT_WORK in all: waking the helpers once a run costs more than
-# a small model's whole run (the digits MLP: 60 us alone, 150-250 us with a helper on a loaded machine).
+# a small model's whole run (the digits MLP: bench/results/2026-11-28-comment-figures.md).
 SPLIT_WORK = 1 << 18
 NATIVE_SPLIT_WORK = 1 << 13
 _ALIGN = 64
@@ -141,7 +141,7 @@ class CpuRunner:
                         call()
             out = []
             for base, v in self.heads:
-                if v.identity:  # a slice: no stride tricks (7 us against 1.5 for a small head)
+                if v.identity:  # a slice: no stride tricks (their overhead dominates a small head)
                     out.append(np.array(base[:prod(v.shape)].reshape(v.shape), dtype=np.int32))
                     continue
                 item = base.itemsize

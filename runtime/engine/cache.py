@@ -23,7 +23,7 @@ every kernel's arrays against its spec (`kernel_args`) whichever way the program
 - The folder holds at most `$CVMC_CACHE_MAX_BYTES` bytes of entries (`K`, `M`, `G` suffixes; 0 turns the cache
   off; default 512M). Past it, the least recently used entries are deleted (a hit refreshes an entry's time).
 - Writes go to a temporary file renamed into place (`store.write_file`), so processes sharing the folder never see
-  half an entry. They are not synced to disk (an fsync cost 10 ms an entry, five entries a cold process): an
+  half an entry. They are not synced to disk (an fsync an entry would slow every cold process): an
   entry a crash leaves short or empty fails its check and is compiled again.
 
 `tools/cvm_cache.py` (`cvm-cache info|clear`) shows and empties the folder.

@@ -62,7 +62,7 @@ class CompiledModel:
 def source_digest() -> str:
     """A SHA-256 over cvmc's compiler and runtime sources (`dialects/`, `passes/`, `codegen/`, `runtime/`): each
     file's path, size and modification time, the rule by which Python itself decides that a module's compiled
-    form is out of date (once a process: 100-odd `stat` calls, where reading the files took 20-40 ms)."""
+    form is out of date (once a process: 100-odd `stat` calls, far cheaper than reading every file)."""
     digest = hashlib.sha256()
     for folder in ("dialects", "passes", "codegen", "runtime"):
         for top, dirs, files in os.walk(_ROOT / folder):

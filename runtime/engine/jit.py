@@ -1,9 +1,9 @@
 """Compile LLVM IR to machine code for this CPU and call its kernels on numpy arrays.
 
     engine = compile_module(loop_level_module)        # or JitEngine(emit_llvm(m), kernel_specs(m).values())
-    engine["add"](a, b, out)                          # checks the arrays, then runs (a few us)
+    engine["add"](a, b, out)                          # checks the arrays, then runs
     run = engine["add"].prepare(a, b, out)            # checks once...
-    run()                                             # ...then about 0.5 us a call
+    run()                                             # ...then calls with no checks
     run.launch(threads=2)                             # the kernel's units split over 2 threads
 
 Pipeline: parse the IR text, set the host triple and data layout, optimize at O3 with the new pass manager (loop
@@ -12,8 +12,8 @@ MCJIT engine. A large module is compiled in parts at once, one thread each (`spl
 its object files are loaded into one engine. The object files are kept in the on-disk cache
 (`cvmc.runtime.engine.cache`: a folder of this user's alone, entries authenticated with this user's secret key, a size
 bound), as one entry named by a hash of the IR text, the cvmc / llvmlite / LLVM versions, this pipeline's version and
-the target (triple, CPU, features): a second process that compiles the same IR only reads the entry and links it (about
-1 ms instead of the optimizer and code generator). Compiling and loading through the same object files on a miss and
+the target (triple, CPU, features): a second process that compiles the same IR only reads the entry and links it (no
+optimizer, no code generator). Compiling and loading through the same object files on a miss and
 on a hit keeps the two paths one.
 
 Every engine owns its TargetMachine (MCJIT takes ownership; sharing one crashes when an engine is freed), and every
@@ -293,8 +293,8 @@ def split_range(trip: int, parts: int) -> list[tuple[int, int]]:
 class _Workers:
     """Daemon threads that run kernel ranges from one shared queue; each launch waits on its own queue.
 
-    A `queue.SimpleQueue` hand-off costs about half of a `ThreadPoolExecutor` submit and wait (7 us against 13 us
-    for a two-thread launch), which matters for kernels of a few microseconds."""
+    A `queue.SimpleQueue` hand-off costs about half of a `ThreadPoolExecutor` submit and wait, which matters for
+    kernels of a few microseconds (figures: bench/results/2026-11-28-comment-figures.md)."""
 
     def __init__(self):
         self._tasks: queue.SimpleQueue[tuple[Callable[[], None], queue.SimpleQueue[BaseException | None]]]

@@ -92,7 +92,8 @@ class _Pool:
     def _keep_off(self, cpu: int) -> None:
         """Keep the helpers off `cpu`, the calling thread's: a helper woken by it is otherwise often put on its
         CPU (the scheduler's wake-affinity), where the two share one core for milliseconds while another idles
-        (runs 2x slower, seen after the model sat idle for 0.1 s). One system call per helper when it moves."""
+        (seen after the model sat idle; bench/results/2026-11-28-comment-figures.md). One system call per helper
+        when it moves."""
         if cpu == self.cpu or cpu < 0:
             return
         self.cpu = cpu
@@ -150,7 +151,7 @@ def _program_runner() -> list[Any]:
             from cvmc.runtime.engine.jit import JitEngine
 
             # cached like a model's code: a load, not a compile; the code generator alone, as MCJIT compiled it
-            # before (the O3 IR pipeline would add 90-115 ms to a cold process, Zen 3)
+            # before (the O3 IR pipeline would lengthen every cold process for code that does not need it)
             engine = JitEngine(program_ir(), optimize=False)
             one = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
             publish = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)

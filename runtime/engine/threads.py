@@ -5,7 +5,7 @@
 
 A count the caller passes (`load_model(..., threads=N)`, `compile_graph(graph, threads=N)`) is taken as it is: the
 caller insists. The default and `$CVMC_THREADS` are capped at the CPUs of this process's affinity mask: threads
-beyond them only wait for each other (`CVMC_THREADS=64` on 2 CPUs ran the bench model 15x slower, issue 30).
+beyond them only wait for each other (issue 30; the figures: bench/results/2026-11-28-comment-figures.md).
 """
 
 from __future__ import annotations

@@ -461,6 +461,10 @@ def graph_gas(nodes: list[Node]) -> int:
     return ops + mem
 
 
+_Piece = tuple[int, int, int, bool]
+"""A piece of an entry a node reads: (entry written, first element, end, written in this inference)."""
+
+
 def _follow_storage(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]], param_order: list[str],
                     params: dict[str, np.ndarray]) -> tuple[list[Node], list[tuple[int, int]]]:
     """The graph the runtime runs under its storage plan, as a dataflow graph: each read that does not see the
@@ -508,10 +512,9 @@ def _follow_storage(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]
                                                                                                   row[nid + 1])]:
         reach[sid[e]] = max(reach.get(sid[e], 0), size(e))
 
-    Piece = tuple[int, int, int, bool]  # (entry, first element, end, written in this inference)
     written: dict[int, list[int]] = {}  # storage id -> the entries written so far in this inference, in order
 
-    def pieces(e: int, by: str) -> list[Piece]:
+    def pieces(e: int, by: str) -> list[_Piece]:
         n, s, pos, out = size(e), sid[e], 0, []
         for src, live in [(x, True) for x in reversed(written.get(s, []))] + \
                          [(x, False) for x in reversed(load.get(s, []))]:
@@ -528,7 +531,7 @@ def _follow_storage(p: _Prepared, nodes: list[Node], heads: list[tuple[int, int]
                         f"(the next inference reads what this one left)")
         return out
 
-    plans: dict[tuple[int, int], list[Piece]] = {}  # (reading node or -1 for a head, input index) -> pieces
+    plans: dict[tuple[int, int], list[_Piece]] = {}  # (reading node or -1 for a head, input index) -> pieces
     if data_eid is not None:
         written.setdefault(sid[data_eid], []).append(data_eid)
     for nid in op_nodes:
