@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
 from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -94,10 +94,10 @@ class CvmFunction:
                 operator(op)
             elif isinstance(op, PackOp):
                 t = op.result.type
-                assert isinstance(t, TensorType)
+                assert isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)
                 src = ids[op.source]
                 ids[op.result] = len(tensors)
-                element = "u8" if t.element_type == ui8 else f"i{t.element_type.width.data}"
+                element = "u8" if t.element_type == ui8 else f"i{t.element_type.bitwidth}"
                 how = op.packing()
                 tensors.append(Tensor(tuple(t.get_shape()), tensors[src].precision, "op", element=element, pack=how))
                 nodes.append(Node("pack", how, [src], [ids[op.result]]))
