@@ -61,6 +61,14 @@ class Bar:
             self.enabled = False
         self.stream.flush()
 
+    def clear(self) -> None:
+        """Erase the bar's line (before other output to the same terminal); the next step draws it again."""
+        with self._lock:
+            if self.enabled and self._shown >= 0:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self._shown = -1
+
     def close(self) -> None:
         """End the bar's line (where it has not ended at its total); nothing more is drawn."""
         with self._lock:

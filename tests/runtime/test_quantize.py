@@ -373,7 +373,49 @@ def test_cvm_quantize_v_logs_its_stages(tmp_path, caplog):
                                   str(tmp_path / "out"), "--device", "reference", "-v"]) == 0
     stages = [r.getMessage().split(":")[0].split(" on ")[0] for r in caplog.records if r.name.startswith(
         "cvmc.runtime.quantize")]
-    assert [s.split()[0] for s in stages] == ["read", "equalized", "calibrating", "emitted", "measuring", "measuring"]
+    assert [s.split()[0] for s in stages] == ["read", "equalized", "calibrating", "choosing", "emitted", "measuring",
+                                              "measuring", "top-1"]
+
+
+class _Terminal:
+    """A stderr that says it is a terminal (as a pty would) and keeps what is written."""
+
+    def __init__(self, tty: bool):
+        import io
+
+        self.tty, self.buffer = tty, io.StringIO()
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        return self.buffer.write(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_cvm_quantize_shows_a_bar_per_long_stage_on_a_terminal_only(tmp_path, monkeypatch, capsys, tty):
+    blob, x = argmax_model()
+    (tmp_path / "m.onnx").write_bytes(blob)
+    np.save(tmp_path / "c.npy", x)
+    np.save(tmp_path / "t.npy", x[:10])
+    err = _Terminal(tty)
+    monkeypatch.setattr("sys.stderr", err)
+    assert cvm_quantize.main([str(tmp_path / "m.onnx"), "--calibration", str(tmp_path / "c.npy"), "-o",
+                              str(tmp_path / "out"), "--test", str(tmp_path / "t.npy"), "--device", "reference"]) == 0
+    text = err.buffer.getvalue()
+    if not tty:
+        assert text == ""  # a pipe, a log file, CI: nothing
+        return
+    lines = text.split("\n")
+    finished = [line.rsplit("\r", 1)[-1] for line in lines if line]
+    assert [f.split(" [")[0] for f in finished] == ["calibrating", "measuring the layers",
+                                                      "the float model on the test inputs", "agreement"]
+    assert all("[####################] 100%" in f for f in finished), finished
+    assert finished[-1].endswith("100% 10/10 input")
+    assert all(line.count("\r") <= 101 for line in lines)  # at most one redraw per whole percent
 
 
 def test_an_npz_calibration_names_its_key_and_dtype(tmp_path):
