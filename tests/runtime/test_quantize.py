@@ -5,6 +5,7 @@ operators and every refusal (each names the node)."""
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -311,6 +312,32 @@ def test_the_digits_cnn_example_runs_as_its_report_says():
     assert abs(facts["report"]["cvm_accuracy"] - facts["report"]["float_accuracy"]) <= 0.005
     for v in x[:16]:
         assert ref.infer(v.tobytes()) == cpu.infer(v.tobytes())
+
+
+def test_make_py_rewrites_the_bundled_example_byte_for_byte(tmp_path):
+    """The digits CNN's script, run as the README says (a process of its own: its pins on torch's and numpy's CPU
+    kernels come before they load), writes the bundled files byte for byte with the library versions it names."""
+    from importlib import metadata
+
+    import cvmc.examples
+
+    ex = cvmc.examples.digits_cnn()
+    make = ex.script_module()
+    for package, version in make.MADE_WITH.items():
+        try:
+            found = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pytest.skip(f"make.py needs {package} (the dev extra)")
+        if found.split("+")[0] != version:
+            pytest.skip(f"the bundled example was made with {package} {version}, this is {found}: other kernels, "
+                        f"other bytes")
+    env = {k: v for k, v in os.environ.items() if k not in make.PINS}
+    r = subprocess.run([sys.executable, str(ex.script), str(tmp_path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    for name in ("model.json", "params.bin", "quantize.json", "test_inputs.bin", "test_labels.bin"):
+        assert (tmp_path / name).read_bytes() == (ex.folder / name).read_bytes(), name
+    facts = ex.facts()["report"]
+    assert f"accuracy: float {100 * facts['float_accuracy']:.2f}%, CVM {100 * facts['cvm_accuracy']:.2f}%" in r.stdout
 
 
 def test_cvm_quantize_writes_the_three_files(digits, tmp_path, capsys):
