@@ -150,6 +150,22 @@ def test_the_c_api_path_refuses_what_it_cannot_do(aot_built, tmp_path):
     assert r.returncode == 64 and "--batch needs -o" in r.stderr
 
 
+def test_one_input_from_a_store_by_importtime(aot_built):
+    """`python -X importtime`: cvm-run over a store (the folder, --aot-store alone, the library of $CVMC_AOT_LIB)
+    imports no xDSL, no llvmlite, no pass, no code generator and not the JIT's model."""
+    folder, env = aot_built
+    env = {**env, "CVMC_AOT_LIB": str(folder / "libcvm.so")}
+    args = [MLP, MLP / "input.bin", "--aot-store", folder / "store"]
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "cvmc.tools.cvm_run", *map(str, args)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(case_meta(MLP)["extra"]["label_of_input"])]
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
+    assert "cvmc.runtime.aot_serve" in imported
+    assert not {m for m in imported if m.startswith(("xdsl", "llvmlite", "cvmc.passes", "cvmc.codegen"))
+                or m in ("cvmc.runtime.model", "cvmc.runtime.jit", "cvmc.runtime.aot")}
+
+
 def _stack(tmp_path, rows: int = 450):
     import numpy as np
 
