@@ -161,9 +161,9 @@ def test_one_input_from_a_store_by_importtime(aot_built):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(case_meta(MLP)["extra"]["label_of_input"])]
     imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
-    assert "cvmc.runtime.aot_serve" in imported
+    assert "cvmc.runtime.devices.aot_serve" in imported
     assert not {m for m in imported if m.startswith(("xdsl", "llvmlite", "cvmc.passes", "cvmc.codegen"))
-                or m in ("cvmc.runtime.model", "cvmc.runtime.jit", "cvmc.runtime.aot")}
+                or m in ("cvmc.runtime.model", "cvmc.runtime.engine.jit", "cvmc.runtime.devices.aot")}
 
 
 def _stack(tmp_path, rows: int = 450):
