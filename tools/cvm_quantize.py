@@ -12,7 +12,8 @@ per head, the report); the report (per layer the shifts, precision and SQNR; top
 on `--test`, or the calibration inputs; both accuracies with `--labels`; the gas) is printed on stdout.
 Every file is read bounded (a FIFO is refused, not waited on for ever); `--max-memory` (default 8G) bounds what the
 model's declared shapes and the inputs' count may make the quantizer allocate: a model or input past it is refused
-before the allocation. `-v` logs each stage on stderr.
+before the allocation. `-v` logs each stage on stderr; when stderr is a terminal, a progress bar shows the long
+ones (calibrating, the float model on the test inputs, measuring the layers, the agreement check).
 Needs the `quantize` extra (onnx): `pip install '.[quantize]'` in the clone (status 2 without it).
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from cvmc.tools import cli
+from cvmc.tools import cli, progress
 from cvmc.tools.cvm_run import memory_size
 
 
@@ -50,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         from cvmc.runtime.quantize.inputs import require_onnx
 
         require_onnx()  # a CVMRuntimeError naming what to install
-        q = quantize(a.model, a.calibration, test=a.test, labels=a.labels, method=a.method, device=a.device,
-                     per_channel=a.per_channel, max_memory=a.max_memory or DEFAULT_MAX_MEMORY)
+        with progress.stages() as stage:  # a bar per long stage when stderr is a terminal, else nothing
+            q = quantize(a.model, a.calibration, test=a.test, labels=a.labels, method=a.method, device=a.device,
+                         per_channel=a.per_channel, max_memory=a.max_memory or DEFAULT_MAX_MEMORY, progress=stage)
         folder = q.save(a.output)
         text = q.report.text()
         print(text)

@@ -5,7 +5,7 @@
     cvm-run net/ x.npy [-o y.npy]          # a model folder; a .npy input (ints, or floats with quantize.json)
     cvm-run model.json params.bin --batch inputs.npy -o outputs.npy     # a stack of inputs, a progress bar
     cvm-run model.json params.bin --emit-source DIR [--device D]        # what the device compiles
-    cvm-run model.json params.bin input.bin --aot-lib libcvm.so [--aot-store DIR]   # through the C API
+    cvm-run net/ input.bin --aot-store DIR [--aot-lib libcvm.so]     # through the C API, from an AOT store
 
 MODEL is a folder holding model.json and params.bin (and quantize.json when cvm-quantize wrote it), or the two
 files. An input ending in `.npy` is an array: one input, or a stack of them (its first axis), of integers, or of
@@ -15,7 +15,7 @@ the path is printed.
 
 `--batch` takes a .npy array whose first axis counts the inputs (each of the input's shape or size) and writes
 `-o` as a .npy of the first head stacked (`outputs.npy`), or with several heads `outputs.npz` (head0, head1,
-...); a progress bar shows when tqdm is installed, and the throughput is printed on stderr at the end.
+...); a progress bar shows when stderr is a terminal, and the throughput is printed on stderr at the end.
 
 `input.bin` holds the API's input bytes (int8 per element when the input precision is <= 8, else int32), or
 with `--raw` plain int32 values; no more than the model's input size is read from it (a FIFO or `/dev/zero`
@@ -25,14 +25,18 @@ device exceeds BYTES (suffixes K, M, G: powers of 1024). The exit status mirrors
 error, 2 runtime error, with the message on stderr; 64 for a usage error (`cli.EXIT_STATUSES`).
 
 The quick paths: a model loaded before comes from the cache (`load_model`: no lowering, no xDSL imported). With
-`--aot-lib` (or `$CVMC_AOT_LIB`), the C-API library of `cvm-aot lib`, the model runs from the AOT store of `cvm-aot
-build` (`--aot-store`, else `$CVMC_AOT_STORE`) through cvm-runtime's C API, as a C program would: no compiler and
-no model check in Python (the library checks what it loads); one input in the API's bytes, `--gas`, `--stats`.
+`--aot-store DIR` (the store of `cvm-aot build`; or `--aot-lib` / `$CVMC_AOT_LIB` and `$CVMC_AOT_STORE`) the model
+runs from the store through cvm-runtime's C API, as a C program would, loaded as `cvmc.aot.load` loads it
+(`cvmc.runtime.devices.aot_serve`): no compiler and no model check in Python, the library's checks decide. The
+library is `--aot-lib`, else `$CVMC_AOT_LIB`, else the one built once into the cache folder. It takes one input
+in the API's bytes, a .npy of integers (one input or a stack), or `--batch`; the output is the API's packing (a .npy
+of one row per input for a .npy or --batch); `--gas` and `--stats` as for the model.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -134,22 +138,16 @@ def _npy(a: argparse.Namespace, model) -> int:
 
 
 def _batch(a: argparse.Namespace, model) -> int:
-    """Every input of a .npy stack through `Model.run_batch`, with a progress bar (tqdm, when installed)."""
+    """Every input of a .npy stack through `Model.run_batch`, with a progress bar on a terminal."""
     if not a.output:
         raise cli.UsageError("--batch needs -o OUTPUTS.npy")
+    from cvmc.tools import progress
+
     xs = read_batch(a.batch)
     n = int(xs.shape[0]) if xs.ndim else 0
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        tqdm = None
-    bar = tqdm(total=n, unit="input", file=sys.stderr, disable=None) if tqdm is not None else None
     t0 = time.perf_counter()
-    try:
-        outs = model.run_batch(xs, progress=bar.update if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    with progress.bar("cvm-run --batch", n, "inputs") as step:  # drawn when stderr is a terminal
+        outs = model.run_batch(xs, progress=step)
     seconds = time.perf_counter() - t0
     print(write_heads(a.output, outs))
     replicas = min(model.threads, max(n, 1)) if model.device == "cpu" else 1
@@ -196,74 +194,74 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--aot-lib", metavar="LIB", default=os.environ.get("CVMC_AOT_LIB") or None,
                    help="run through this C-API library of cvm-aot lib (default $CVMC_AOT_LIB), from the store")
     p.add_argument("--aot-store", metavar="DIR", default=None,
-                   help="the store of cvm-aot build that --aot-lib loads from (default $CVMC_AOT_STORE)")
+                   help="run the model's entry in this store of cvm-aot build through the C API (with --aot-lib: "
+                   "default $CVMC_AOT_STORE)")
     p.add_argument("--max-memory", metavar="BYTES", type=memory_size, default=None,
                    help="refuse a model needing more working memory on the device (default 2^40, the runtime's)")
     return p
 
 
-_STATUS_ERRORS = {1: CVMLogicError, 2: CVMRuntimeError}
-
-
-def _api(lib, call: str, *args) -> None:
-    """Call the C API's `call`; a status other than 0 is its error (1 logic, 2 runtime), named."""
-    status = getattr(lib, call)(*args)
-    if status != 0:
-        error = _STATUS_ERRORS.get(status, CVMRuntimeError)
-        raise error(f"{call} returned status {status} (see the library's message above, if any)")
-
-
 def _run_aot(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """One input (the API's bytes) through the C-API library `--aot-lib` over the store of `--aot-store`."""
-    import ctypes
-
+    """The model's entry in the AOT store of `--aot-store` served by the C-API library (`--aot-lib`, else
+    `$CVMC_AOT_LIB`, else the one built once into the cache folder) through `cvmc.runtime.devices.aot_serve`, the loader
+    of `cvmc.aot.load`: one input of the API's bytes, a .npy input or a `--batch` stack, or `--gas`."""
+    from cvmc.runtime.devices import aot_serve
     from cvmc.runtime.frontend.files import read_bounded
-    from cvmc.runtime.frontend.graph import read_source
 
-    if a.raw or a.batch or a.dump or a.emit_source or a.device not in (None, "cpu") or a.threads is not None \
+    if a.raw or a.dump or a.emit_source or a.device not in (None, "cpu") or a.threads is not None \
             or a.max_memory is not None:
-        raise cli.UsageError("--aot-lib runs one input of the API's bytes (or --gas) on the cpu: it takes none of "
-                             "--raw, --batch, --dump, --emit-source, --device, --threads, --max-memory")
+        raise cli.UsageError("--aot-lib and --aot-store run the stored model through the C API on the cpu: they "
+                             "take none of --raw, --dump, --emit-source, --device, --threads, --max-memory")
     store = a.aot_store or os.environ.get("CVMC_AOT_STORE")
     if not store:
         raise cli.UsageError("--aot-lib needs the store of cvm-aot build: --aot-store DIR or $CVMC_AOT_STORE")
-    os.environ["CVMC_AOT_STORE"] = store  # what the library reads
+    if a.batch and not a.output:
+        raise cli.UsageError("--batch needs -o OUTPUTS.npy")
     t0 = time.perf_counter()
-    try:
-        lib = ctypes.CDLL(os.path.abspath(a.aot_lib))
-    except OSError as e:
-        raise CVMRuntimeError(f"cannot load the C-API library {a.aot_lib!r}: {e}") from None
-    graph, params = read_source(a.graph), read_source(a.params)
-    net = ctypes.c_void_p()
-    _api(lib, "CVMAPILoadModel", graph, len(graph), params, len(params), ctypes.byref(net), 0, 0)
+    model = aot_serve.load(a.graph, a.params, store=store, library=a.aot_lib)
     try:
         t_load = time.perf_counter() - t0
-        size = ctypes.c_ulonglong()
         if a.gas:
-            _api(lib, "CVMAPIGetGasFromModel", net, ctypes.byref(size))
-            print(size.value)
+            print(model.gas)
             return 0
+        if a.batch or (a.input is not None and a.input.endswith(".npy")):
+            return _aot_npy(a, model)
         if a.input is None:
             parser.error("an input file is needed (or --gas)")
-        _api(lib, "CVMAPIGetInputLength", net, ctypes.byref(size))
-        n_in = size.value
-        _api(lib, "CVMAPIGetOutputLength", net, ctypes.byref(size))
-        n_out = size.value
-        _api(lib, "CVMAPIGetOutputTypeSize", net, ctypes.byref(size))
-        width = size.value
+        n_in = model.input_bytes
         data = read_bounded(a.input, "input", n_in, f"the model's input is {n_in} bytes")
-        if len(data) != n_in:
-            raise CVMLogicError(f"expected {n_in} input bytes, got {len(data)}")
-        out = ctypes.create_string_buffer(max(1, n_out))
         t1 = time.perf_counter()
-        _api(lib, "CVMAPIInference", net, data, len(data), out)
+        out = model.infer(data)
         t_run = time.perf_counter() - t1
+        _write(a, out, model.output_type_size)
+        if a.stats:
+            print(f"C API ({aot_serve.library_path(a.aot_lib)}, store {store}): load {t_load * 1e3:.1f} ms, run "
+                  f"{t_run * 1e3:.3f} ms, gas {model.gas}", file=sys.stderr)
+        return 0
     finally:
-        lib.CVMAPIFreeModel(net)
-    _write(a, out.raw[:n_out], width)
-    if a.stats:
-        print(f"C API ({a.aot_lib}, store {store}): load {t_load * 1e3:.1f} ms, run {t_run * 1e3:.3f} ms",
-              file=sys.stderr)
+        model.close()
+
+
+def _aot_npy(a: argparse.Namespace, model) -> int:
+    """A .npy input (one input or a stack) or a --batch stack through the store's entry: the API's packed output
+    per input, as a .npy of rows (N, output values), or one row for one input."""
+    from cvmc.tools import progress
+
+    path = a.batch or a.input
+    xs = read_batch(path)
+    n_values = model.input_bytes // max(model.input_type_size, 1)
+    one = not a.batch and xs.size == n_values  # the input's values in any shape: one input
+    stack = np.asarray(xs).reshape(1, -1) if one else xs
+    n = int(stack.shape[0]) if stack.ndim else 0
+    t0 = time.perf_counter()
+    with progress.bar("cvm-run --batch", n, "inputs") if a.batch else contextlib.nullcontext() as step:
+        rows = model.run_batch(stack, step)
+    seconds = time.perf_counter() - t0
+    out = a.output or (path.removesuffix(".npy") + ".out.npy")
+    print(write_heads(out, [rows[0] if one else rows]))
+    if a.batch:
+        print(f"{n} input{'s' * (n != 1)} in {seconds:.3f} s: {n / seconds if seconds > 0 else 0:.0f} inputs/s "
+              f"through the C API (store {model.store})", file=sys.stderr)
     return 0
 
 
@@ -313,9 +311,7 @@ def _run(a: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from cvmc.runtime.frontend.folder import model_files
 
     model_arguments(a, "cvm-run")
-    if a.aot_lib:
-        if a.params is None:
-            a.graph, a.params, _ = model_files(a.graph)
+    if a.aot_lib or a.aot_store:
         return _run_aot(a, parser)
     from cvmc.dialects.cvm_rules import MAX_MEMORY
     from cvmc.runtime.frontend.files import read_bounded

@@ -6,6 +6,7 @@ answers, the handle registry) decide, exactly as for a C program.
     m.gas, m.input_bytes, m.output_bytes                      # CVMAPIGetGasFromModel, Get{Input,Output}Length
     packed = m.infer(input_bytes)                             # CVMAPIInference: the API's bytes in and out
     values = m.run(x)                                         # an integer array in, the packed values as an array
+    rows = m.run_batch(xs)                                    # a stack of inputs, a row of packed values each
 
 The library is `library=PATH`, else `$CVMC_AOT_LIB`, else one built once (`aot.write_library`, the system's cc,
 a few seconds) into the compiled-code cache's folder, named by a hash of its sources. A load or an inference the
@@ -18,6 +19,7 @@ import ctypes
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +142,22 @@ class AotModel:
             raise CVMLogicError(f"expected input values in int{8 * width} [{info.min}, {info.max}]")
         data = a.astype("<i1" if width == 1 else "<i4").tobytes()
         return np.frombuffer(self.infer(data), "i1" if self.output_type_size == 1 else "<i4").copy()
+
+    def run_batch(self, xs: object, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """A stack of inputs along the first axis (each of the input's values, in any shape) -> the packed outputs,
+        one row each (N, output values; int8 or int32 as the API packs them); `progress(1)` as each input ends."""
+        a = np.asarray(xs)
+        n = self.input_bytes // max(self.input_type_size, 1)
+        if a.ndim < 1 or int(np.prod(a.shape[1:])) != n:
+            raise CVMLogicError(f"expected a stack of inputs of {n} values each (N, ...), got an array of shape "
+                                f"{list(a.shape)}")
+        width = self.output_type_size
+        out = np.empty((a.shape[0], self.output_bytes // max(width, 1)), np.int8 if width == 1 else np.int32)
+        for i in range(a.shape[0]):
+            out[i] = self.run(a[i])
+            if progress is not None:
+                progress(1)
+        return out
 
     def close(self) -> None:
         with self._lock:

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
     from cvmc.runtime.frontend.graph import Graph
     from cvmc.runtime.model import Model
 
-__all__ = ["DEFAULT_MAX_MEMORY", "METHODS", "Quantized", "quantize"]
+__all__ = ["DEFAULT_MAX_MEMORY", "METHODS", "Progress", "Quantized", "quantize"]
+
+# progress(stage, total, unit) -> step: called as each long stage starts; step(n) as n of its total are done
+Progress = Callable[[str, int, str], Callable[[int], None]]
 
 log = logging.getLogger(__name__)
 
@@ -110,18 +114,25 @@ def _samples(name: str, what: str, x: Any, shape: tuple[int, ...], dtype_kind: s
     return a.astype(np.float32)
 
 
-def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str, max_memory: int) -> list[np.ndarray]:
-    """The graph's heads on a stack of inputs (grouped by the model's batch), stacked back sample by sample."""
+def _no_progress(stage: str, total: int, unit: str) -> Callable[[int], None]:
+    return lambda n: None
+
+
+def _run_cvm(graph: Graph, x_int: np.ndarray, batch: int, device: str, max_memory: int,
+             step: Callable[[int], None] | None = None) -> list[np.ndarray]:
+    """The graph's heads on a stack of inputs (grouped by the model's batch), stacked back sample by sample;
+    `step(1)` as each group ends."""
     from cvmc.runtime.model import Model
 
     m = Model.from_graph(graph, device, max_memory=max_memory)
-    outs = m.run_batch(x_int.reshape(-1, batch, *x_int.shape[1:]))
+    outs = m.run_batch(x_int.reshape(-1, batch, *x_int.shape[1:]), step)
     return [o.reshape(-1, *o.shape[2:]) for o in outs]
 
 
 def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = None, method: str = "mse",
              per_channel: bool = False, equalize: bool = True, device: str = "cpu",
-             report_samples: int = REPORT_SAMPLES, max_memory: int = DEFAULT_MAX_MEMORY) -> Quantized:
+             report_samples: int = REPORT_SAMPLES, max_memory: int = DEFAULT_MAX_MEMORY,
+             progress: Progress | None = None) -> Quantized:
     """Quantize a float ONNX model (path, bytes or ModelProto) on calibration inputs (an array, or the path of a
     .npy, or of an .npz holding one array or one named after the model's input).
 
@@ -135,17 +146,21 @@ def quantize(model: Any, calibration: Any, *, labels: Any = None, test: Any = No
     Every file is read bounded (`inputs`) and every allocation the model's shapes and the inputs' count imply is
     checked against `max_memory` bytes (default 8 GiB) before it is made. Every failure is a `cvmc.CVMError`:
     CVMLogicError for a model or input the quantizer refuses (naming the node, file or input), CVMRuntimeError
-    for a file that cannot be read."""
+    for a file that cannot be read.
+
+    `progress(stage, total, unit)`, when given, is called as each long stage starts (calibrating, the float model
+    on the test inputs, measuring the layers, the agreement check) and returns the stage's `step(n)`, called as n
+    more of its `total` are done (`cvm-quantize` draws a bar per stage on a terminal: `cvmc.tools.progress`)."""
     try:
         return _quantize(model, calibration, labels, test, method, per_channel, equalize, device, report_samples,
-                         max_memory)
+                         max_memory, progress or _no_progress)
     except MemoryError:
         raise CVMRuntimeError(f"out of memory quantizing the model (the memory budget is {max_memory} bytes: "
                               f"max_memory, cvm-quantize --max-memory)") from None
 
 
 def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str, per_channel: bool, equalize: bool,
-              device: str, report_samples: int, max_memory: int) -> Quantized:
+              device: str, report_samples: int, max_memory: int, progress: Progress) -> Quantized:
     if method not in METHODS:
         raise CVMLogicError(f"expected a calibration method in {METHODS}, got {method!r}")
     budget = Budget(max_memory)
@@ -165,11 +180,13 @@ def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str,
                  f"the float model on {len(calib_x)} calibration and {len(test_x)} test inputs")
     log.info("calibrating on %d inputs (%s)", len(calib_x), method)
     with np.errstate(all="ignore"):  # overflow is refused by name, not warned of
-        calib = onnx_graph.run(fg, calib_x)
+        calib = onnx_graph.run(fg, calib_x, progress=progress("calibrating", onnx_graph.run_steps(fg, calib_x),
+                                                                "node"))
     onnx_graph.check_finite(fg, calib, "the calibration data")
     e_in = choose_shift(calib_x, 1.0, DATA_PRECISION, method, floor=-60)
     input_scale = 2.0**e_in
     # the emitter sees the float values of the model fed the input as the CVM model sees it (on its grid)
+    log.info("choosing the shifts and emitting the CVM graph (input scale %r)", input_scale)
     em = emit(fg, calib, input_scale, method, per_channel)
     heads, scales, outputs = [], [], []
     float_names = []
@@ -199,19 +216,25 @@ def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str,
     x_rep = enc.encode(calib_x[:n_rep])
     log.info("measuring the layers on %d inputs (%s)", n_rep, device)
     got = dict(zip([(t.node, t.index) for t in tensors],
-                   _run_cvm(em.b.graph(tensors), x_rep, shape[0], device, budget.limit))) if tensors else {}
+                   _run_cvm(em.b.graph(tensors), x_rep, shape[0], device, budget.limit,
+                            progress("measuring the layers", n_rep // shape[0], "input")))) if tensors else {}
     for lr in em.layers:
         sq = None
         if lr.tensor is not None and lr.op not in ("Softmax", "ArgMax"):
             sq = sqnr_db(calib[lr.output][:n_rep], got[(lr.tensor.node, lr.tensor.index)] * lr.scale)
         rep.layers.append(LayerReport(lr.name, lr.op, lr.shifts, lr.precision, lr.scale, sq))
     # the model: top-1 agreement and logits SQNR on the test inputs (first head)
+    if test is not None:
+        log.info("running the float model on %d test inputs", len(test_x))
     with np.errstate(all="ignore"):
-        test_values = calib if test is None else onnx_graph.run(fg, test_x)
+        test_values = calib if test is None else onnx_graph.run(
+            fg, test_x, progress=progress("the float model on the test inputs", onnx_graph.run_steps(fg, test_x),
+                                          "node"))
     onnx_graph.check_finite(fg, test_values, "the test data")
     ref = test_values[float_names[0]]
     log.info("measuring the model on %d test inputs (%s)", len(test_x), device)
-    outs = _run_cvm(graph, enc.encode(test_x), shape[0], device, budget.limit)
+    outs = _run_cvm(graph, enc.encode(test_x), shape[0], device, budget.limit,
+                    progress("agreement", len(test_x) // shape[0], "input"))
     cvm_logits = outs[0].astype(np.float64) * scales[0]
     rep.samples = len(test_x)
     rep.agreement = float(np.mean(top1(ref) == top1(cvm_logits)))
@@ -223,4 +246,5 @@ def _quantize(model: Any, calibration: Any, labels: Any, test: Any, method: str,
             raise CVMLogicError(f"{what}: expected {len(top1(ref))} labels (one per test prediction), got {len(lab)}")
         rep.float_accuracy = float(np.mean(top1(ref) == lab))
         rep.cvm_accuracy = float(np.mean(top1(cvm_logits) == lab))
+    log.info("top-1 agreement %.2f%% on %d inputs", 100 * rep.agreement, rep.samples)
     return enc

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -428,8 +429,15 @@ def check_finite(fg: FloatGraph, values: dict[str, np.ndarray], what: str) -> No
                                     f"CVM form")
 
 
-def run(fg: FloatGraph, x: np.ndarray, batch: int = 64) -> dict[str, np.ndarray]:
-    """Every value of the float model on inputs `x` (a stack along the first axis, `batch` at a time)."""
+def run_steps(fg: FloatGraph, x: np.ndarray, batch: int = 64) -> int:
+    """How many steps `run` reports to its `progress`: one per node per group of `batch` inputs."""
+    return len(range(0, max(len(x), 1), batch)) * len(fg.nodes)
+
+
+def run(fg: FloatGraph, x: np.ndarray, batch: int = 64,
+        progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """Every value of the float model on inputs `x` (a stack along the first axis, `batch` at a time);
+    `progress(1)` after each node of each group (`run_steps` of them)."""
     parts: list[dict[str, np.ndarray]] = []
     x = np.asarray(x, np.float32)
     for i in range(0, max(len(x), 1), batch):
@@ -438,6 +446,8 @@ def run(fg: FloatGraph, x: np.ndarray, batch: int = 64) -> dict[str, np.ndarray]
             vals = _eval(n, [None if not v else env[v] if v in env else fg.consts[v] for v in n.inputs], fg)
             for name, v in zip(n.outputs, vals):
                 env[name] = np.asarray(v, np.float32) if v.dtype.kind == "f" else v
+            if progress is not None:
+                progress(1)
         parts.append(env)
     if len(parts) == 1:
         return parts[0]

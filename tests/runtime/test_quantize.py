@@ -5,6 +5,7 @@ operators and every refusal (each names the node)."""
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -313,6 +314,32 @@ def test_the_digits_cnn_example_runs_as_its_report_says():
         assert ref.infer(v.tobytes()) == cpu.infer(v.tobytes())
 
 
+def test_make_py_rewrites_the_bundled_example_byte_for_byte(tmp_path):
+    """The digits CNN's script, run as the README says (a process of its own: its pins on torch's and numpy's CPU
+    kernels come before they load), writes the bundled files byte for byte with the library versions it names."""
+    from importlib import metadata
+
+    import cvmc.examples
+
+    ex = cvmc.examples.digits_cnn()
+    make = ex.script_module()
+    for package, version in make.MADE_WITH.items():
+        try:
+            found = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pytest.skip(f"make.py needs {package} (the dev extra)")
+        if found.split("+")[0] != version:
+            pytest.skip(f"the bundled example was made with {package} {version}, this is {found}: other kernels, "
+                        f"other bytes")
+    env = {k: v for k, v in os.environ.items() if k not in make.PINS}
+    r = subprocess.run([sys.executable, str(ex.script), str(tmp_path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    for name in ("model.json", "params.bin", "quantize.json", "test_inputs.bin", "test_labels.bin"):
+        assert (tmp_path / name).read_bytes() == (ex.folder / name).read_bytes(), name
+    facts = ex.facts()["report"]
+    assert f"accuracy: float {100 * facts['float_accuracy']:.2f}%, CVM {100 * facts['cvm_accuracy']:.2f}%" in r.stdout
+
+
 def test_cvm_quantize_writes_the_three_files(digits, tmp_path, capsys):
     blob, xtr, xte, yte, _, _ = digits
     (tmp_path / "m.onnx").write_bytes(blob)
@@ -373,7 +400,49 @@ def test_cvm_quantize_v_logs_its_stages(tmp_path, caplog):
                                   str(tmp_path / "out"), "--device", "reference", "-v"]) == 0
     stages = [r.getMessage().split(":")[0].split(" on ")[0] for r in caplog.records if r.name.startswith(
         "cvmc.runtime.quantize")]
-    assert [s.split()[0] for s in stages] == ["read", "equalized", "calibrating", "emitted", "measuring", "measuring"]
+    assert [s.split()[0] for s in stages] == ["read", "equalized", "calibrating", "choosing", "emitted", "measuring",
+                                              "measuring", "top-1"]
+
+
+class _Terminal:
+    """A stderr that says it is a terminal (as a pty would) and keeps what is written."""
+
+    def __init__(self, tty: bool):
+        import io
+
+        self.tty, self.buffer = tty, io.StringIO()
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        return self.buffer.write(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_cvm_quantize_shows_a_bar_per_long_stage_on_a_terminal_only(tmp_path, monkeypatch, capsys, tty):
+    blob, x = argmax_model()
+    (tmp_path / "m.onnx").write_bytes(blob)
+    np.save(tmp_path / "c.npy", x)
+    np.save(tmp_path / "t.npy", x[:10])
+    err = _Terminal(tty)
+    monkeypatch.setattr("sys.stderr", err)
+    assert cvm_quantize.main([str(tmp_path / "m.onnx"), "--calibration", str(tmp_path / "c.npy"), "-o",
+                              str(tmp_path / "out"), "--test", str(tmp_path / "t.npy"), "--device", "reference"]) == 0
+    text = err.buffer.getvalue()
+    if not tty:
+        assert text == ""  # a pipe, a log file, CI: nothing
+        return
+    lines = text.split("\n")
+    finished = [line.rsplit("\r", 1)[-1] for line in lines if line]
+    assert [f.split(" [")[0] for f in finished] == ["calibrating", "measuring the layers",
+                                                      "the float model on the test inputs", "agreement"]
+    assert all("[####################] 100%" in f for f in finished), finished
+    assert finished[-1].endswith("100% 10/10 input")
+    assert all(line.count("\r") <= 101 for line in lines)  # at most one redraw per whole percent
 
 
 def test_an_npz_calibration_names_its_key_and_dtype(tmp_path):

@@ -136,13 +136,117 @@ def test_the_c_api_path_refuses_what_it_cannot_do(aot_built, tmp_path):
     r = cvm_run(*files, *lib, env=bare)
     assert r.returncode == 64 and "--aot-store" in r.stderr
     r = cvm_run(*files, "--aot-lib", tmp_path / "none.so", "--aot-store", folder / "store", env=env)
-    assert r.returncode == 2 and "cannot load the C-API library" in r.stderr
+    assert r.returncode == 2 and f"cannot load the AOT library {str(tmp_path / 'none.so')!r}" in r.stderr
+    (tmp_path / "empty").mkdir()
     r = cvm_run(*files, *lib, "--aot-store", tmp_path / "empty", env=env)  # a model the store lacks: status 2
-    assert r.returncode == 2 and "CVMAPILoadModel returned status 2" in r.stderr
+    assert r.returncode == 2 and "CVMAPILoadModel: " in r.stderr and "Traceback" not in r.stderr
+    r = cvm_run(*files, *lib, "--aot-store", tmp_path / "nowhere", env=env)
+    assert r.returncode == 2 and "cannot open the AOT store" in r.stderr
     short = tmp_path / "short.bin"
     short.write_bytes((MLP / "input.bin").read_bytes()[:-1])
     r = cvm_run(*files[:2], short, *lib, "--aot-store", folder / "store", env=env)
-    assert r.returncode == 1 and "input bytes" in r.stderr
+    assert (r.returncode, r.stderr) == (1, "cvm-run: CVMLogicError: expected 64 input bytes, got 63\n")
+    r = cvm_run(*files[:2], "--batch", MLP / "input.bin", *lib, "--aot-store", folder / "store", env=env)
+    assert r.returncode == 64 and "--batch needs -o" in r.stderr
+
+
+def test_one_input_from_a_store_by_importtime(aot_built):
+    """`python -X importtime`: cvm-run over a store (the folder, --aot-store alone, the library of $CVMC_AOT_LIB)
+    imports no xDSL, no llvmlite, no pass, no code generator and not the JIT's model."""
+    folder, env = aot_built
+    env = {**env, "CVMC_AOT_LIB": str(folder / "libcvm.so")}
+    args = [MLP, MLP / "input.bin", "--aot-store", folder / "store"]
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "cvmc.tools.cvm_run", *map(str, args)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(case_meta(MLP)["extra"]["label_of_input"])]
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
+    assert "cvmc.runtime.devices.aot_serve" in imported
+    assert not {m for m in imported if m.startswith(("xdsl", "llvmlite", "cvmc.passes", "cvmc.codegen"))
+                or m in ("cvmc.runtime.model", "cvmc.runtime.engine.jit", "cvmc.runtime.devices.aot")}
+
+
+def _stack(tmp_path, rows: int = 450):
+    import numpy as np
+
+    xs = np.fromfile(MLP / "digits_inputs.bin", np.int8).reshape(-1, 64)[:rows]
+    np.save(tmp_path / "xs.npy", xs)
+    return xs, np.fromfile(MLP / "digits_oracle_pred.bin", "<i4")[:rows]
+
+
+def test_a_batch_from_the_store_is_cvm_runtimes_answer_and_imports_no_compiler(aot_built, tmp_path):
+    """--aot-store alone (the library from $CVMC_AOT_LIB): cvmc.aot.load's path; --batch gives the API's packing per
+    input (the MLP's argmax: one class each), cvm-runtime's predictions for the 450 test digits."""
+    import numpy as np
+
+    folder, env = aot_built
+    env = {**env, "CVMC_AOT_LIB": str(folder / "libcvm.so")}
+    _, oracle = _stack(tmp_path)
+    out = tmp_path / "classes.npy"
+    args = [MLP / "model.json", MLP / "params.bin", "--batch", tmp_path / "xs.npy", "-o", out,
+            "--aot-store", folder / "store"]
+    r = subprocess.run([sys.executable, "-c", AOT_RUN, *map(str, args)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "[]"
+    assert "450 inputs in" in r.stderr and "[" not in r.stderr.splitlines()[0]  # no bar on a pipe
+    assert r.stdout.strip() == str(out)
+    got = np.load(out)
+    assert got.dtype == np.int32 and got.shape == (450, 1)
+    assert np.array_equal(got[:, 0], oracle)
+
+
+def test_a_npy_input_from_the_store(aot_built, tmp_path):
+    import numpy as np
+
+    folder, env = aot_built
+    xs, oracle = _stack(tmp_path, 3)
+    lib = ["--aot-lib", folder / "libcvm.so", "--aot-store", folder / "store"]
+    np.save(tmp_path / "one.npy", xs[1].reshape(1, 64))
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", tmp_path / "one.npy", *lib, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == str(tmp_path / "one.out.npy"), r.stderr
+    assert np.load(tmp_path / "one.out.npy").tolist() == [oracle[1]]
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", tmp_path / "xs.npy", *lib, env=env)  # a stack of 3
+    assert r.returncode == 0, r.stderr
+    assert np.load(tmp_path / "xs.out.npy")[:, 0].tolist() == oracle.tolist()
+    np.save(tmp_path / "wide.npy", np.zeros((2, 65), np.int8))  # a row one value past the input
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", tmp_path / "wide.npy", *lib, env=env)
+    assert (r.returncode, r.stderr) == (1, "cvm-run: CVMLogicError: expected a stack of inputs of 64 values each "
+                                           "(N, ...), got an array of shape [2, 65]\n")
+    np.save(tmp_path / "floats.npy", np.zeros((2, 64), np.float32))
+    r = cvm_run(MLP / "model.json", MLP / "params.bin", tmp_path / "floats.npy", *lib, env=env)
+    assert (r.returncode, r.stderr) == (1, "cvm-run: CVMLogicError: expected an integer input, got dtype float32\n")
+
+
+def test_the_batch_bar_shows_on_a_terminal_only(aot_built, tmp_path):
+    """stderr a pseudo-terminal: the bar, redrawn with carriage returns, ends at 100% on a line of its own."""
+    import os
+    import pty
+
+    folder, env = aot_built
+    _stack(tmp_path, 200)
+    args = [MLP / "model.json", MLP / "params.bin", "--batch", tmp_path / "xs.npy", "-o", tmp_path / "o.npy",
+            "--aot-lib", folder / "libcvm.so", "--aot-store", folder / "store"]
+    leader, follower = pty.openpty()
+    try:
+        r = subprocess.run([sys.executable, "-m", "cvmc.tools.cvm_run", *map(str, args)], stdout=subprocess.PIPE,
+                           stderr=follower, env=env)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and read to the end
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    assert r.returncode == 0, seen
+    text = seen.decode()
+    assert "\rcvm-run --batch [####################] 100% 200/200 inputs" in text
+    assert text.count("\rcvm-run --batch [") == 101  # one redraw per whole percent (0..100), by count, not time
+    assert "200 inputs in" in text.splitlines()[-1]
 
 
 def test_a_warm_cvm_run_imports_no_compiler(tmp_path):

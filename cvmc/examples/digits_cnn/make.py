@@ -8,16 +8,35 @@ checkout, or the dev extra). Training takes a few seconds on one CPU thread (see
 first 1347 digits train and calibrate (256 of them), the last 450 test. Writes model.json, params.bin and
 quantize.json (the scales and the report), and test_inputs.bin / test_labels.bin: the 450 test digits as the CVM
 model's int8 inputs and their labels (int32).
+
+Reproducible bytes: torch and numpy choose their CPU kernels by the CPU's vector instructions (ATen's AVX2 or
+AVX-512 code, oneDNN's, MKL's, OpenBLAS's), and each rounds sums in its own order; 40 epochs carry a last-bit
+difference into other weights (unpinned, an AVX2 host and an AVX-512 host train different networks: float 96.00%
+against 95.78%). Run as a script, this one pins each library to its baseline x86-64 code before importing it
+(`PINS`, unless already set), which no vector unit changes: with the versions of `MADE_WITH` it writes the
+bundled files byte for byte (tests/runtime/test_quantize.py checks it). Imported as a module into a process that
+has already imported torch, the pins come too late: the network is then the host's.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import pathlib
+import platform
 import sys
 import warnings
 
-import numpy as np
+# each library's baseline code (read when the library loads): ATen's unvectorized kernels, MKL's conditional
+# numerical reproducibility, oneDNN below AVX, OpenBLAS's Nehalem kernels (numpy's float model in the quantizer)
+PINS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41",
+        **({"OPENBLAS_CORETYPE": "Nehalem"} if platform.machine() in ("x86_64", "AMD64") else {})}
+MADE_WITH = {"torch": "2.13.0", "scikit-learn": "1.9.1", "numpy": "2.4.6", "onnx": "1.22.0"}
+if __name__ == "__main__":
+    for _k, _v in PINS.items():
+        os.environ.setdefault(_k, _v)
+
+import numpy as np  # noqa: E402
 
 TRAIN = 1347
 
