@@ -234,7 +234,7 @@ def run(rounds: int, compile_rounds: int = 0, baseline: pathlib.Path | None = No
     try:
         commands, skipped = paths(work, python, baseline)
         for name, (cmd, env) in commands.items():  # the warm caches: one process fills each
-            if name.startswith("cvmc Python, warm cache"):
+            if name.startswith("cvmc Python, warm cache") and env is not None:
                 subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=env.get("PYTHONPATH"))
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}  # the process's CPU time, its threads'
