@@ -11,11 +11,17 @@ Paths (those whose tools are here; the others are listed as skipped):
 - cvm-runtime's libcvm: its `run_model` driver in /work/oracle (`$CVMC_ORACLE_RUN_MODEL`), when built there;
 - ONNX Runtime int8 (QDQ) and OpenVINO int8, when installed: the bench model's ONNX twin (`int8_peers`),
   `import` + session + first run.
-The Python paths also report what they time inside (load_model; ORT's import, session and first run).
+The Python paths also report what they time inside (load_model; ORT's import, session and first run). Then the
+cold compile alone, the compiler loaded (`compile_graph(graph, cache=False)` in one process, after a first compile
+that imports everything): at 1 and 2 compile threads (`CVMC_COMPILE_THREADS`), interleaved, wall and CPU time
+(this process's and its children's: the linker), for this checkout and, with `--baseline DIR`, another one (e.g.
+the main checkout) side by side.
 
-    python bench/first_inference.py [--rounds N] [--out bench/results/DATE-first-inference.md]
+    python bench/first_inference.py [--rounds N] [--compile-rounds N] [--baseline DIR]
+                                    [--out bench/results/DATE-first-inference.md]
 
-Times are wall clock on whatever else the machine is doing: run it on a quiet machine, and read the ranges.
+Times are wall clock on whatever else the machine is doing: run it on a quiet machine, and read the ranges. The CPU
+column (the process's user and system time, all its threads, its children's too) moves less with the load.
 """
 
 from __future__ import annotations
@@ -76,6 +82,55 @@ print(json.dumps({"import_ms": 1e3 * (t1 - t0), "compile_ms": 1e3 * (t2 - t1), "
 """
 
 
+COMPILE = """
+import json, os, sys, time
+from cvmc.runtime.devices.cpu import compile_graph
+from cvmc.runtime.frontend.graph import load_graph
+g = load_graph(sys.argv[1], sys.argv[2])
+compile_graph(g, cache=False)  # the compiler's imports, the known-answer check, LLVM's first use
+out = {}
+for r in range(int(sys.argv[3])):
+    for threads in ("1", "2"):
+        os.environ["CVMC_COMPILE_THREADS"] = threads
+        w, c = time.perf_counter(), os.times()
+        compile_graph(g, cache=False)
+        d = os.times()
+        cpu = (d.user + d.system + d.children_user + d.children_system) - (c.user + c.system + c.children_user
+                                                                          + c.children_system)
+        out.setdefault(threads, []).append([1e3 * (time.perf_counter() - w), 1e3 * cpu])
+print(json.dumps(out))
+"""
+
+
+def compile_times(rounds: int, checkouts: dict[str, pathlib.Path]) -> list[str]:
+    """The cold compile of the bench model, the compiler loaded, for each checkout: median and range of wall
+    time, median CPU time, at 1 and 2 compile threads; the checkouts' processes interleaved."""
+    files = [str(BENCH / "model.json"), str(BENCH / "params.bin")]
+    found: dict[str, dict[str, list[list[float]]]] = {name: {} for name in checkouts}
+    for _ in range(2):  # two processes a checkout, alternated
+        for name, root in checkouts.items():
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            env.pop("CVMC_COMPILE_THREADS", None)
+            done = subprocess.run([sys.executable, "-c", COMPILE, *files, str(max(1, rounds // 2))], env=env,
+                                  capture_output=True, timeout=1200, cwd=root)
+            if done.returncode != 0:
+                raise SystemExit(f"compile ({name}): {done.stderr.decode(errors='replace')[-500:]}")
+            for threads, runs in json.loads(done.stdout.decode().strip().splitlines()[-1]).items():
+                found[name].setdefault(threads, []).extend(runs)
+    lines = ["", "Cold compile of the bench model, the compiler loaded (`compile_graph(graph, cache=False)`): wall "
+             "median (range), CPU median (this process and the linker's)", "",
+             "| checkout | 1 compile thread | 2 compile threads |", "|---|---|---|"]
+    for name, by_threads in found.items():
+        cells = []
+        for threads in ("1", "2"):
+            runs = by_threads.get(threads, [])
+            walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+            cells.append(f"{statistics.median(walls):.0f} ms ({min(walls):.0f}-{max(walls):.0f}), CPU "
+                         f"{statistics.median(cpus):.0f} ms")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines
+
+
 def host() -> str:
     name = platform.processor() or platform.machine()
     try:
@@ -114,10 +169,12 @@ def _peers(work: pathlib.Path) -> dict[str, pathlib.Path]:
     return {"int8": int8}
 
 
-def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], dict[str, str] | None]], list[str]]:
-    """Every path's command line and environment (None: a fresh empty cache each run), and the paths skipped."""
+def paths(work: pathlib.Path, python: str, baseline: pathlib.Path | None = None
+          ) -> tuple[dict[str, tuple[list[str], dict[str, str] | None]], list[str]]:
+    """Every path's command line and environment (None: a fresh empty cache each run), and the paths skipped;
+    with `baseline`, that checkout's warm path too (a cache of its own)."""
     files = [str(BENCH / "model.json"), str(BENCH / "params.bin")]
-    base = {**os.environ, "XDG_STATE_HOME": str(work / "state")}
+    base = {**os.environ, "XDG_STATE_HOME": str(work / "state"), "PYTHONPATH": str(ROOT)}
     warm = {**base, "CVMC_CACHE_DIR": str(work / "warm-cache")}
     out: dict[str, tuple[list[str], dict[str, str] | None]] = {
         "cvmc Python, cold (empty cache)": ([python, "-c", CVMC, *files, str(BENCH / "input_i32.bin")], None),
@@ -125,6 +182,10 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
         "cvm-run, one input, warm": ([python, "-m", "cvmc.tools.cvm_run", *files, str(BENCH / "input.bin"),
                                       "-o", str(work / "out.bin")], warm),
     }
+    if baseline is not None:
+        out[f"cvmc Python, warm cache ({baseline})"] = (
+            [python, "-c", CVMC, *files, str(BENCH / "input_i32.bin")],
+            {**base, "PYTHONPATH": str(baseline), "CVMC_CACHE_DIR": str(work / "warm-cache-baseline")})
     skipped = []
     if shutil.which("gcc"):
         from cvmc.runtime.devices import aot
@@ -163,24 +224,32 @@ def paths(work: pathlib.Path, python: str) -> tuple[dict[str, tuple[list[str], d
     return out, skipped
 
 
-def run(rounds: int) -> str:
+def run(rounds: int, compile_rounds: int = 0, baseline: pathlib.Path | None = None) -> str:
     work = pathlib.Path(tempfile.mkdtemp(prefix="cvmc-first-"))
     python = sys.executable
+    # this checkout's compiled modules, as an install has them ($PYTHONDONTWRITEBYTECODE would otherwise leave every
+    # process compiling cvmc's sources anew: 50-100 ms of a warm start)
+    folders = [str(ROOT / d) for d in ("cvmc", "runtime", "passes", "codegen", "dialects", "tools")]
+    subprocess.run([python, "-m", "compileall", "-q", *folders], check=True, capture_output=True)
     try:
-        commands, skipped = paths(work, python)
-        # the warm cache: one process fills it
-        subprocess.run(commands["cvmc Python, warm cache"][0], env=commands["cvmc Python, warm cache"][1],
-                       check=True, capture_output=True)
+        commands, skipped = paths(work, python, baseline)
+        for name, (cmd, env) in commands.items():  # the warm caches: one process fills each
+            if name.startswith("cvmc Python, warm cache") and env is not None:
+                subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=env.get("PYTHONPATH"))
         walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}  # the process's CPU time, its threads'
         inside: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
         for r in range(rounds):
             for name, (cmd, env) in commands.items():
                 if env is None:  # a cold compile: a cache folder of its own, empty
-                    env = {**os.environ, "XDG_STATE_HOME": str(work / "state"),
+                    env = {**os.environ, "XDG_STATE_HOME": str(work / "state"), "PYTHONPATH": str(ROOT),
                            "CVMC_CACHE_DIR": str(work / f"cold-{r}")}
-                t = time.perf_counter()
-                done = subprocess.run(cmd, env=env, capture_output=True, timeout=600)
+                t, c = time.perf_counter(), os.times()
+                # run where its checkout is: `python -c` puts the working folder first on the path
+                done = subprocess.run(cmd, env=env, capture_output=True, timeout=600, cwd=env.get("PYTHONPATH"))
                 walls[name].append(time.perf_counter() - t)
+                d = os.times()
+                cpus[name].append(d.children_user + d.children_system - c.children_user - c.children_system)
                 stdout = done.stdout.decode(errors="replace").strip()
                 if done.returncode != 0:
                     raise SystemExit(f"{name}: exit {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}")
@@ -192,24 +261,30 @@ def run(rounds: int) -> str:
 
     lines = [f"First inference on the bench model (`bench/resnet`), whole process, {rounds} rounds interleaved; "
              f"{datetime.date.today()}, {host()}.", "",
-             "| path | median | range | inside the process (medians) |", "|---|---|---|---|"]
+             "| path | median | range | CPU (median) | inside the process (medians) |", "|---|---|---|---|---|"]
     for name, ws in walls.items():
         parts = inside[name]
         detail = ", ".join(f"{k.removesuffix('_ms')} {statistics.median(p[k] for p in parts):.0f} ms"
                            for k in (parts[0] if parts else {}) if k.endswith("_ms"))
         lines.append(f"| {name} | {1e3 * statistics.median(ws):.0f} ms | {1e3 * min(ws):.0f}-{1e3 * max(ws):.0f} "
-                     f"ms | {detail} |")
+                     f"ms | {1e3 * statistics.median(cpus[name]):.0f} ms | {detail} |")
     if skipped:
         lines += ["", f"Skipped: {'; '.join(skipped)}."]
+    if compile_rounds:
+        checkouts = {"this checkout": ROOT, **({f"{baseline}": baseline} if baseline is not None else {})}
+        lines += compile_times(compile_rounds, checkouts)
+        lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}."]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--compile-rounds", type=int, default=6, help="cold compiles timed per thread count (0: none)")
+    ap.add_argument("--baseline", type=pathlib.Path, help="another checkout whose cold compile to time beside")
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args(argv)
-    table = run(a.rounds)
+    table = run(a.rounds, a.compile_rounds, a.baseline)
     print(table)
     if a.out:
         pathlib.Path(a.out).write_text(table)

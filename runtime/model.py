@@ -18,8 +18,8 @@ Running out of memory anyway (a ulimit, a full machine) is a CVMRuntimeError nam
 
 from __future__ import annotations
 
-import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from math import prod
@@ -29,7 +29,6 @@ import numpy as np
 
 from cvmc.dialects.cvm_rules import MAX_MEMORY, precision_bound
 from cvmc.errors import CVMError, CVMLogicError, CVMRuntimeError
-from cvmc.runtime.driver.compile import StageDump, dump_stages
 from cvmc.runtime.engine.threads import MAX_THREADS, default_threads, physical_cores
 from cvmc.runtime.frontend.graph import Graph, load_graph
 
@@ -37,10 +36,26 @@ __all__ = ["DEFAULT_DEVICE", "Model", "default_threads", "dump_stages", "load_mo
 
 if TYPE_CHECKING:
     from cvmc.runtime.devices.aot_serve import AotModel
+    from cvmc.runtime.driver.compile import StageDump
     from cvmc.runtime.driver.host import HostProgram
     from cvmc.runtime.frontend.folder import Quantization
 
-log = logging.getLogger(__name__)
+
+def _info(message: str, *args: object) -> None:
+    """Log `message` at INFO on this module's logger, where the process has logging at all: a process that never
+    imported `logging` has no handler nor level set to show it (and a load need not import it)."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger(__name__).info(message, *args)
+
+
+def dump_stages(graph: Graph, directory: str | os.PathLike[str], device: str) -> list[str]:
+    """Every stage of `graph`'s compilation for `device` as a file in `directory` (`compile.dump_stages`, imported
+    on first use: the compiler is no import of a load)."""
+    from cvmc.runtime.driver.compile import dump_stages as dump
+
+    return dump(graph, directory, device)
+
 
 DEFAULT_DEVICE = "cpu"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -176,6 +191,8 @@ class Model:
         if dump is not None and device == "reference":
             dump_stages(graph, dump, device)
         elif dump is not None:
+            from cvmc.runtime.driver.compile import StageDump
+
             stages = StageDump(dump)
         self.memory_bytes: int | None = None  # the working memory, once the device's plan is known
         if device == "reference":
@@ -507,7 +524,7 @@ def load_model(graph_json: ModelSource, params: ModelSource | None = None, devic
                           f"the graph JSON first, then the params)") from None
         raise
     t1 = time.perf_counter()
-    log.info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
+    _info("loaded and verified the model (%d nodes, gas %d) in %.1f ms", len(graph.nodes), graph.gas,
              (t1 - t0) * 1e3)
     model = Model(graph, device, max_memory, threads, dump)
     model.stats["read_ms"] = round(1000 * (t1 - t0), 1)  # the two files read and verified
@@ -520,5 +537,5 @@ def load_model(graph_json: ModelSource, params: ModelSource | None = None, devic
 
         model.quantization = read_quantization(scales, model.input_shape, model.input_precision,
                                                len(model.output_shapes))
-    log.info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
+    _info("compiled it for the %s device in %.1f ms", device, (time.perf_counter() - t1) * 1e3)
     return model

@@ -435,7 +435,7 @@ def check_cache_attack(graph: Graph, data: np.ndarray, attack: str, rng: np.rand
     folder = default_dir()
     assert folder is not None
     first = compile_graph(graph)
-    path = os.path.join(folder, f"{first.engine.key}.o")
+    path = os.path.join(folder, f"{first.engine.key}.{first.engine.kind}")  # its code: a shared object or objects
     with open(path, "rb") as f:
         good = f.read()
     if other is None or other == good:

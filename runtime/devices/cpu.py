@@ -30,19 +30,30 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cvmc.errors import CVMRuntimeError
-from cvmc.runtime.driver.compile import StageDump, lower_to_llvm
 from cvmc.runtime.driver.host import DTYPES, KERNELS_MODULE, Call, HostProgram, View, read_host
 from cvmc.runtime.engine.threads import MAX_THREADS, default_threads
 from cvmc.runtime.frontend.graph import Graph
 
-# `lower_graph` is the driver's `lower_to_llvm` (cvm-aot and tests import it from here)
-lower_graph = lower_to_llvm
 __all__ = ["KERNELS_MODULE", "MAX_THREADS", "Call", "CpuRunner", "HostProgram", "View", "compile_graph",
            "default_threads", "lower_graph", "read_host"]
 
 if TYPE_CHECKING:
     from cvmc.passes.loops.target import Target
+    from cvmc.runtime.driver.compile import StageDump
     from cvmc.runtime.engine.compiled import CompiledModel
+
+
+def lower_to_llvm(graph: Graph, target: Target | None = None, dump: StageDump | None = None
+                  ) -> tuple[HostProgram, str, list[Any], float]:
+    """The driver's `compile.lower_to_llvm`, imported on first use: a warm load lowers nothing and imports no
+    compiler."""
+    from cvmc.runtime.driver.compile import lower_to_llvm as lower
+
+    return lower(graph, target, dump)
+
+
+# `lower_graph` is the driver's `lower_to_llvm` (cvm-aot and tests import it from here)
+lower_graph = lower_to_llvm
 
 # A kernel call with at least this much work (gas) is split over the threads; in the native program
 # (`jit.Program`), where a split costs a few atomic operations instead of a hand-off, from NATIVE_SPLIT_WORK,

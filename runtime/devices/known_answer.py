@@ -84,12 +84,13 @@ def known_answer_key(target: Target) -> str:
 Runs = tuple[list["np.ndarray"], list["np.ndarray"]]
 
 
-def _start_check(isa: str, background: bool = False) -> Callable[[], Runs]:
+def _start_check(isa: str, background: bool | None = False) -> tuple[Callable[[], Runs], bool]:
     """Start the check of tier `isa`; the function returned gives the heads of its kernels on the check input
     and the reference's. Warm: the kernels, the input and the reference's heads from the check model's sealed
     entry (written with them by a cold check), run here. Cold: the model built, the reference run and the model
     lowered here, then its kernels compiled, its entry written and its kernels run, on a thread of its own when
-    `background` (that part is LLVM's, without Python's lock: it overlaps the caller's own compile)."""
+    `background` (that part is LLVM's, without Python's lock: it overlaps the caller's own compile; None: when
+    there are two compile threads or more). The flag returned says whether a thread was started."""
     import numpy as np
 
     from cvmc.runtime.devices.cpu import compile_lowered, load_compiled
@@ -103,7 +104,7 @@ def _start_check(isa: str, background: bool = False) -> Callable[[], Runs]:
         if x is not None and runner.program.input_shape == x.shape and len(runner.extras) == len(shapes) + 1 \
                 and all(n in runner.extras and runner.extras[n].shape == s for n, s in zip(names, shapes)):
             done = runner(np.asarray(x, np.int32)), [runner.extras[n] for n in names]
-            return lambda: done
+            return (lambda: done), False
     from cvmc.runtime.driver.compile import lower_to_llvm
     from cvmc.runtime.references.cvm import run_graph
 
@@ -115,9 +116,13 @@ def _start_check(isa: str, background: bool = False) -> Callable[[], Runs]:
     def finish() -> Runs:
         return compile_lowered(program, ir_text, specs, target, 1, key, extras)(x), want
 
+    if background is None:
+        from cvmc.runtime.engine.llvm_compile import compile_threads
+
+        background = compile_threads() >= 2
     if not background:
         done = finish()
-        return lambda: done
+        return (lambda: done), False
     answer: list[Runs | BaseException] = []
 
     def work() -> None:
@@ -135,7 +140,7 @@ def _start_check(isa: str, background: bool = False) -> Callable[[], Runs]:
             raise answer[0]
         return answer[0]
 
-    return join
+    return join, True
 
 
 def _settle(isa: str, runs: Callable[[], Runs]) -> bool:
@@ -157,7 +162,7 @@ def check_tier(isa: str) -> bool:
     before; either way they run here, on this CPU."""
     with _CHECK_LOCK:
         if isa not in _CHECKED:
-            _settle(isa, _start_check(isa))
+            _settle(isa, _start_check(isa)[0])
         return _CHECKED[isa]
 
 
@@ -167,16 +172,16 @@ def speculative_target() -> tuple[Target, Callable[..., Target] | None]:
     waits for the check started here (its LLVM part on a thread of its own, beside the caller's compile) and
     returns the checked target: the caller builds for the first, and again for the second where they differ (a
     tier refused: rare). `settle(quiet=True)` only waits (the caller is failing)."""
-    from cvmc.runtime.engine.llvm_compile import compile_threads
-
     target = jit_target()
-    if target.gpu is not None or target.emulated or target.isa not in _CHECKED_TIERS or compile_threads() < 2:
+    if target.gpu is not None or target.emulated or target.isa not in _CHECKED_TIERS:
         return trusted_target(target), None
     with _CHECK_LOCK:
-        if target.isa in _CHECKED:
-            runs = None
-        else:
-            runs = _start_check(target.isa, background=True)
+        runs = None
+        if target.isa not in _CHECKED:
+            runs, background = _start_check(target.isa, background=None)
+            if not background:  # warm, or one compile thread: done here
+                _settle(target.isa, runs)
+                runs = None
     if runs is None:
         return trusted_target(target), None
 
@@ -214,6 +219,6 @@ def checked_jit_target(target: Target | None = None) -> Target:
 
 
 def host_cpu_name() -> str:
-    from cvmc.runtime.engine.llvm_compile import host_target
+    from cvmc.runtime.driver.target import host_target
 
     return host_target()[1]

@@ -23,16 +23,84 @@ from functools import cache
 
 from cvmc.passes.loops.target import GPU, ISAS, Target
 
+# The kind of the cache entry that keeps LLVM's answer about this machine (`host_target`).
+HOST_KIND = "host"
+_HOST_MAGIC = "cvmc-host-1"
+
+
+def _machine_identity() -> bytes | None:
+    """What LLVM's answer about this machine depends on, read without LLVM: the first CPU's block of
+    /proc/cpuinfo (vendor, family, model, stepping, microcode, flags; not the clock, which moves), the kernel's
+    release, and llvmlite's files as they are on disk (its version file and its library: their sizes and times,
+    the rule Python keeps for its own compiled files). None where one of them cannot be read (not Linux)."""
+    import importlib.util
+
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            block = f.read(1 << 16).split(b"\n\n", 1)[0]
+        spec = importlib.util.find_spec("llvmlite")
+        if spec is None or spec.origin is None or not block:
+            return None
+        here = os.path.dirname(spec.origin)
+        files = [os.path.join(here, "_version.py"),
+                 *sorted(os.path.join(here, "binding", n) for n in os.listdir(os.path.join(here, "binding"))
+                         if n.startswith("libllvmlite"))]
+        stats = [f"{p}\0{st.st_size}\0{st.st_mtime_ns}" for p, st in ((p, os.stat(p)) for p in files)]
+    except (OSError, ImportError, ValueError):
+        return None
+    lines = [line for line in block.splitlines() if not line.startswith((b"cpu MHz", b"bogomips"))]
+    return b"\n".join([_HOST_MAGIC.encode(), os.uname().release.encode(), *map(str.encode, stats), *lines])
+
+
+def _llvm_host() -> tuple[str, str, str, str, str]:
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    return (llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+            llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)))
+
+
+@cache
+def host_target() -> tuple[str, str, str, str, str]:
+    """(triple, CPU name, CPU features, llvmlite's version, LLVM's version) as LLVM gives them on this machine.
+
+    Asked of LLVM once a machine: the answer is kept in the cache (`cache.Cache`, sealed like every entry, kind
+    "host") under a hash of `_machine_identity`, so that a warm process knows its CPU as LLVM names it (the
+    tier, the cache's keys) without importing LLVM. An entry that fails its seal or its form is deleted
+    or ignored, and LLVM asked again."""
+    import hashlib
+    import json
+
+    identity = _machine_identity()
+    store = None
+    if identity is not None:
+        from cvmc.runtime.engine.cache import open_cache
+
+        store = open_cache()
+    name = hashlib.sha256(identity).hexdigest() if identity is not None else ""
+    if store is not None:
+        entry = store.get(name, HOST_KIND)
+        try:
+            answer = json.loads(entry) if entry is not None else None
+        except ValueError:
+            answer = None
+        if isinstance(answer, list) and len(answer) == 6 and answer[0] == _HOST_MAGIC and \
+                all(isinstance(a, str) for a in answer[1:]):
+            return tuple(answer[1:])  # type: ignore[return-value]
+    answer = _llvm_host()
+    if store is not None:
+        store.put(name, HOST_KIND, json.dumps([_HOST_MAGIC, *answer]).encode())
+    return answer
+
 
 @cache
 def host_features() -> frozenset[str]:
-    """The host CPU's features as LLVM names them (those it has), empty where LLVM cannot say."""
+    """The host CPU's features as LLVM names them (those it has: `host_target`), empty where LLVM cannot say."""
     try:
-        import llvmlite.binding as llvm
-
-        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+        features = host_target()[2]
     except (ImportError, RuntimeError):
         return frozenset()
+    return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
 
 
 def host_isa() -> str:

@@ -4,9 +4,10 @@
     code = store.get(name, "o")                # the bytes cvmc stored under `name`, or None
     store.put(name, "o", code)                 # atomic; evicts the least recently used entries past the bound
 
-What is cached: machine code (the JIT's object files, kind "o"; NVRTC's cubins) and, for the cpu device, a
-compiled model (kind "model", `runtime.engine.compiled`: its host program, kernel specs and packed parameters, naming
-its object files), so that a warm load lowers nothing. The program steers where kernels read and write, so it is
+What is cached: machine code (the JIT's shared objects, kind "so", or object files, kind "o"; NVRTC's cubins),
+LLVM's answer about this machine (kind "host", `runtime.driver.target.host_target`) and, for the cpu device, a compiled
+model (kind "model", `runtime.engine.compiled`: its host program, kernel specs and packed parameters, naming its code),
+so that a warm load lowers nothing and imports no compiler. The program steers where kernels read and write, so it is
 trusted exactly as the code is: only when cvmc wrote it, for this key, on this account; and the runner checks
 every kernel's arrays against its spec (`kernel_args`) whichever way the program came:
 
@@ -33,8 +34,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import shutil
 import stat
 import warnings
 from pathlib import Path
@@ -47,7 +46,7 @@ ENV_MAX_BYTES = "CVMC_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 512 << 20
 KEY_FILE = "cache.key"
 KEY_BYTES = 32
-_ENTRY = re.compile(r"^[0-9a-f]{64}\.(o|cubin|ptx|model)$")
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.(o|so|cubin|ptx|model|host)$")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # Temporary files of writers that died are removed by eviction and `clear` once they are this old (seconds).
 _STALE_TMP = files.STALE_TEMPORARY_SECONDS
@@ -165,6 +164,8 @@ def _secret(directory: Path) -> bytes | str:
         pass
     except OSError as e:
         return f"the cache key {path} cannot be read: {e.strerror or e}"
+    import secrets
+
     tmp = directory / f"{files.TEMP_PREFIX}{KEY_FILE}.{secrets.token_hex(8)}{files.TEMP_SUFFIX}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -282,6 +283,8 @@ class Cache:
 
     def _remove(self, path: Path) -> None:
         if path.is_dir() and not path.is_symlink():
+            import shutil
+
             shutil.rmtree(path, ignore_errors=True)
         else:
             self._drop(path)

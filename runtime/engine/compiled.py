@@ -6,16 +6,18 @@
 
 The key is a SHA-256 over the verified graph's canonical form (its two files as `graph_writer` writes them:
 every node, attribute, shape, precision and parameter), the target (`Target`'s printed form: the tier and its
-flags), this CPU as LLVM names it (triple, CPU, features), and the versions of everything that turns a graph into
-code: cvmc's version and its sources (`dialects/`, `passes/`, `codegen/`, `runtime/`: `source_digest`), llvmlite's and
-LLVM's versions and the pipeline's (`llvm_compile._PIPELINE_VERSION`). Thread counts are not in it: they change
-how code is run, not the code.
+flags), this CPU as LLVM names it (triple, CPU, features: `target.host_target`, kept in the cache so that no
+LLVM is imported to ask), and the versions of everything that turns a graph into code: cvmc's version and its
+sources (`dialects/`, `passes/`, `codegen/`, `runtime/`: `source_digest`), llvmlite's and LLVM's versions and the
+pipeline's (`llvm_compile.py`'s bytes, `jit.version_key`). Thread counts are not in it: they change how code is
+run, not the code.
 
 The entry holds the host program (`host.HostProgram`: the arena's size, every call's views, the heads, the
-packed parameters), the kernels' specs (`abi.KernelSpec`) and the cache name of their object files (the JIT's
-own entry, kind "o", sealed on its own): a hit reads the two entries, checks them, and links. Nothing is
+packed parameters), the kernels' specs (`abi.KernelSpec`) and the cache name of their code (the JIT's own entry,
+a shared object, kind "so", or object files, kind "o", sealed on its own): a hit reads the two entries, checks
+them, and loads the code (dlopen from a sealed memfd: `jit.SharedCode`). Nothing is
 unpickled: the head is JSON whose every field is checked for its type, the parameters are raw bytes of a
-declared element type and shape. The entry is trusted as the object files are (sealed with this user's secret,
+declared element type and shape. The entry is trusted as the code is (sealed with this user's secret,
 `cache`), and the runner checks every kernel's arrays against its spec before it runs (`kernel_args`).
 """
 

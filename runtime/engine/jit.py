@@ -7,17 +7,21 @@
     run.launch(threads=2)                             # the kernel's units split over 2 threads
 
 Pipeline: parse the IR text, set the host triple and data layout, optimize at O3 with the new pass manager (loop
-and SLP vectorization on), emit an object file for the host CPU and its features, and load that object into an
-MCJIT engine. A large module is compiled in parts at once, one thread each (`split_module`, `object_code`), and
-its object files are loaded into one engine. The object files are kept in the on-disk cache
+and SLP vectorization on), and emit object files for the host CPU and its features; a large module is compiled in
+parts at once, one thread each (`split_module`, `object_code`). Where the system has a linker (`ld`, Linux), the
+parts are position-independent and linked into one shared object (`llvm_compile.link_shared`), loaded with dlopen
+from the bytes themselves (`SharedCode`: a sealed memfd, never a path another process could swap); elsewhere,
+or when that fails, they are loaded into an MCJIT engine. Either is kept in the on-disk cache
 (`cvmc.runtime.engine.cache`: a folder of this user's alone, entries authenticated with this user's secret key, a size
-bound), as one entry named by a hash of the IR text, the cvmc / llvmlite / LLVM versions, this pipeline's version and
-the target (triple, CPU, features): a second process that compiles the same IR only reads the entry and links it (no
-optimizer, no code generator). Compiling and loading through the same object files on a miss and
-on a hit keeps the two paths one.
+bound), the shared object as kind "so", the object files as kind "o", under one name: a hash of the IR text, the
+cvmc / llvmlite / LLVM versions, the sources of this engine and its pipeline, and the target (triple, CPU,
+features, as LLVM named them: `runtime.driver.target.host_target`). A second process that compiles the same IR
+reads the entry, checks its seal and loads it: from a shared object, without importing LLVM at all. Compiling and
+loading through the same bytes on a miss and on a hit keeps the two paths one.
 
-Every engine owns its TargetMachine (MCJIT takes ownership; sharing one crashes when an engine is freed), and every
-`Kernel` and `PreparedCall` keeps its engine alive, so a function pointer is never called after its code is freed.
+Every engine owns its code: its TargetMachine (MCJIT takes ownership; sharing one crashes when an engine is
+freed) or its shared object (unloaded when the engine is freed), and every `Kernel` and `PreparedCall` keeps its
+engine alive, so a function pointer is never called after its code is freed.
 
 Kernels follow the ABI of `cvmc.codegen.llvm`: `void name(ptr args, i64 begin, i64 end)`, where `args` is an
 array of the base pointers of the kernel's memrefs (one argument whatever their number), runs the units
@@ -33,53 +37,76 @@ import functools
 import hashlib
 import itertools
 import os
-import queue
 import struct
+import sys
 import threading
 import time
+from _queue import SimpleQueue  # the queue module's own, without importing the module
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import llvmlite
-import llvmlite.binding as llvm
 import numpy as np
-from llvmlite import ir
 
 from cvmc.codegen.abi import KernelSpec
 from cvmc.errors import CVMRuntimeError
-from cvmc.runtime.engine import llvm_compile
-from cvmc.runtime.engine.cache import open_cache
+from cvmc.runtime.engine.cache import Cache, open_cache
 from cvmc.runtime.engine.kernel_args import check_arguments
-from cvmc.runtime.engine.llvm_compile import (
-    _PIPELINE_VERSION,
-    MAX_COMPILE_THREADS,
-    PART_CHARS,
-    _target_machine,
-    assembly,
-    compile_threads,
-    env_count,
-    host_target,
-    object_code,
-    optimized_ir,
-    partition,
-    shared_object_code,
-    shared_target,
-    split_module,
-)
 from cvmc.runtime.engine.program import Program, program_runner_available
 
 if TYPE_CHECKING:
+    from llvmlite import ir
     from xdsl.dialects.builtin import ModuleOp
 
-# The names users import from here, whose homes are `llvm_compile` (LLVM's pipeline and the split compile),
-# `program` (a whole program on several threads) and `kernel_args` (the arguments' checks).
-__all__ = ["MAX_COMPILE_THREADS", "PART_CHARS", "JitEngine", "Kernel", "PreparedCall", "Program", "assembly",
-           "cache_key", "check_arguments", "compile_module", "compile_threads", "env_count", "host_target",
-           "object_code", "optimized_ir", "partition", "program_runner_available", "shared_object_code",
-           "shared_target", "split_module", "split_range"]
+    from cvmc.runtime.engine.llvm_compile import (
+        MAX_COMPILE_THREADS,
+        PART_CHARS,
+        assembly,
+        compile_threads,
+        env_count,
+        host_target,
+        object_code,
+        optimized_ir,
+        partition,
+        shared_object_code,
+        shared_target,
+        split_module,
+    )
+
+# The names users import from here, whose homes are `llvm_compile` (LLVM's pipeline and the split compile: imported
+# on first use, so that loading cached code imports no LLVM), `program` (a whole program on several threads) and
+# `kernel_args` (the arguments' checks).
+__all__ = ["MAX_COMPILE_THREADS", "PART_CHARS", "JitEngine", "Kernel", "PreparedCall", "Program", "SharedCode",
+           "assembly", "cache_key", "check_arguments", "compile_module", "compile_threads", "env_count",
+           "host_target", "object_code", "optimized_ir", "partition", "program_runner_available",
+           "shared_object_code", "shared_target", "split_module", "split_range"]
+_FROM_LLVM_COMPILE = frozenset({"MAX_COMPILE_THREADS", "PART_CHARS", "assembly", "compile_threads", "env_count",
+                                "host_target", "object_code", "optimized_ir", "partition", "shared_object_code",
+                                "shared_target", "split_module", "_target_machine", "_PIPELINE_VERSION"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_LLVM_COMPILE:
+        from cvmc.runtime.engine import llvm_compile
+
+        return getattr(llvm_compile, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _llvm_compile(name: str) -> Any:
+    """`llvm_compile.name`, unless this module's own attribute of that name was set (tests replace `object_code`
+    here to prove that a hit compiles nothing)."""
+    here = globals()
+    if name in here:
+        return here[name]
+    from cvmc.runtime.engine import llvm_compile
+
+    return getattr(llvm_compile, name)
+
 
 _OBJECTS_MAGIC = b"cvmc-objects-1\n"
+_SHARED_MAGIC = b"cvmc-shared-1\n"
+_ELF = b"\x7fELF"
 
 
 def _pack_objects(objects: Sequence[bytes]) -> bytes:
@@ -95,7 +122,7 @@ def _unpack_objects(entry: bytes) -> list[bytes] | None:
         return None
     (count,) = struct.unpack_from("<I", entry, head)
     start = head + 4 + 8 * count
-    if not 1 <= count <= MAX_COMPILE_THREADS or len(entry) < start:
+    if not 1 <= count <= _llvm_compile("MAX_COMPILE_THREADS") or len(entry) < start:
         return None
     sizes = struct.unpack_from(f"<{count}Q", entry, head + 4)
     if start + sum(sizes) != len(entry) or not all(sizes):
@@ -104,29 +131,134 @@ def _unpack_objects(entry: bytes) -> list[bytes] | None:
     return [entry[a:b] for a, b in zip(ends, ends[1:])]
 
 
+def _pack_shared(library: bytes, parts: int) -> bytes:
+    """One cache entry for a shared object: a magic line, the number of parts it was linked from (u32 LE), its
+    bytes."""
+    return _SHARED_MAGIC + struct.pack("<I", parts) + library
+
+
+def _unpack_shared(entry: bytes) -> tuple[bytes, int] | None:
+    """The shared object and part count of a `_pack_shared` entry, or None for one of another form."""
+    head = len(_SHARED_MAGIC) + 4
+    if not entry.startswith(_SHARED_MAGIC) or len(entry) <= head or entry[head:head + 4] != _ELF:
+        return None
+    (parts,) = struct.unpack_from("<I", entry, len(_SHARED_MAGIC))
+    return (entry[head:], parts) if parts >= 1 else None
+
+
 @functools.cache
 def version_key() -> str:
-    """The compiler half of every cache name: cvmc's version and the sources of this engine and its pipeline,
-    llvmlite's and LLVM's versions, the pipeline's version, and this CPU (triple, name, features)."""
+    """The compiler half of every cache name: cvmc's version and the sources of this engine and its pipeline
+    (`llvm_compile`, whose bytes hold its pipeline's version and options), llvmlite's and LLVM's versions, and this
+    CPU (triple, name, features), all as LLVM gave them once on this machine (`runtime.driver.target.host_target`): no
+    LLVM is imported to name a cached entry."""
     import cvmc
+    from cvmc.runtime.driver.target import host_target
 
-    triple, cpu, features = host_target()
+    triple, cpu, features, llvmlite_version, llvm_version = host_target()
     source = hashlib.sha256()  # this pipeline and this engine, as they are on disk
-    for path in (llvm_compile.__file__, __file__):
-        source.update(Path(path).read_bytes())
-    parts = [cvmc.__version__, source.hexdigest(), llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
-             _PIPELINE_VERSION, triple, cpu, features]  # fmt: skip
+    for path in (Path(__file__).with_name("llvm_compile.py"), Path(__file__)):
+        source.update(path.read_bytes())
+    parts = [cvmc.__version__, source.hexdigest(), llvmlite_version, llvm_version, triple, cpu, features]
     return "\0".join(parts)
 
 
 def cache_key(ir_text: str, optimize: bool = True) -> str:
-    """The object cache key of `ir_text` for this machine and compiler: a SHA-256 over the IR, the versions of
-    cvmc (and the sources of this file and `llvm_compile`), llvmlite, LLVM and the pipeline (and whether it
-    optimizes), and the target triple, CPU and features."""
+    """The cache key of `ir_text`'s code for this machine and compiler: a SHA-256 over the IR, the versions of
+    cvmc (and the sources of this file and `llvm_compile`), llvmlite and LLVM, whether it is optimized, and the
+    target triple, CPU and features."""
     digest = hashlib.sha256(version_key().encode())
     digest.update(b"\0" if optimize else b"\0codegen-only\0")
     digest.update(ir_text.encode())
     return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A shared object loaded from its bytes
+# --------------------------------------------------------------------------------------------------------------
+
+_KEPT_FDS: list[int] = []  # the memfds of shared objects that stayed loaded after dlclose (see `SharedCode.close`)
+
+
+def shared_loading() -> bool:
+    """Whether this system loads shared objects from memory (`SharedCode`): Linux, with memfd_create and /proc."""
+    return sys.platform.startswith("linux") and hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
+
+
+_MFD_EXEC = 0x10  # memfd_create's flag for a memfd that may be executed (Linux 6.3; before it, every memfd may)
+
+
+class SharedCode:
+    """A shared object loaded from `data` (bytes this process holds, checked by its caller) with dlopen: the bytes
+    are written to a memfd that is then sealed (no write, no resize, ever), and dlopen opens it as
+    /proc/self/fd/N, so nothing on a file system is loaded and nothing can change the code between the check and
+    the load, or after. The memfd stays open while the object is loaded: dlopen knows an object by its path, and a
+    path whose N a closed memfd freed would name the next object too (the C library keeps its models' memfds open
+    for the same reason). OSError when it cannot be loaded (not an ELF file, a symbol the process lacks)."""
+
+    def __init__(self, data: bytes, name: str = "code"):
+        import _ctypes
+        import fcntl
+
+        if not data.startswith(_ELF):
+            raise OSError("not a shared object")
+        self.handle = 0
+        flags = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+        try:  # executable said so: a system whose memfds are not executable by default still loads it
+            self.fd = os.memfd_create(f"cvmc-{name[:16]}", flags | _MFD_EXEC)
+        except OSError:  # EINVAL: a kernel before the flag, where every memfd may be executed
+            self.fd = os.memfd_create(f"cvmc-{name[:16]}", flags)
+        try:
+            view, done = memoryview(data), 0
+            while done < len(data):
+                done += os.write(self.fd, view[done:])
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+                        | fcntl.F_SEAL_SEAL)
+            self.path = f"/proc/self/fd/{self.fd}"
+            if self._still_loaded():  # an object under this name already: never ours to take for this one
+                raise OSError(f"a shared object is loaded as {self.path} already")
+            self.handle = _ctypes.dlopen(self.path, os.RTLD_NOW | os.RTLD_LOCAL)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def _still_loaded(self) -> bool:
+        import _ctypes
+
+        try:
+            handle = _ctypes.dlopen(self.path, os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_NOLOAD)
+        except OSError:
+            return False
+        _ctypes.dlclose(handle)  # (the look-up took a reference)
+        return True
+
+    def address(self, name: str) -> int:
+        """The address of the symbol `name` (0 if there is none)."""
+        import _ctypes
+
+        try:
+            return int(_ctypes.dlsym(self.handle, name))
+        except OSError:
+            return 0
+
+    def close(self) -> None:
+        """Unload the object, then close its memfd; an object that stays loaded (dlclose may keep one) keeps its
+        memfd open for the process, so that its name is never another's."""
+        import _ctypes
+
+        if self.handle:
+            handle, self.handle = self.handle, 0
+            _ctypes.dlclose(handle)
+            if self._still_loaded():
+                _KEPT_FDS.append(self.fd)
+                return
+            os.close(self.fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -150,16 +282,14 @@ class JitEngine:
         self.ir_text: str | None = str(llvm_ir)
         self.key = cache_key(self.ir_text, optimize)
         self.timings: dict[str, float] = {}
+        self._shared: SharedCode | None = None
+        self._engine: Any = None
         store = open_cache(cache_dir) if cache else None
-        entry = store.get(self.key, "o") if store is not None else None
-        objects = _unpack_objects(entry) if entry is not None else None
-        self.cache_hit = objects is not None
-        if objects is None:
-            objects = object_code(self.ir_text, optimize=optimize)
+        self.cache_hit = store is not None and self._load_cached(store)
+        if not self.cache_hit:
+            self._compile(optimize, store)
             self.timings["compile"] = time.perf_counter() - start
-            if store is not None:
-                store.put(self.key, "o", _pack_objects(objects))
-        self._link(objects, kernels)
+        self._resolve(kernels)
         self.compile_seconds = time.perf_counter() - start
 
     @classmethod
@@ -170,34 +300,92 @@ class JitEngine:
         *,
         cache_dir: str | os.PathLike[str] | None = None,
     ) -> JitEngine | None:
-        """The engine of the object files cached under `key` (a `cache_key` of IR compiled before), or None when
-        there is no such entry (or it fails its check, and is deleted): no IR, no compile."""
+        """The engine of the code cached under `key` (a `cache_key` of IR compiled before), or None when there is
+        no such entry (or it fails its check, and is deleted): no IR, no compile."""
         start = time.perf_counter()
         store = open_cache(cache_dir)
-        entry = store.get(key, "o") if store is not None else None
-        objects = _unpack_objects(entry) if entry is not None else None
-        if objects is None:
-            return None
         engine = cls.__new__(cls)
         engine.ir_text, engine.key, engine.timings, engine.cache_hit = None, key, {}, True
-        engine._link(objects, kernels)
+        engine._shared, engine._engine = None, None
+        if store is None or not engine._load_cached(store):
+            return None
+        engine._resolve(kernels)
         engine.compile_seconds = time.perf_counter() - start
         return engine
 
-    def _link(self, objects: list[bytes], kernels: Iterable[KernelSpec] | Mapping[str, KernelSpec]) -> None:
-        """Load `objects` into an engine of their own and resolve the kernels of `kernels`."""
+    def _load_cached(self, store: Cache) -> bool:
+        """Load the code cached under this engine's key: the shared object (kind "so"), else the object files
+        (kind "o", MCJIT); False when neither is there in a sound form."""
+        entry = store.get(self.key, "so") if shared_loading() else None
+        shared = _unpack_shared(entry) if entry is not None else None
+        if shared is not None:
+            loaded = time.perf_counter()
+            try:
+                self._shared = SharedCode(shared[0], self.key)
+            except OSError:  # sealed by this user, yet not loadable here (a library it needs is gone): compile
+                self._shared = None
+            else:
+                self.parts = shared[1]
+                self.timings["load"] = time.perf_counter() - loaded
+                return True
+        entry = store.get(self.key, "o")
+        objects = _unpack_objects(entry) if entry is not None else None
+        if objects is None:
+            return False
+        self._link(objects)
+        return True
+
+    def _compile(self, optimize: bool, store: Cache | None) -> None:
+        """Compile the IR: into a shared object where the system links one and this process loads it (kept as
+        kind "so"), else into object files for MCJIT (kept as kind "o")."""
+        assert self.ir_text is not None
+        object_code = _llvm_compile("object_code")
+        if shared_loading() and _llvm_compile("linker")() is not None:
+            objects = object_code(self.ir_text, optimize=optimize, shared=True)
+            library = _llvm_compile("link_shared")(objects)
+            if library is not None:
+                loaded = time.perf_counter()
+                try:
+                    self._shared = SharedCode(library, self.key)
+                except OSError:
+                    self._shared = None
+                else:
+                    self.parts = len(objects)
+                    self.timings["load"] = time.perf_counter() - loaded
+                    if store is not None:
+                        store.put(self.key, "so", _pack_shared(library, len(objects)))
+                    return
+        objects = object_code(self.ir_text, optimize=optimize)
+        if store is not None:
+            store.put(self.key, "o", _pack_objects(objects))
+        self._link(objects)
+
+    def _link(self, objects: list[bytes]) -> None:
+        """Load `objects` into an MCJIT engine of their own."""
+        import llvmlite.binding as llvm
+
         self.parts = len(objects)
         loaded = time.perf_counter()
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _llvm_compile("_target_machine")())
         for obj in objects:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.timings["load"] = time.perf_counter() - loaded
+
+    def _resolve(self, kernels: Iterable[KernelSpec] | Mapping[str, KernelSpec]) -> None:
         specs = kernels.values() if isinstance(kernels, Mapping) else kernels
         self.kernels: dict[str, Kernel] = {s.name: Kernel(self, s) for s in specs}
 
+    @property
+    def kind(self) -> str:
+        """The kind of the code's cache entry: "so" (a shared object, loaded with dlopen) or "o" (object files,
+        loaded by MCJIT)."""
+        return "so" if self._shared is not None else "o"
+
     def address(self, name: str) -> int:
         """The address of the function `name` (0 if there is none)."""
+        if self._shared is not None:
+            return self._shared.address(name)
         return self._engine.get_function_address(name)
 
     def __getitem__(self, name: str) -> Kernel:
@@ -293,12 +481,12 @@ def split_range(trip: int, parts: int) -> list[tuple[int, int]]:
 class _Workers:
     """Daemon threads that run kernel ranges from one shared queue; each launch waits on its own queue.
 
-    A `queue.SimpleQueue` hand-off costs about half of a `ThreadPoolExecutor` submit and wait, which matters for
+    A `SimpleQueue` hand-off costs about half of a `ThreadPoolExecutor` submit and wait, which matters for
     kernels of a few microseconds (figures: bench/results/2026-11-28-comment-figures.md)."""
 
     def __init__(self):
-        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], queue.SimpleQueue[BaseException | None]]]
-        self._tasks = queue.SimpleQueue()
+        self._tasks: SimpleQueue[tuple[Callable[[], None], SimpleQueue[BaseException | None]]]
+        self._tasks = SimpleQueue()
         self._count = 0
         self._lock = threading.Lock()
 
@@ -322,7 +510,7 @@ class _Workers:
     def run(self, calls: list[Callable[[], None]]) -> None:
         """Run `calls[1:]` on worker threads and `calls[0]` on this one; return when all are done."""
         self._grow(len(calls) - 1)
-        done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        done: SimpleQueue[BaseException | None] = SimpleQueue()
         for call in calls[1:]:
             self._tasks.put((call, done))
         calls[0]()

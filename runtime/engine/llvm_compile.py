@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from cvmc.errors import CVMLogicError, CVMRuntimeError
+from cvmc.errors import CVMRuntimeError
+from cvmc.runtime.engine.threads import env_count
 
 if TYPE_CHECKING:
     from cvmc.passes.loops.target import Target
@@ -41,11 +42,13 @@ _LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth", "-unroll-threshold=50")
 @functools.cache
 def host_target() -> tuple[str, str, str]:
     """(triple, CPU name, CPU features) of this machine; initializes LLVM's native target once."""
+    from cvmc.runtime.driver.target import host_target as machine
+
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     for option in _LLVM_OPTIONS:
         llvm.set_option("", option)
-    return llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    return machine()[:3]  # LLVM's own answer, asked once a machine (`runtime.driver.target.host_target`)
 
 
 def full_width(features: str) -> str:
@@ -57,9 +60,14 @@ def full_width(features: str) -> str:
     return f"{features},-prefer-256-bit" if "+avx512f" in features.split(",") else features
 
 
-def _target_machine() -> llvm.TargetMachine:
+def _target_machine(shared: bool = False) -> llvm.TargetMachine:
+    """This machine's target: for MCJIT (the large code model, static relocations), or, `shared`, for a shared
+    object (position-independent code, the small code model: `link_shared`)."""
     triple, cpu, features = host_target()
     target = llvm.Target.from_triple(triple)
+    if shared:
+        return target.create_target_machine(cpu=cpu, features=full_width(features), opt=3, reloc="pic",
+                                            codemodel="default")
     return target.create_target_machine(cpu=cpu, features=full_width(features), opt=3, jit=True)
 
 
@@ -192,20 +200,6 @@ def _definitions(ir_text: str) -> dict[str, _Definition]:
     return found
 
 
-def env_count(variable: str, upper: int) -> int | None:
-    """`$variable` as an integer in [1, upper], None when it is unset or empty; anything else is a CVMLogicError."""
-    env = os.environ.get(variable)
-    if not env:
-        return None
-    try:
-        n = int(env)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= upper:
-        raise CVMLogicError(f"expected ${variable} to be an integer in [1, {upper}], got {env!r}")
-    return n
-
-
 def compile_threads() -> int:
     """`$CVMC_COMPILE_THREADS`, else the CPUs this process may use, at most 8: how many parts of a large module
     LLVM compiles at once."""
@@ -316,16 +310,16 @@ def _unlocked_llvm() -> _UnlockedLLVM | None:
         return None
 
 
-def object_code(ir_text: str, threads: int | None = None, optimize: bool = True) -> list[bytes]:
+def object_code(ir_text: str, threads: int | None = None, optimize: bool = True, shared: bool = False) -> list[bytes]:
     """The JIT's object files of `ir_text`: one per module of `split_module(ir_text, threads)` (default
     `compile_threads()`), compiled at once, each on a thread of its own (this one included); `optimize` False:
-    without the O3 IR pipeline (`_object_file`)."""
+    without the O3 IR pipeline (`_object_file`); `shared`: position-independent, for `link_shared`."""
     modules = split_module(ir_text, compile_threads() if threads is None else threads)
     objects: list[bytes | BaseException] = [b""] * len(modules)
 
     def compile_part(i: int) -> None:
         try:
-            objects[i] = _object_file(modules[i], _target_machine(), optimize)
+            objects[i] = _object_file(modules[i], _target_machine(shared), optimize)
         except BaseException as e:  # raised on the calling thread below
             objects[i] = e
 
@@ -346,3 +340,50 @@ def object_code(ir_text: str, threads: int | None = None, optimize: bool = True)
         if isinstance(result, BaseException):
             raise result
     return [o for o in objects if isinstance(o, bytes)]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Object files linked into one shared object (what a warm process loads with dlopen, without LLVM)
+# --------------------------------------------------------------------------------------------------------------
+
+# The system's linker, called directly (faster than through `cc`: bench/results/2026-11-28-comment-figures.md): the
+# objects need nothing but libc's memset and memcpy, which the process has (a symbol the process lacks fails the
+# test load of `jit`, and the code is loaded by MCJIT instead). -Bsymbolic: a kernel's calls within its object never
+# go to a symbol of the same name elsewhere in the process.
+_LINK_FLAGS = ("-shared", "-Bsymbolic", "-z", "noexecstack", "-z", "relro", "-z", "now", "--hash-style=gnu")
+
+
+@functools.cache
+def linker() -> str | None:
+    """The linker `link_shared` calls: `ld` on the PATH (Linux), else None (then the JIT links in memory)."""
+    import shutil
+    import sys
+
+    return shutil.which("ld") if sys.platform.startswith("linux") else None
+
+
+def link_shared(objects: list[bytes]) -> bytes | None:
+    """`objects` (`object_code(..., shared=True)`) linked by the system's linker into one shared object, written
+    and read back in a folder of this process's own (0700, `tempfile.mkdtemp`); None when there is no linker or
+    it fails (the caller compiles for MCJIT instead)."""
+    import subprocess
+    import tempfile
+
+    ld = linker()
+    if ld is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cvmc-link-") as work:
+        names = []
+        for i, obj in enumerate(objects):
+            names.append(os.path.join(work, f"part{i}.o"))
+            with open(names[-1], "xb") as f:
+                f.write(obj)
+        out = os.path.join(work, "code.so")
+        try:
+            done = subprocess.run([ld, *_LINK_FLAGS, "-o", out, *names], capture_output=True, timeout=120)
+            if done.returncode != 0:
+                return None
+            with open(out, "rb") as f:
+                return f.read()
+        except (OSError, subprocess.TimeoutExpired):
+            return None

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import llvmlite.binding as llvm
 import numpy as np
 
 if TYPE_CHECKING:
@@ -167,7 +166,7 @@ def program_runner_available() -> bool:
     """Whether `Program` may run here: Linux on x86-64 (its futex system call and `pause`)."""
     import sys
 
-    return sys.platform.startswith("linux") and llvm.get_process_triple().startswith("x86_64")
+    return sys.platform.startswith("linux") and os.uname().machine == "x86_64"
 
 
 class Program:

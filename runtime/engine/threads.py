@@ -15,6 +15,22 @@ import os
 MAX_THREADS = 256
 
 
+def env_count(variable: str, upper: int) -> int | None:
+    """`$variable` as an integer in [1, upper], None when it is unset or empty; anything else is a CVMLogicError."""
+    env = os.environ.get(variable)
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= upper:
+        from cvmc.errors import CVMLogicError
+
+        raise CVMLogicError(f"expected ${variable} to be an integer in [1, {upper}], got {env!r}")
+    return n
+
+
 def usable_cpus() -> list[int]:
     """The CPUs this process may run on (its affinity mask; every CPU where the system cannot say)."""
     if hasattr(os, "sched_getaffinity"):
@@ -38,7 +54,5 @@ def physical_cores() -> int:
 def default_threads() -> int:
     """`$CVMC_THREADS` (an integer in [1, MAX_THREADS], else a CVMLogicError), else the physical cores this process
     may use; either way at most the CPUs it may use."""
-    from cvmc.runtime.engine.llvm_compile import env_count
-
     n = env_count("CVMC_THREADS", MAX_THREADS)
     return max(1, min(n if n is not None else physical_cores(), len(usable_cpus())))

@@ -66,7 +66,9 @@ def folder(tmp_path, monkeypatch) -> Path:
 
 
 def entry_of(folder: Path, engine: JitEngine) -> Path:
-    path = folder / f"{engine.key}.o"
+    """The entry of the engine's code: its shared object (kind "so", where the system links one) or its object
+    files (kind "o")."""
+    path = folder / f"{engine.key}.{engine.kind}"
     assert path.is_file()
     return path
 
@@ -156,8 +158,9 @@ def dense_model():
 
 
 def model_entries(folder: Path, model) -> dict[str, Path]:
-    """The model's two entries: its compiled model (kind "model") and its kernels' object files (kind "o")."""
-    paths = {"model": folder / f"{model._run.model_key}.model", "o": folder / f"{model._run.engine.key}.o"}
+    """The model's two entries: its compiled model (kind "model") and its kernels' code ("o": a shared object or
+    object files, `entry_of`)."""
+    paths = {"model": folder / f"{model._run.model_key}.model", "o": entry_of(folder, model._run.engine)}
     assert all(p.is_file() for p in paths.values())
     return paths
 
@@ -283,12 +286,14 @@ WARM = """
 import sys, numpy as np, cvmc
 m = cvmc.load_model(sys.argv[1], sys.argv[2])
 print(m.stats["lowered"], m.run(np.arange(8).reshape(1, 8) * 9 - 30)[0].tolist(),
-      sorted({n.split(".")[0] for n in sys.modules if n.split(".")[0] in ("xdsl", "cvmc")}))
+      sorted({n.split(".")[0] for n in sys.modules if n.split(".")[0] in ("xdsl", "cvmc", "llvmlite")}))
 """
 
 
-def test_a_warm_load_model_imports_no_xdsl(folder, tmp_path):
-    """A fresh process that finds the model in the cache imports no xDSL (nor the passes) and runs it exactly."""
+def test_a_warm_load_model_imports_no_xdsl_and_no_llvm(folder, tmp_path):
+    """A fresh process that finds the model in the cache imports no xDSL (nor the passes, nor the compile driver)
+    and runs it exactly; where the system links shared objects, it imports no LLVM either (llvmlite)."""
+    from cvmc.runtime.engine import jit, llvm_compile
     from cvmc.runtime.frontend.graph_writer import save_graph
 
     builder, y, data, want = dense_model()
@@ -301,9 +306,20 @@ def test_a_warm_load_model_imports_no_xdsl(folder, tmp_path):
     imported = [{line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
                 for r in runs]
     assert any(m.startswith("xdsl") for m in imported[0])  # cold: lowered
-    assert not {m for m in imported[1] if m.startswith(("xdsl", "cvmc.passes.pipelines", "cvmc.codegen.llvm"))}
+    compiler = ("xdsl", "cvmc.passes.pipelines", "cvmc.codegen.llvm", "cvmc.runtime.driver.compile",
+                "cvmc.runtime.frontend.cvm_ir")
+    assert not {m for m in imported[1] if any(m == c or m.startswith(f"{c}.") for c in compiler)}
+    # of the passes and the printers, a run needs the target's form and the kernels' ABI, nothing else
+    assert {m for m in imported[1] if m.startswith(("cvmc.passes", "cvmc.codegen"))} <= {
+        "cvmc.passes", "cvmc.passes.loops", "cvmc.passes.loops.target", "cvmc.codegen", "cvmc.codegen.abi"}
+    shared = jit.shared_loading() and llvm_compile.linker() is not None
     outs = [r.stdout.strip() for r in runs]
-    assert outs[0].endswith("['cvmc', 'xdsl']") and outs[1].endswith("['cvmc']")  # cvmc.passes: only Target
+    assert outs[0].endswith("['cvmc', 'llvmlite', 'xdsl']")
+    if shared:  # the code, the scheduler and the known-answer check's kernels: shared objects, no LLVM
+        assert not {m for m in imported[1] if m.split(".")[0] == "llvmlite" or m == "cvmc.runtime.engine.llvm_compile"}
+        assert outs[1].endswith("['cvmc']")  # cvmc.passes: only Target
+    else:
+        assert outs[1].endswith("['cvmc', 'llvmlite']")
     assert outs[0].startswith("True ") and outs[1].startswith("False ")  # lowered, then not
     assert str(want[0].tolist()) in runs[1].stdout
 
@@ -507,9 +523,11 @@ def test_processes_racing_on_a_fresh_folder_agree(folder, tmp_path):
     outs = [p.communicate(SCALE.format(k=3), timeout=300) for p in procs]
     assert [o.strip() for o, _ in outs] == ["True"] * 4, outs
     assert all("Warning" not in e for _, e in outs), outs
-    assert [p.suffix for p in folder.iterdir()] == [".o"]  # one entry, no temporaries left
     ir3, specs3 = kernel(3)
-    assert JitEngine(ir3, specs3).cache_hit  # and all agreed on one key
+    hit = JitEngine(ir3, specs3)
+    assert hit.cache_hit  # all agreed on one key
+    # one entry of code and the machine's (LLVM's answer about this CPU), no temporaries left
+    assert sorted(p.suffix for p in folder.iterdir()) == sorted([f".{hit.kind}", ".host"])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -523,11 +541,13 @@ def test_cvm_cache_info_and_clear(folder, tmp_path, capsys):
     for k in (3, 5):
         JitEngine(*kernel(k))
     total = sum(p.stat().st_size for p in folder.iterdir())
+    n = len(list(folder.iterdir()))  # the two kernels' code (and LLVM's answer about this CPU, when asked here)
+    assert n in (2, 3)
     assert cvm_cache.main(["info"]) == 0
     out = capsys.readouterr().out
-    assert f"folder: {folder}" in out and "entries: 2" in out and f"bytes: {total} " in out
+    assert f"folder: {folder}" in out and f"entries: {n}" in out and f"bytes: {total} " in out
     assert cvm_cache.main(["clear"]) == 0
-    assert "removed 2 entries" in capsys.readouterr().out
+    assert f"removed {n} entries" in capsys.readouterr().out
     assert not list(folder.iterdir())
     assert (tmp_path / "state" / "cvmc" / "cache.key").exists()  # the key stays
     assert cvm_cache.main(["info"]) == 0 and "entries: 0" in capsys.readouterr().out
@@ -574,3 +594,167 @@ def test_a_program_of_other_shapes_under_this_name_is_never_used(folder, monkeyp
     six = b6.compile([y6], device="cpu")
     assert six.stats["lowered"]
     np.testing.assert_array_equal(six.run(np.arange(6).reshape(1, 6) - 3)[0], [[0, 0, 0, 0, 1, 2]])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Shared objects (kind "so"): loaded with dlopen from the verified bytes, never from a path
+# --------------------------------------------------------------------------------------------------------------
+
+
+def links_shared() -> bool:
+    from cvmc.runtime.engine import jit, llvm_compile
+
+    return jit.shared_loading() and llvm_compile.linker() is not None
+
+
+needs_linker = pytest.mark.skipif(not links_shared(), reason="no system linker (ld) or no memfd: code goes to MCJIT")
+
+
+def memfd_mappings() -> set[str]:
+    """The memfd objects mapped into this process (/proc/self/maps names them `/memfd:NAME (deleted)`)."""
+    with open("/proc/self/maps") as f:
+        return {line.split()[-2] for line in f if "/memfd:cvmc-" in line}
+
+
+@needs_linker
+def test_code_is_a_shared_object_loaded_from_a_sealed_memfd(folder):
+    ir3, specs3 = kernel(3)
+    cold = JitEngine(ir3, specs3)
+    assert cold.kind == "so" and not cold.cache_hit
+    payload = entry_of(folder, cold).read_bytes()[HEADER_BYTES:]
+    assert payload.startswith(b"cvmc-shared-1\n") and payload[18:22] == b"\x7fELF"
+    warm = JitEngine(ir3, specs3)
+    assert warm.cache_hit and warm.kind == "so"
+    np.testing.assert_array_equal(run_scale(warm), A * 3 + B)
+    code = warm._shared
+    assert code is not None and f"/memfd:cvmc-{warm.key[:16]}" in memfd_mappings()
+    import fcntl
+
+    seals = fcntl.fcntl(code.fd, fcntl.F_GET_SEALS)
+    assert seals & fcntl.F_SEAL_WRITE and seals & fcntl.F_SEAL_SEAL  # nothing changes the code once checked
+    with pytest.raises(OSError):
+        os.write(code.fd, b"\x90")
+
+
+@needs_linker
+def test_a_freed_engine_unloads_its_object_and_closes_its_memfd(folder):
+    import gc
+
+    ir3, specs3 = kernel(3)
+    JitEngine(ir3, specs3)
+    engine = JitEngine(ir3, specs3)
+    assert engine._shared is not None
+    fd, path, key = engine._shared.fd, engine._shared.path, engine.key
+    del engine
+    gc.collect()
+    try:
+        now = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        now = None
+    assert now is None or f"memfd:cvmc-{key[:16]}" not in now  # closed (its number free, or another file's)
+    for _ in range(3):  # loaded again and again under the same /proc/self/fd name: each load its own code
+        again = JitEngine(ir3, specs3)
+        np.testing.assert_array_equal(run_scale(again), A * 3 + B)
+        five = JitEngine(*kernel(5))
+        np.testing.assert_array_equal(run_scale(five), A * 5 + B)
+        del again, five
+        gc.collect()
+    assert path.startswith("/proc/self/fd/")
+
+
+@needs_linker
+def test_planted_shared_objects_are_refused(folder):
+    from cvmc.runtime.engine.jit import _pack_shared
+
+    ir3, specs3 = kernel(3)
+    path = entry_of(folder, JitEngine(ir3, specs3))
+    five = JitEngine(*kernel(5))
+    foreign = entry_of(folder, five).read_bytes()[HEADER_BYTES:]  # another kernel's shared object, with its magic
+    plants = {
+        "a raw shared object": foreign[18:],
+        "a raw entry payload": foreign,
+        "a tag made with another secret": store.seal(b"k" * 32, path.name, foreign),
+        "another entry renamed": entry_of(folder, five).read_bytes(),
+        "a good head, another payload": path.read_bytes()[:HEADER_BYTES] + foreign[:len(path.read_bytes())
+                                                                                  - HEADER_BYTES],
+    }
+    for what, data in plants.items():
+        path.write_bytes(data)
+        engine = JitEngine(ir3, specs3)
+        assert not engine.cache_hit, what
+        np.testing.assert_array_equal(run_scale(engine), A * 3 + B, err_msg=what)
+        assert path.read_bytes() != data, what  # replaced by a good entry
+    # sealed with this user's key (as only cvmc writes) but not a loadable object: compiled again, never run
+    store_ = open_cache()
+    assert store_ is not None
+    for what, payload in {"not an ELF file": b"cvmc-shared-1\n\x01\0\0\0" + b"MZ" * 64,
+                          "a broken ELF file": _pack_shared(b"\x7fELF" + bytes(200), 1),
+                          "no parts": b"cvmc-shared-1\n\0\0\0\0" + foreign[18:]}.items():
+        store_.put(path.stem, "so", payload)
+        engine = JitEngine(ir3, specs3)
+        assert not engine.cache_hit, what
+        np.testing.assert_array_equal(run_scale(engine), A * 3 + B, err_msg=what)
+
+
+def test_without_a_linker_the_code_goes_to_mcjit(folder, monkeypatch):
+    from cvmc.runtime.engine import llvm_compile
+
+    monkeypatch.setattr(llvm_compile, "linker", lambda: None)
+    ir3, specs3 = kernel(3)
+    cold = JitEngine(ir3, specs3)
+    warm = JitEngine(ir3, specs3)
+    assert (cold.kind, warm.kind, cold.cache_hit, warm.cache_hit) == ("o", "o", False, True)
+    np.testing.assert_array_equal(run_scale(warm), A * 3 + B)
+
+
+def test_a_failing_link_falls_back_to_mcjit(folder, monkeypatch):
+    from cvmc.runtime.engine import llvm_compile
+
+    monkeypatch.setattr(llvm_compile, "linker", lambda: "/bin/false")
+    ir3, specs3 = kernel(3)
+    engine = JitEngine(ir3, specs3)
+    assert engine.kind == "o" and not engine.cache_hit
+    np.testing.assert_array_equal(run_scale(engine), A * 3 + B)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# LLVM's answer about this CPU (kind "host")
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_the_machines_answer_is_llvms_and_a_planted_one_is_refused(folder, monkeypatch):
+    import json
+
+    import llvmlite.binding as llvm
+
+    from cvmc.runtime.driver import target
+
+    real = target._llvm_host()
+    assert real[:3] == (llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+    identity = target._machine_identity()
+    if identity is None:
+        pytest.skip("no /proc/cpuinfo: LLVM is asked in every process")
+    assert b"cpu MHz" not in identity and b"bogomips" not in identity  # what moves is no part of it
+    name = hashlib.sha256(identity).hexdigest()
+    monkeypatch.setattr(target, "host_target", target.host_target.__wrapped__)  # not the process's cached answer
+    assert target.host_target() == real
+    path = folder / f"{name}.host"
+    assert json.loads(path.read_bytes()[HEADER_BYTES:]) == ["cvmc-host-1", *real]
+    asked = []
+    monkeypatch.setattr(target, "_llvm_host", lambda: asked.append(1) or real)
+    assert target.host_target() == real and not asked  # read back: LLVM not asked
+    lie = json.dumps(["cvmc-host-1", real[0], "sapphirerapids", "+amx-int8,+amx-tile,+avx512vnni", *real[3:]])
+    for what, data in {"a tag made with another secret": store.seal(b"k" * 32, path.name, lie.encode()),
+                       "a raw answer": lie.encode(), "an empty file": b""}.items():
+        path.write_bytes(data)
+        assert target.host_target() == real, what
+        assert asked, what
+        asked.clear()
+    store_ = open_cache()
+    assert store_ is not None
+    for payload in (b"not json", b'["cvmc-host-0", "a", "b", "c", "d", "e"]', b'["cvmc-host-1", 1, 2, 3, 4, 5]',
+                    b'{"cpu": "znver3"}'):  # sealed by this user, yet not of this form: asked again
+        store_.put(name, "host", payload)
+        assert target.host_target() == real, payload
+        assert asked, payload
+        asked.clear()

@@ -43,8 +43,8 @@ def test_a_compiled_model_is_cached_and_a_warm_compile_lowers_nothing(tmp_path, 
     assert (cold.stats["lowered"], warm.stats["lowered"], warm.stats["lower_ms"]) == (True, False, 0)
     want = cold(x)
     assert all(np.array_equal(a, b) for a, b in zip(want, warm(x), strict=True))
-    for suffix in (".o", ".model"):
-        entry = tmp_path / f"{warm.engine.key if suffix == '.o' else warm.model_key}{suffix}"
+    for suffix in (f".{warm.engine.kind}", ".model"):  # the code (a shared object or objects), the model
+        entry = tmp_path / f"{warm.model_key if suffix == '.model' else warm.engine.key}{suffix}"
         entry.write_bytes(entry.read_bytes()[:100])
         again = compile_graph(graph)
         assert again.stats["lowered"] and (suffix == ".model" or not again.stats["cache_hit"])
