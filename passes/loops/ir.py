@@ -36,6 +36,7 @@ class CvmFunction:
     ops: list[CvmOperator | ViewOp | PackOp]
     params: dict[int, ParamOp]  # tensor id -> the param op (values are read only when lowering)
     groups: dict[int, int]  # node index -> the number of its `cvm_sched.kernel` (`cvm-fuse`), in order
+    value_of: dict[int, SSAValue]  # tensor id -> a value of it (its type: what the outlined kernels read)
 
     @staticmethod
     def of_module(module: ModuleOp) -> CvmFunction:
@@ -113,7 +114,10 @@ class CvmFunction:
                 heads = [ids[v] for v in op.arguments]
             else:
                 raise PassFailedException(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
-        return CvmFunction(main, Net(tensors, nodes, heads), ops, params, groups)
+        value_of: dict[int, SSAValue] = {}
+        for v, t in ids.items():
+            value_of.setdefault(t, v)
+        return CvmFunction(main, Net(tensors, nodes, heads), ops, params, groups, value_of)
 
     def values(self) -> dict[int, np.ndarray]:
         """The params' values by tensor id."""

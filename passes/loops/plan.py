@@ -168,6 +168,7 @@ class Group:
     # when such a pack is its one reader)
     packed: list[tuple[int, Attrs]] = field(default_factory=list)  # (tensor id, how: the `pack` node's attributes)
     stores_output: bool = True
+    origin: int = -1  # the index in `net.nodes` of the node the anchor is (-1: a pack the planner made)
 
     @property
     def nodes(self) -> list[Node]:
@@ -227,16 +228,21 @@ def _is_view(node: Node, net: Net) -> bool:
     return node.op == "view" or is_view_operator(node.op, node.attrs, net.tensors[node.inputs[0]].shape)
 
 
-def _kind(node: Node) -> str:
-    if node.op in ops.ELEMENTWISE:
+def op_kind(op: str) -> str:
+    """The kind of kernel an operator anchors (`Group.kind`; a conv2d or dense of unpacked operands: "compute")."""
+    if op in ops.ELEMENTWISE:
         return "map"
-    if node.op in ("conv2d", "dense"):
-        return node.op
-    if node.op in ops.COMPUTE:
+    if op in ("conv2d", "dense"):
+        return op
+    if op in ops.COMPUTE:
         return "compute"
-    if node.op in VIEW_OPS or node.op in ("sum", "max"):
+    if op in VIEW_OPS or op in ("sum", "max"):
         return "copy"  # a view that strides cannot express (compute ops were caught above)
-    return node.op  # concatenate, get_valid_counts, non_max_suppression
+    return op  # concatenate, get_valid_counts, non_max_suppression
+
+
+def _kind(node: Node) -> str:
+    return op_kind(node.op)
 
 
 def pack_sources(net: Net) -> dict[int, int]:
@@ -431,7 +437,7 @@ class _Planner:
             else:
                 for k, (how, shape, element) in enumerate(packings):
                     inputs[k] = self._packed(inputs[k], how, shape, element, pos, (i, "pack", k))
-        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i])
+        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i], origin=i)
         for k, t in enumerate(node.outputs):
             self.refs[t] = self._new_buffer(net.tensors[t].shape, (i, "result", k))
         if kind == "non_max_suppression":
@@ -455,7 +461,7 @@ class _Planner:
         self.refs[tid] = self._new_buffer(t.shape, (i, "result", 0), t.element)
         producer = self._pack_in_epilogue(src, how)
         if producer is None:
-            self._add(Group(Node("pack", how, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos)
+            self._add(Group(Node("pack", how, [src], [tid]), "pack", inputs=[src], outputs=[tid], origin=i), pos)
         else:
             self._packs_instead(producer, tid, how)
 
@@ -471,7 +477,7 @@ class _Planner:
             last = k + MAX_CONCAT_INPUTS >= len(node.inputs)
             anchor = Node(node.op, node.attrs, part, [out])
             self.groups.append(Group(anchor, "concatenate", inputs=part, outputs=[out], members=[i] if last else [],
-                                     part=start))
+                                     part=start, origin=i))
             self.position.append(pos)
             start += sum(self.net.tensors[t].shape[axis] for t in part)
 

@@ -17,7 +17,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc import CvmBuilder
 from cvmc.dialects.cvm import Cvm
 from cvmc.dialects.cvm_sched import CvmSched, KernelOp
-from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
+from cvmc.passes.cvm_bufferize import CvmBufferizePass
 from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.loops.arena import Occupancy, disjoint
 from cvmc.passes.loops.ir import CvmFunction
@@ -204,7 +204,7 @@ def test_a_kernel_past_the_cap_fails_naming_the_op():
         ctx.load_dialect(dialect)
     module = Parser(ctx, text).parse_module()
     with pytest.raises(PassFailedException, match=rf"cannot join group 0: the group has {MAX_GROUP_OPS} ops"):
-        ConvertCvmToLoopsPass().apply(Context(), module)
+        CvmBufferizePass().apply(Context(), module)
 
 
 def test_the_cap_cuts_a_chain_into_kernels():
