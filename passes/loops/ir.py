@@ -1,9 +1,9 @@
-"""The cvm function `@main` as the planner sees it, for the passes that plan and lower it.
+"""The cvm function `@main` as the planner sees it, for `cvm-bufferize`.
 
-`cvm-plan-buffers` and `convert-cvm-to-loops` read `@main` (the input `data` as argument, `cvm.param`s, cvm
-operators, and the scheduled level's `cvm_sched.view`, `cvm_sched.pack` and `cvm_sched.kernel`, the heads
-returned) as a `loops.plan.Net` whose node `i` is the op `ops[i]` (a kernel's operators in its body's order, one
-group); the arena offsets are read back as `Hints` for `loops.plan.plan`.
+`cvm-bufferize` reads `@main` (the input `data` as argument, `cvm.param`s, cvm operators, and the scheduled
+level's `cvm_sched.view`, `cvm_sched.pack` and `cvm_sched.kernel`, the heads returned) as a `loops.plan.Net` whose
+node `i` is the op `ops[i]` (a kernel's operators in its body's order, one group, `Hints.groups`) and plans it once:
+liveness, the arena, each kernel's arguments.
 """
 
 from __future__ import annotations
@@ -139,12 +139,6 @@ class CvmFunction:
 
     def plan(self, hints: Hints, place: bool = True, target: Target = DEFAULT) -> Plan:
         return self.run(plan, self.net, hints, place, target)
-
-    def clear(self, *names: str) -> None:
-        """Drop the attributes `names` from every op (before an analysis records its result afresh)."""
-        for op in self.ops:
-            for name in names:
-                op.attributes.pop(name, None)
 
 
 def net_from_function(main: func.FuncOp) -> tuple[Net, dict[int, np.ndarray]]:
