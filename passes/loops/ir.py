@@ -137,8 +137,8 @@ class CvmFunction:
             where = self.label(e.node) if e.node >= 0 else "@main"
             raise PassFailedException(f"{where}: {e}") from e
 
-    def plan(self, hints: Hints, place: bool = True, target: Target = DEFAULT) -> Plan:
-        return self.run(plan, self.net, hints, place, target)
+    def plan(self, hints: Hints, target: Target = DEFAULT) -> Plan:
+        return self.run(plan, self.net, hints, target)
 
 
 def net_from_function(main: func.FuncOp) -> tuple[Net, dict[int, np.ndarray]]:

@@ -312,7 +312,7 @@ class _Planner:
         self.numbered: dict[int, int] = {}  # a recorded group number -> index in `groups`
         self.packs: dict[tuple[object, ...], int] = {}
 
-    def run(self, place: bool = True) -> Plan:
+    def run(self) -> Plan:
         live = set(self.live)
         for i in self.hints.groups:
             if i not in live:
@@ -338,7 +338,7 @@ class _Planner:
                 self.numbered[number] = len(self.groups) - 1
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
         groups = self._extras_from_packs([self.groups[g] for g in order])
-        arena = _place(self.refs, self.buffers, groups, self.heads) if place else 0
+        arena = _place(self.refs, self.buffers, groups, self.heads)
         return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena, self.target)
 
     def _new_buffer(self, shape: tuple[int, ...], element: str = "i32") -> Ref:
@@ -586,10 +586,9 @@ def nonnegative(net: Net) -> list[bool]:
     return out
 
 
-def plan(net: Net, hints: Hints | None = None, place: bool = True, target: Target = DEFAULT) -> Plan:
-    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given;
-    `place=False` leaves the buffers unplaced (offsets 0, arena 0) for a caller that wants the groups alone."""
-    return _Planner(net, hints or Hints(), target).run(place)
+def plan(net: Net, hints: Hints | None = None, target: Target = DEFAULT) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given."""
+    return _Planner(net, hints or Hints(), target).run()
 
 
 def group_inputs(group: Group) -> list[int]:
