@@ -55,6 +55,23 @@ def _packed(t: object) -> bool:
     return isinstance(t, TensorType) and not isinstance(t.encoding, PrecisionAttr)
 
 
+def kernel_kind(kernel: func.FuncOp) -> str | None:
+    """The kind of an outlined kernel (`loops.plan.Group.kind`, from its anchor: the first op after its loads), or
+    None for a function that is no outlined kernel."""
+    for op in kernel.body.block.ops:
+        if isinstance(op, LoadOp):
+            continue
+        if isinstance(op, PackOp):
+            return "pack"
+        if isinstance(op, CvmOperator):
+            kind = op_kind(op.op_name)
+            if kind in ("conv2d", "dense") and not _packed(op.operands[0].type):
+                return "compute"  # the direct loop nest of unpacked operands
+            return kind
+        return None
+    return None
+
+
 def kernel_call(kernel: func.FuncOp) -> KernelCall | None:
     """What the loop builders take for an outlined kernel (None: `kernel` is no outlined kernel): its anchor and
     epilogue as a `loops.plan.Group`, its arguments' layouts."""
@@ -131,9 +148,10 @@ class LowerKernel(RewritePattern):
     def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter) -> None:
         if op.sym_name.data == "main":
             return
-        call = kernel_call(op)
-        if call is None or call.group.kind not in self.kinds:
+        if kernel_kind(op) not in self.kinds:
             return
+        call = kernel_call(op)
+        assert call is not None
         built = self.built(op.sym_name.data, call)
         if built is not None:
             rewriter.replace(op, built)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -46,6 +47,7 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -61,7 +63,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from cvmc.dialects.cvm_sched import LoadOp, StoreOp
+from cvmc.dialects.cvm_sched import LoadOp, PackOp, StoreOp
 from cvmc.passes.cvm_pack_operands import ELEMENT_TYPES as PACK_ELEMENTS
 from cvmc.passes.cvm_pack_operands import pack_op
 from cvmc.passes.loops.ir import CvmFunction
@@ -166,17 +168,25 @@ def outline(name: str, call: KernelCall, p: Plan, fn: CvmFunction) -> func.FuncO
         return TensorType(PACK_ELEMENTS[t.element], t.shape)
 
     def load(arg: SSAValue, t: Attribute, zero_point: int = 0) -> SSAValue:
-        op = LoadOp(arg, t, zero_point)
+        # `create` (what the builder would pass it): a model of 20,000 ops has as many loads
+        op = LoadOp.create(operands=[arg], result_types=[t],
+                           properties={"zero_point": IntegerAttr(zero_point, 64)} if zero_point else {})
         block.add_op(op)
-        return op.result
+        return op.results[0]
+
+    def pack(source: SSAValue, tid: int, how: dict[str, Any]) -> Operation:
+        """The pack writing tensor `tid`: a copy of its op (a pack the planner made: built from `how`)."""
+        value = fn.value_of.get(tid)
+        if value is not None and isinstance(value.owner, PackOp):
+            return PackOp.create(operands=[source], result_types=[value.type], properties=dict(value.owner.properties))
+        t = p.tensors[tid]
+        return pack_op(source, (how, t.shape, t.element))
 
     loads = [load(a, type_of(t), call.zero_point if k == 0 and group.kind == "conv2d" else 0)
              for k, (a, t) in enumerate(zip(ins, group.inputs))]
     source = fn.ops[group.origin] if group.origin >= 0 else None
     if group.kind == "pack":
-        how = group.anchor.attrs
-        t = p.tensors[group.outputs[0]]
-        anchor: Operation = pack_op(loads[0], (how, t.shape, t.element))
+        anchor: Operation = pack(loads[0], group.outputs[0], group.anchor.attrs)
     else:
         assert source is not None
         result_types = [r.type for r in source.results]
@@ -203,14 +213,15 @@ def outline(name: str, call: KernelCall, p: Plan, fn: CvmFunction) -> func.FuncO
     if group.stores_output:
         values = list(anchor.results) if not group.epilogue else [running]
     for tid, how in group.packed:
-        t = p.tensors[tid]
-        pack = pack_op(running, (how, t.shape, t.element))
-        block.add_op(pack)
-        values.append(pack.result)
+        packed = pack(running, tid, how)
+        block.add_op(packed)
+        values.append(packed.results[0])
     for v, out in zip(values, outs, strict=True):
-        block.add_op(StoreOp(v, out))
-    block.add_op(func.ReturnOp())
-    return func.FuncOp(name, (call.types, []), Region(block))
+        block.add_op(StoreOp.create(operands=[v, out]))
+    block.add_op(func.ReturnOp.create())
+    return func.FuncOp.create(properties={"sym_name": StringAttr(name),
+                                          "function_type": FunctionType.from_lists(call.types, [])},
+                              regions=[Region(block)])
 
 
 def bufferize(p: Plan, fn: CvmFunction) -> list[Operation]:
