@@ -14,6 +14,7 @@ from xdsl.dialects.func import Func
 from xdsl.dialects.memref import MemRef
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
 from xdsl.utils.exceptions import PassFailedException
 
 import cvmc
@@ -22,11 +23,12 @@ from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
 from cvmc.dialects.cvm_sched import CvmSched, KernelOp
 from cvmc.dialects.cvmc import Cvmc
-from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
+from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass, LowerConv2d
 from cvmc.passes.cvm_bufferize import CvmBufferizePass
 from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
 from cvmc.passes.cvm_pack_operands import CvmPackOperandsPass
+from cvmc.passes.loops.target import Target
 from cvmc.passes.pipelines import PIPELINES, run_pipeline
 from cvmc.runtime.devices.cpu import CpuRunner
 from cvmc.runtime.driver.host import read_host
@@ -207,3 +209,18 @@ def test_an_illegal_kernel_fails_naming_the_op():
     module = Parser(_context(), ILLEGAL_KERNEL).parse_module()
     with pytest.raises(PassFailedException, match=r"cvm.sum %s: cannot join group 0: 'sum' is no elementwise op"):
         _apply(module, CvmBufferizePass())
+
+
+def test_each_family_pattern_lowers_its_own_kernels_alone():
+    graph, x = _conv_chain()
+    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
+                    CvmBufferizePass(target="x86:avx2"))
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier([LowerConv2d(Target.parse("x86:avx2"))]),
+                                  apply_recursively=False)
+    walker.rewrite_module(module)
+    still = {name for name, ops in _bodies(module).items() if "cvm_sched.load" in ops}
+    assert still == {"pack", "pack_1", "dense_cvm_right_shift"}  # the conv2d's kernel alone has its loops
+    _apply(module, ConvertCvmToLoopsPass())
+    assert not any("cvm_sched.load" in ops for ops in _bodies(module).values())
+    want = run_graph(graph, x)
+    assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))
