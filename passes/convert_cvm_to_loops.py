@@ -58,38 +58,39 @@ def _packed(t: object) -> bool:
 def kernel_kind(kernel: func.FuncOp) -> str | None:
     """The kind of an outlined kernel (`loops.plan.Group.kind`, from its anchor: the first op after its loads), or
     None for a function that is no outlined kernel."""
+    loads = False
     for op in kernel.body.block.ops:
         if isinstance(op, LoadOp):
-            continue
-        if isinstance(op, PackOp):
+            loads = True
+        elif isinstance(op, PackOp):
             return "pack"
-        if isinstance(op, CvmOperator):
+        elif isinstance(op, CvmOperator):
             kind = op_kind(op.op_name)
             if kind in ("conv2d", "dense") and not _packed(op.operands[0].type):
                 return "compute"  # the direct loop nest of unpacked operands
             return kind
-        return None
+        elif loads or isinstance(op, StoreOp):
+            raise PassFailedException(f"@{kernel.sym_name.data}: expected a cvm operator or cvm_sched.pack to anchor "
+                                      f"the kernel, got {op.name}")
+        else:
+            return None
     return None
 
 
 def kernel_call(kernel: func.FuncOp) -> KernelCall | None:
     """What the loop builders take for an outlined kernel (None: `kernel` is no outlined kernel): its anchor and
     epilogue as a `loops.plan.Group`, its arguments' layouts."""
-    body = [op for op in kernel.body.block.ops if not isinstance(op, LoadOp | StoreOp | func.ReturnOp)]
-    if not body or not any(isinstance(op, LoadOp | StoreOp) for op in kernel.body.block.ops):
+    kind = kernel_kind(kernel)
+    if kind is None:
         return None
+    body = [op for op in kernel.body.block.ops if not isinstance(op, LoadOp | StoreOp | func.ReturnOp)]
     anchor = body[0]
     stores = [op for op in kernel.body.block.ops if isinstance(op, StoreOp)]
     if isinstance(anchor, PackOp):
-        node, kind = Node("pack", anchor.packing(), [], []), "pack"
-    elif isinstance(anchor, CvmOperator):
-        kind = op_kind(anchor.op_name)
-        if kind in ("conv2d", "dense") and not _packed(anchor.operands[0].type):
-            kind = "compute"  # the direct loop nest of unpacked operands
-        node = Node(anchor.op_name, cvm_attrs(anchor), [], [])
+        node = Node("pack", anchor.packing(), [], [])
     else:
-        raise PassFailedException(f"@{kernel.sym_name.data}: expected a cvm operator or cvm_sched.pack to anchor the "
-                                  f"kernel, got {anchor.name}")
+        assert isinstance(anchor, CvmOperator)
+        node = Node(anchor.op_name, cvm_attrs(anchor), [], [])
     running = anchor.results[0]
     steps: list[Step] = []
     extras = 0

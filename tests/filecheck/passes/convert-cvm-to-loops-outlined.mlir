@@ -56,3 +56,21 @@ func.func @main(%data: tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8
   %0 = cvm.relu %data : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
   func.return %0 : tensor<4xi32, #cvm.prec<8>>
 }
+
+// -----
+
+// An outlined kernel anchored by no cvm operator.
+
+// CHECK: @k: expected a cvm operator or cvm_sched.pack to anchor the kernel, got arith.constant
+builtin.module {
+  func.func @k(%out: memref<4xi32>, %x: memref<4xi32>) {
+    %0 = cvm_sched.load %x : memref<4xi32> -> tensor<4xi32, #cvm.prec<8>>
+    %1 = arith.constant 0 : i32
+    cvm_sched.store %0, %out : tensor<4xi32, #cvm.prec<8>>, memref<4xi32>
+    func.return
+  }
+  func.func @main(%data: memref<4xi32>, %arena: memref<64xi8>) {
+    func.call @k(%data, %data) : (memref<4xi32>, memref<4xi32>) -> ()
+    func.return
+  }
+}
