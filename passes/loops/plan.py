@@ -297,8 +297,6 @@ class _Planner:
                 for t in {self.sources.get(t, t) for t in read_inputs(net.nodes[i])}:
                     self.consumers[t] = self.consumers.get(t, 0) + 1
         self.heads = set(net.heads)
-        self.bits = value_bits(net)
-        self.nonnegative = nonnegative(net)
         self.tensors = list(net.tensors)
         self.buffers: list[Buffer] = []
         self.refs: dict[int, Ref] = {}
@@ -311,6 +309,7 @@ class _Planner:
         self.open_group: dict[int, int] = {}  # tensor id -> the group whose current output it is
         self.numbered: dict[int, int] = {}  # a recorded group number -> index in `groups`
         self.packs: dict[tuple[object, ...], int] = {}
+        self.bounds: tuple[list[int], list[bool]] | None = None  # `_bounds`
 
     def run(self) -> Plan:
         live = set(self.live)
@@ -340,6 +339,13 @@ class _Planner:
         groups = self._extras_from_packs([self.groups[g] for g in order])
         arena = _place(self.refs, self.buffers, groups, self.heads)
         return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena, self.target)
+
+    def _bounds(self) -> tuple[list[int], list[bool]]:
+        """`value_bits` and `nonnegative` of the network: for a conv2d or dense that `cvm-pack-operands` did not
+        pack (a module that skipped it), computed the first time one is met."""
+        if self.bounds is None:
+            self.bounds = value_bits(self.net), nonnegative(self.net)
+        return self.bounds
 
     def _new_buffer(self, shape: tuple[int, ...], element: str = "i32") -> Ref:
         self.buffers.append(Buffer("arena", prod(shape), element))
@@ -424,8 +430,9 @@ class _Planner:
             pass
         elif kind in ("conv2d", "dense"):
             x, w = (net.tensors[t].shape for t in inputs[:2])
-            packings = dot_packing(node.op, node.attrs, x, w, self.bits[inputs[0]], self.bits[inputs[1]],
-                                   self.nonnegative[inputs[0]], net.tensors[inputs[1]].kind == "param", self.target)
+            bits, signs = self._bounds()
+            packings = dot_packing(node.op, node.attrs, x, w, bits[inputs[0]], bits[inputs[1]], signs[inputs[0]],
+                                   net.tensors[inputs[1]].kind == "param", self.target)
             if packings is None:
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             else:
