@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -304,15 +305,13 @@ class YieldOp(IRDLOperation):
 
 
 def _integer_elements(t: Attribute, what: str) -> None:
-    element = t.element_type if isinstance(t, TensorType | MemRefType) else None
-    if not isinstance(element, IntegerType):
+    """Raise unless `t` is a tensor or memref of a static shape and integer elements."""
+    if not isinstance(t, TensorType | MemRefType):
+        raise VerifyException(f"expected '{what}' to be a tensor or memref, got {t}")
+    shaped = cast("TensorType[Attribute] | MemRefType[Attribute]", t)
+    if not isinstance(shaped.element_type, IntegerType):
         raise VerifyException(f"expected '{what}' of integer elements, got {t}")
-    _static(t, what)
-
-
-def _static(t: Attribute, what: str) -> None:
-    assert isinstance(t, TensorType | MemRefType)
-    if any(d < 0 for d in t.get_shape()):
+    if any(d < 0 for d in shaped.get_shape()):
         raise VerifyException(f"expected '{what}' of a static shape, got {t}")
 
 

@@ -120,11 +120,11 @@ def kernel_call(kernel: func.FuncOp) -> KernelCall | None:
         x = anchor.operands[0].owner
         if isinstance(x, LoadOp) and x.zero_point is not None:
             zero_point = x.zero_point.value.data
-    types = [a.type for a in kernel.body.block.args]
-    args = []
-    for t in types:
-        assert isinstance(t, MemRefType)
-        args.append(KernelArg(-1, layout_of(t)))
+    types: list[MemRefType] = []
+    for a in kernel.body.block.args:
+        assert isinstance(a.type, MemRefType)  # a bufferized kernel's arguments
+        types.append(a.type)
+    args = [KernelArg(-1, layout_of(t)) for t in types]
     out_shape = anchor.results[0].type
     assert isinstance(out_shape, TensorType)
     return KernelCall(group, args, types, (), tuple(out_shape.get_shape()), zero_point)
