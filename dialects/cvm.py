@@ -37,7 +37,6 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    DictionaryAttr,
     IntAttr,
     IntegerAttr,
     IntegerType,
@@ -186,24 +185,14 @@ def cvm_properties(op_name: str, attrs: Mapping[str, Any]) -> dict[str, Attribut
 
 PASS_ATTRIBUTES = {
     "cvm.gas": "an integer: the operator's gas (`cvm-gas`)",
-    "cvm.offset": "an integer or array<i64>: the arena byte offset of each result's buffer (`cvm-plan-buffers`)",
-    "cvm.scratch_offset": "an integer: the arena byte offset of the op's scratch (`cvm-plan-buffers`)",
-    "cvm.pack_offset": "{data = o, weight = o}: the arena byte offsets of the operands the lowering packs",
 }
-"""The discardable attributes the passes write on cvm operators (and `cvm.offset` on `cvm_sched.pack`): declared
-here, each verified by `verify_pass_attribute`; no other attribute is allowed."""
+"""The discardable attributes the passes write on cvm operators: declared here, each verified by
+`verify_pass_attribute`; no other attribute is allowed."""
 
 
 def verify_pass_attribute(key: str, value: Attribute) -> None:
     """Raise unless `value` is what `PASS_ATTRIBUTES` says attribute `key` holds."""
-    ints = isinstance(value, IntegerAttr) and value.value.data >= 0
-    if key == "cvm.offset":
-        ints = ints or (isinstance(value, DenseArrayBase) and all(
-            isinstance(v, IntegerAttr) and v.value.data >= 0 for v in value.get_attrs()))
-    elif key == "cvm.pack_offset":
-        ints = isinstance(value, DictionaryAttr) and set(value.data) <= {"data", "weight"} and all(
-            isinstance(v, IntegerAttr) and v.value.data >= 0 for v in value.data.values())
-    if not ints:
+    if not (isinstance(value, IntegerAttr) and value.value.data >= 0):
         raise VerifyException(f"expected '{key}' to be {PASS_ATTRIBUTES[key]} (non-negative), got {value}")
 
 

@@ -20,19 +20,36 @@ Between the cvm operators (`cvm` dialect: what the model computes) and the loop 
       cvm_sched.yield %r : tensor<4xi32, #cvm.prec<8>>
     }
 
-Everything here is a tensor: where each tensor lives (the arena) is decided later, by bufferization.
+Everything there is a tensor. Bufferization (`cvm-bufferize`) then decides where each tensor lives (the arena)
+and outlines each kernel into a `func.func` over memrefs, called by the host `@main`; until
+`convert-cvm-to-loops` builds its loops, a kernel's body stays on cvm ops over tensors, between two ops of this
+dialect that say what it reads and writes:
+
+- `cvm_sched.load`: the tensor a kernel argument holds, as the kernel's ops read it;
+- `cvm_sched.store`: a value the kernel writes to an argument.
+
+    func.func @conv2d_cvm_right_shift(%out: memref<1x4x8x8xi32>, %x: memref<1x10x10x3xi16>, %w: memref<...>) {
+      %0 = cvm_sched.load %x : memref<1x10x10x3xi16> -> tensor<1x10x10x3xi16>
+      %1 = cvm_sched.load %w : memref<1x14x32xi16> -> tensor<1x14x32xi16>
+      %c = cvm.conv2d %0, %1 {...} : ...
+      %s = cvm.cvm_right_shift %c {...} : ...
+      cvm_sched.store %s, %out : tensor<1x4x8x8xi32, #cvm.prec<8>>, memref<1x4x8x8xi32>
+      func.return
+    }
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import cast
 
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     Signedness,
     StridedLayoutAttr,
     StringAttr,
@@ -179,11 +196,7 @@ class PackOp(IRDLOperation):
 
     def verify_(self) -> None:
         for key in self.attributes:
-            if key != "cvm.offset":
-                raise VerifyException(f"unknown attribute {key!r}, expected 'cvm.offset' (`cvm-plan-buffers`)")
-        offset = self.attributes.get("cvm.offset")
-        if offset is not None and not (isinstance(offset, IntegerAttr) and offset.value.data >= 0):
-            raise VerifyException(f"expected 'cvm.offset' to be a non-negative integer, got {offset}")
+            raise VerifyException(f"unknown attribute {key!r}: a pack takes none (`cvm-bufferize` places its buffer)")
         src = _static_tensor(self.source.type, "source").get_shape()
         out = _static_tensor(self.result.type, "result").get_shape()
         element = self.result.type.element_type
@@ -291,4 +304,66 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
-CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp], [])
+def _integer_elements(t: Attribute, what: str) -> None:
+    """Raise unless `t` is a tensor or memref of a static shape and integer elements."""
+    if not isinstance(t, TensorType | MemRefType):
+        raise VerifyException(f"expected '{what}' to be a tensor or memref, got {t}")
+    shaped = cast("TensorType[Attribute] | MemRefType[Attribute]", t)
+    if not isinstance(shaped.element_type, IntegerType):
+        raise VerifyException(f"expected '{what}' of integer elements, got {t}")
+    if any(d < 0 for d in shaped.get_shape()):
+        raise VerifyException(f"expected '{what}' of a static shape, got {t}")
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """The tensor a kernel argument holds, as the ops of an outlined kernel read it (`cvm-bufferize`). The memref is
+    the view the host passes (strided, broadcast to the shape an elementwise op reads, the index space collapsed,
+    or a narrower packed copy, sign-extended when read); the tensor is the value the op reads. `zero_point`: the
+    argument holds each value plus this (a ui8 packing of signed data).
+
+        %0 = cvm_sched.load %x : memref<4xi32> -> tensor<4xi32, #cvm.prec<8>>
+    """
+
+    name = "cvm_sched.load"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    source = operand_def(MemRefType)
+    zero_point = opt_prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: Attribute, zero_point: int = 0):
+        properties: dict[str, Attribute] = {"zero_point": IntegerAttr(zero_point, 64)} if zero_point else {}
+        super().__init__(operands=[source], result_types=[result_type], properties=properties)
+
+    def verify_(self) -> None:
+        _integer_elements(self.source.type, "source")
+        _integer_elements(self.result.type, "result")
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """A value an outlined kernel writes to its argument `dest` (`cvm-bufferize`), in the layout of `dest`'s type.
+
+        cvm_sched.store %r, %out : tensor<4xi32, #cvm.prec<8>>, memref<4xi32>
+    """
+
+    name = "cvm_sched.store"
+
+    value = operand_def(TensorType)
+    dest = operand_def(MemRefType)
+
+    assembly_format = "$value `,` $dest attr-dict `:` type($value) `,` type($dest)"
+
+    def __init__(self, value: SSAValue, dest: SSAValue):
+        super().__init__(operands=[value, dest])
+
+    def verify_(self) -> None:
+        _integer_elements(self.value.type, "value")
+        _integer_elements(self.dest.type, "dest")
+
+
+CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp, LoadOp, StoreOp], [])

@@ -17,7 +17,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "cvm-mark-views": ("cvm_mark_views", "CvmMarkViewsPass"),
     "cvm-pack-operands": ("cvm_pack_operands", "CvmPackOperandsPass"),
     "cvm-fuse": ("cvm_fuse", "CvmFusePass"),
-    "cvm-plan-buffers": ("cvm_plan_buffers", "CvmPlanBuffersPass"),
+    "cvm-bufferize": ("cvm_bufferize", "CvmBufferizePass"),
     "convert-cvm-to-loops": ("convert_cvm_to_loops", "ConvertCvmToLoopsPass"),
     "cvm-to-loops": ("pipelines", "CvmToLoopsPass"),
     "cvm-to-gpu-loops": ("pipelines", "CvmToGpuLoopsPass"),

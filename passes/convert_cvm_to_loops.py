@@ -1,227 +1,257 @@
-"""`convert-cvm-to-loops`: a function of `cvm` ops on tensors -> loop-level kernels over memrefs and a host plan.
+"""`convert-cvm-to-loops`: each outlined kernel of a bufferized module (`cvm-bufferize`) gets its loop nest.
 
-The function `@main` (as `graph_to_module` writes it: the input `data` as argument, `cvm.param`s, cvm operators,
-the heads returned) is planned by `loops.plan` following the decisions recorded on it by the analyses of the
-`cvm-to-loops` pipeline, checked, and making the missing ones itself (so this pass alone lowers as the pipeline
-does):
+An outlined kernel is a `func.func` over memrefs whose body is still cvm ops on tensors, between the
+`cvm_sched.load`s of what it reads and the `cvm_sched.store`s of what it writes:
 
-- `cvm_sched.view` (`cvm-mark-views`): a strided layout over its base's buffer, no kernel;
-- `cvm_sched.pack` (`cvm-pack-operands`): a conv2d's or dense's packed operand (a pack kernel, or a param packed
-  when compiling);
-- `cvm_sched.kernel` (`cvm-fuse`): one kernel, an anchor and its elementwise epilogue;
-- `cvm.offset`, `cvm.pack_offset`, `cvm.scratch_offset`, `cvm.arena_bytes` (`cvm-plan-buffers`): where each
-  buffer lives in the arena.
-
-It becomes:
-
-- one `memref.global` per param that some kernel reads (`constant`, its values), conv2d and dense weights
-  already packed (int16 rows of the reduction, see `loops.plan`);
-- one kernel `func.func` per fused group (`loops.plan`), with memref arguments only, plus the pack kernels
-  of conv2d and dense inputs; groups that compute the same thing on the same argument types share one kernel;
-- a host `func.func @main(%data, %arena)` returning the heads: `memref.view`s of the byte arena at the planned
-  offsets, `memref.reinterpret_cast`s to the strided view each kernel reads, and one `func.call` per group in
-  execution order (with `cvm.work`, its gas, to decide threading). Views (reshape, transpose, slices, broadcast
-  operands) exist only as these layouts.
-
-    func.func @main(%data: memref<1x4xi32>, %arena: memref<64xi8>) -> memref<1x4xi32> {
-      %0 = memref.view %arena[%c0][] : memref<64xi8> to memref<4xi32>
-      %1 = memref.reinterpret_cast %0 to offset: [0], sizes: [1, 4], strides: [4, 1] : ...
-      func.call @relu_cvm_right_shift(%1, %data) : (memref<1x4xi32>, memref<1x4xi32>) -> ()
-      func.return %1 : memref<1x4xi32>
+    func.func @conv2d_cvm_right_shift(%out: memref<1x4x8x8xi32>, %x: memref<1x10x10x3xi16>, %w: ...) {
+      %0 = cvm_sched.load %x : memref<1x10x10x3xi16> -> tensor<1x10x10x3xi16>
+      %1 = cvm_sched.load %w : ...
+      %c = cvm.conv2d %0, %1 {...} : ...
+      %s = cvm.cvm_right_shift %c {...} : ...
+      cvm_sched.store %s, %out : ...
+      func.return
     }
 
-The kernels follow the loop level contract (`codegen/llvm.py` compiles them); the host `@main` is not a kernel
-(it calls them): the runtime (`cvmc.runtime.devices.cpu.read_host`) reads it, allocates the arena once and calls the
-kernels in order.
+One pattern per operator family (the kernel's anchor: elementwise, computed, conv2d, dense, pack, concatenate,
+copy, get_valid_counts, non_max_suppression) replaces it with the same function whose body is its loop nest
+(`loops.kernels`, `loops.ops`, `loops.x86`): the anchor's loops with the elementwise epilogue fused in, storing
+into the argument each value was stored to. For a GPU target (`#cvmc.target<cuda...>`) the GPU's own patterns come
+first (`loops.gpu`: conv2d, dense, pack and concatenate). The host `@main`, the globals and any function that is
+no outlined kernel are left as they are. The kernels then follow the loop level contract (`codegen/llvm.py`,
+`codegen/cuda.py`); the runtime reads the host (`runtime/driver/host.py`).
+
+The pass requires `cvm-bufferize` to have run (the pipeline `cvm-to-loops` is the contract): a module whose
+`@main` is still on tensors is refused.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import (
-    BytesAttr,
-    DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    IndexType,
-    IntegerAttr,
-    MemRefType,
-    ModuleOp,
-    StringAttr,
-    SymbolRefAttr,
-    TensorType,
-    UnitAttr,
-    i8,
-    i32,
-    i64,
-)
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
 
-from cvmc.passes.cvm_plan_buffers import read_hints
-from cvmc.passes.loops.ir import CvmFunction
-from cvmc.passes.loops.kernels import ELEMENT_TYPES, KernelArg, KernelNames, build_kernel, kernel_call
-from cvmc.passes.loops.ops import pack_values
-from cvmc.passes.loops.plan import ELEMENT_BYTES, Buffer, Plan, group_work, pack_sources
-from cvmc.passes.loops.target import module_target
-from cvmc.passes.loops.views import Layout
-
-_SYMBOL = re.compile(r"[^A-Za-z0-9_]")
-_NUMPY_ELEMENTS = {"i16": "<i2", "i8": "i1", "u8": "u1"}  # a packed param's bytes
-
-
-@functools.lru_cache(maxsize=4096)
-def _i64s(values: tuple[int, ...]) -> DenseArrayBase:
-    """`array<i64: ...>`, one (immutable) attribute per tuple: a host has a cast per view."""
-    return DenseArrayBase.from_list(i64, values)
-
-
-# The host has a few ops per kernel call, so a model of 20,000 nodes has 80,000: they are made by `create` from
-# their operands and properties (what each op's builder would pass it), at a third of the builders' cost.
-_CAST_SEGMENTS = DenseArrayBase.from_list(i32, [1, 0, 0, 0])  # the source; no dynamic offsets, sizes, strides
+from cvmc.dialects.cvm import CvmOperator, PrecisionAttr, cvm_attrs
+from cvmc.dialects.cvm_sched import LoadOp, PackOp, StoreOp
+from cvmc.passes.loops import kernels
+from cvmc.passes.loops.kernels import KernelArg, KernelCall, KernelParts, kernel_parts
+from cvmc.passes.loops.plan import Group, Node, Step, op_kind
+from cvmc.passes.loops.target import Target, module_target
+from cvmc.passes.loops.views import layout_of
 
 
-def _cast(source: SSAValue, layout: Layout, t: MemRefType) -> Operation:
-    """`memref.reinterpret_cast %source to offset: [o], sizes: [...], strides: [...]` (static)."""
-    return memref.ReinterpretCastOp.create(operands=[source], result_types=[t], properties={
-        "static_offsets": _i64s((layout.offset,)), "static_sizes": _i64s(layout.shape),
-        "static_strides": _i64s(layout.strides), "operandSegmentSizes": _CAST_SEGMENTS})
+def _packed(t: object) -> bool:
+    """A `cvm_sched.pack` result: a tensor without a cvm precision."""
+    return isinstance(t, TensorType) and not isinstance(t.encoding, PrecisionAttr)
 
 
-def _view(arena: SSAValue, offset: int, t: MemRefType) -> list[Operation]:
-    """`%shift = arith.constant offset : index` and `memref.view %arena[%shift][] : ... to t`."""
-    shift = arith.ConstantOp.create(result_types=[IndexType()], properties={"value": IntegerAttr(offset, IndexType())})
-    return [shift, memref.ViewOp.create(operands=[arena, shift.results[0]], result_types=[t])]
+def kernel_kind(kernel: func.FuncOp) -> str | None:
+    """The kind of an outlined kernel (`loops.plan.Group.kind`, from its anchor: the first op after its loads), or
+    None for a function that is no outlined kernel."""
+    loads = False
+    for op in kernel.body.block.ops:
+        if isinstance(op, LoadOp):
+            loads = True
+        elif isinstance(op, PackOp):
+            return "pack"
+        elif isinstance(op, CvmOperator):
+            kind = op_kind(op.op_name)
+            if kind in ("conv2d", "dense") and not _packed(op.operands[0].type):
+                return "compute"  # the direct loop nest of unpacked operands
+            return kind
+        elif loads or isinstance(op, StoreOp):
+            raise PassFailedException(f"@{kernel.sym_name.data}: expected a cvm operator or cvm_sched.pack to anchor "
+                                      f"the kernel, got {op.name}")
+        else:
+            return None
+    return None
 
 
-@functools.lru_cache(maxsize=4096)
-def _call_attrs(callee: str, work: int) -> tuple[SymbolRefAttr, IntegerAttr]:
-    """The callee and `cvm.work` of a call, shared by the calls of one kernel with equal work."""
-    return SymbolRefAttr(callee), IntegerAttr(work, 64)
-
-
-def _call(callee: str, args: list[SSAValue], work: int) -> Operation:
-    """`func.call @callee(args) {cvm.work = work}`."""
-    symbol, work_attr = _call_attrs(callee, work)
-    return func.CallOp.create(operands=args, properties={"callee": symbol}, attributes={"cvm.work": work_attr})
+def kernel_call(kernel: func.FuncOp) -> KernelCall | None:
+    """What the loop builders take for an outlined kernel (None: `kernel` is no outlined kernel): its anchor and
+    epilogue as a `loops.plan.Group`, its arguments' layouts."""
+    kind = kernel_kind(kernel)
+    if kind is None:
+        return None
+    body = [op for op in kernel.body.block.ops if not isinstance(op, LoadOp | StoreOp | func.ReturnOp)]
+    anchor = body[0]
+    stores = [op for op in kernel.body.block.ops if isinstance(op, StoreOp)]
+    if isinstance(anchor, PackOp):
+        node = Node("pack", anchor.packing(), [], [])
+    else:
+        assert isinstance(anchor, CvmOperator)
+        node = Node(anchor.op_name, cvm_attrs(anchor), [], [])
+    running = anchor.results[0]
+    steps: list[Step] = []
+    extras = 0
+    packed: list[tuple[int, dict[str, object]]] = []
+    for op in body[1:]:
+        if isinstance(op, PackOp) and op.source == running:
+            packed.append((-1, op.packing()))
+        elif isinstance(op, CvmOperator) and len(op.results) == 1:
+            sources: list[int | None] = []
+            for v in op.operands:
+                if v == running:
+                    sources.append(None)
+                else:
+                    sources.append(extras)
+                    extras += 1
+            steps.append(Step(Node(op.op_name, cvm_attrs(op), [], []), sources))
+            running = op.results[0]
+        else:
+            raise PassFailedException(f"@{kernel.sym_name.data}: expected an elementwise epilogue after the anchor "
+                                      f"{anchor.name}, got {op.name}")
+    n_packs = len(packed)
+    stored = len(stores) - n_packs
+    group = Group(node, kind, inputs=[-1] * len(anchor.operands), epilogue=steps, extras=[-1] * extras,
+                  outputs=[-1] * max(stored, 1), packed=packed, stores_output=stored > 0)
+    zero_point = 0
+    if kind == "conv2d":
+        x = anchor.operands[0].owner
+        if isinstance(x, LoadOp) and x.zero_point is not None:
+            zero_point = x.zero_point.value.data
+    types: list[MemRefType] = []
+    for a in kernel.body.block.args:
+        assert isinstance(a.type, MemRefType)  # a bufferized kernel's arguments
+        types.append(a.type)
+    args = [KernelArg(-1, layout_of(t)) for t in types]
+    out_shape = anchor.results[0].type
+    assert isinstance(out_shape, TensorType)
+    return KernelCall(group, args, types, (), tuple(out_shape.get_shape()), zero_point)
 
 
 @dataclass
-class _Host:
-    """The host function under construction: one root value per buffer, one view per (buffer, type)."""
+class LowerKernel(RewritePattern):
+    """An outlined kernel of the kinds `kinds` (`loops.plan.Group.kind`) gets its loop nest."""
 
-    block: Block
-    roots: dict[int, SSAValue]
-    views: dict[tuple[int, int, MemRefType], SSAValue]
-    buffers: list[Buffer]
-    arena: SSAValue
-    shifted: dict[tuple[int, int], SSAValue]
+    target: Target
+    kinds = frozenset[str]()
 
-    def add(self, op: Operation) -> SSAValue:
-        self.block.add_op(op)
-        return op.results[0]
+    def build(self, parts: KernelParts) -> None:
+        raise NotImplementedError
 
-    def root(self, buffer: int, shift: int) -> SSAValue:
-        """The buffer's root, or a view of the arena `shift` elements into the buffer."""
-        if not shift:
-            return self.roots[buffer]
-        if (buffer, shift) not in self.shifted:
-            b = self.buffers[buffer]
-            t = Layout.contiguous((b.elements - shift,)).memref_type(ELEMENT_TYPES[b.element])
-            for op in _view(self.arena, b.offset + shift * ELEMENT_BYTES[b.element], t):
-                self.shifted[buffer, shift] = self.add(op)
-        return self.shifted[buffer, shift]
+    def built(self, name: str, call: KernelCall) -> func.FuncOp | None:
+        parts = kernel_parts(name, call, self.target)
+        self.build(parts)
+        return parts.k.finish()
 
-    def view(self, arg: KernelArg) -> SSAValue:
-        t = arg.type
-        key = (arg.buffer, arg.shift, t)
-        if key not in self.views:
-            root = self.root(arg.buffer, arg.shift)
-            if root.type == t:
-                self.views[key] = root
-            else:
-                self.views[key] = self.add(_cast(root, arg.layout.canonical(), t))
-        return self.views[key]
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter) -> None:
+        if op.sym_name.data == "main":
+            return
+        if kernel_kind(op) not in self.kinds:
+            return
+        call = kernel_call(op)
+        assert call is not None
+        built = self.built(op.sym_name.data, call)
+        if built is not None:
+            rewriter.replace(op, built)
 
 
-def lower(p: Plan, params: dict[int, np.ndarray]) -> list[Operation]:
-    """The globals, kernels and host `@main` of a plan."""
-    net = p.net
-    calls = [kernel_call(p, g) for g in p.groups]
-    kernels: dict[tuple[object, ...], str] = {}
-    names = KernelNames()
-    out: list[Operation] = []
-    for call in calls:
-        if call.key not in kernels:
-            name = names.new(call.group)
-            kernels[call.key] = name
-            out.append(build_kernel(name, call, p.target))
+class LowerElementwise(LowerKernel):
+    kinds = frozenset({"map"})
 
-    used = {a.buffer for c in calls for a in c.args} | {p.refs[t].buffer for t in net.heads}
-    input_buffer = next((i for i, b in enumerate(p.buffers) if b.kind == "input"), None)
-    arg_types: list[MemRefType] = []
-    if input_buffer is not None:
-        arg_types.append(Layout.contiguous(net.tensors[p.buffers[input_buffer].tensor].shape).memref_type(i32))
-    arena_type = MemRefType(i8, [p.arena_bytes])
-    arg_types.append(arena_type)
-    block = Block(arg_types=arg_types)
-    if input_buffer is not None:
-        block.args[0].name_hint = "data"
-    arena = block.args[-1]
-    arena.name_hint = "arena"
-    host = _Host(block, {}, {}, p.buffers, arena, {})
-    if input_buffer is not None:
-        host.roots[input_buffer] = block.args[0]
-    globals_: list[Operation] = []
-    for bid, b in enumerate(p.buffers):
-        if bid not in used:
-            continue
-        if b.kind == "param":
-            tensor = p.tensors[b.tensor]
-            element = ELEMENT_TYPES[tensor.element]
-            t = MemRefType(element, tensor.shape)
-            name = tensor.name + ("_packed" if tensor.pack else "")
-            symbol = f"param_{bid}_{_SYMBOL.sub('_', name)}"
-            if tensor.pack is not None:
-                data = pack_values(tensor.pack, params[tensor.packed_from], tensor.element)
-            else:
-                data = params[b.tensor]
-            data = np.ascontiguousarray(data, dtype=_NUMPY_ELEMENTS.get(tensor.element, "<i4"))
-            dense = DenseIntOrFPElementsAttr(TensorType(element, tensor.shape), BytesAttr(data.tobytes()))
-            globals_.append(memref.GlobalOp.get(StringAttr(symbol), t, dense, constant=UnitAttr()))
-            host.roots[bid] = host.add(memref.GetGlobalOp(symbol, t))
-            host.roots[bid].name_hint = _SYMBOL.sub("_", name) or None
-        elif b.kind == "arena":
-            shift, view = _view(arena, b.offset, Layout.contiguous((b.elements,)).memref_type(ELEMENT_TYPES[b.element]))
-            host.add(shift)
-            host.roots[bid] = host.add(view)
-    sources = pack_sources(net)
-    for call in calls:
-        host.block.add_op(_call(kernels[call.key], [host.view(a) for a in call.args],
-                                group_work(net, call.group, sources)))
-    results = [host.view(KernelArg(p.refs[t].buffer, p.refs[t].layout)) for t in net.heads]
-    host.block.add_op(func.ReturnOp(*results))
-    main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
-    main.attributes["cvm.intermediate_bytes"] = IntegerAttr(p.intermediate_bytes, 64)
-    return [*globals_, *out, main]
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_map(parts)
+
+
+class LowerCompute(LowerKernel):
+    kinds = frozenset({"compute"})
+
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_compute(parts)
+
+
+class LowerConv2d(LowerKernel):
+    kinds = frozenset({"conv2d"})
+
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_conv2d(parts)
+
+
+class LowerDense(LowerKernel):
+    kinds = frozenset({"dense"})
+
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_dense(parts)
+
+
+class LowerPack(LowerKernel):
+    kinds = frozenset({"pack"})
+
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_pack(parts)
+
+
+class LowerConcatenate(LowerKernel):
+    kinds = frozenset({"concatenate"})
+
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_concatenate(parts)
+
+
+class LowerCopy(LowerKernel):
+    kinds = frozenset({"copy"})
+
+    def build(self, parts: KernelParts) -> None:
+        kernels.build_copy(parts)
+
+
+class LowerVision(LowerKernel):
+    kinds = frozenset({"get_valid_counts", "non_max_suppression"})
+
+    def build(self, parts: KernelParts) -> None:
+        if parts.group.kind == "get_valid_counts":
+            kernels.build_get_valid_counts(parts)
+        else:
+            kernels.build_non_max_suppression(parts)
+
+
+class LowerGpuKernel(LowerKernel):
+    """The GPU's own schedule of conv2d, dense, pack and concatenate (`loops.gpu`)."""
+
+    kinds = frozenset({"conv2d", "dense", "pack", "concatenate"})
+
+    def built(self, name: str, call: KernelCall) -> func.FuncOp | None:
+        from cvmc.passes.loops.gpu import build_gpu_kernel
+
+        return build_gpu_kernel(name, call)
+
+
+CPU_PATTERNS: tuple[type[LowerKernel], ...] = (LowerElementwise, LowerCompute, LowerConv2d, LowerDense, LowerPack,
+                                              LowerConcatenate, LowerCopy, LowerVision)
+GPU_PATTERNS: tuple[type[LowerKernel], ...] = (LowerGpuKernel, *CPU_PATTERNS)
+
+
+def _is_bufferized(module: ModuleOp) -> bool:
+    main = next((f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main"), None)
+    return main is not None and all(isinstance(a.type, MemRefType) for a in main.body.block.args)
 
 
 @dataclass(frozen=True)
 class ConvertCvmToLoopsPass(ModulePass):
-    """Lower the cvm function `@main` to loop-level kernels, param globals and a host `@main`."""
+    """Give every outlined kernel of a bufferized module its loop nest, built for the module's target."""
 
     name = "convert-cvm-to-loops"
 
     target: str | None = None  # `loops.target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fn = CvmFunction.of_module(op)
-        new_ops = lower(fn.plan(read_hints(fn), target=module_target(op, self.target)), fn.values())
-        fn.main.detach()
-        fn.main.erase()
-        op.body.block.add_ops(new_ops)
+        if not _is_bufferized(op):
+            raise PassFailedException("expected a bufferized module (a host @main over memrefs): run cvm-bufferize "
+                                      "first, or the cvm-to-loops pipeline")
+        target = module_target(op, self.target)
+        patterns = GPU_PATTERNS if target.gpu is not None else CPU_PATTERNS
+        applier = GreedyRewritePatternApplier([p(target) for p in patterns], dce_enabled=False)
+        PatternRewriteWalker(applier, apply_recursively=False, walk_regions_first=False).rewrite_module(op)
+

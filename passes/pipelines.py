@@ -8,11 +8,12 @@ whole (`cvm-opt model.mlir -p cvm-to-loops`: the cvm pipelines are also register
 
 `cvm-to-loops`: `cvm-mark-views` (strided views, no kernel: `cvm_sched.view`), `cvm-pack-operands` (the packed
 operands of conv2d and dense: `cvm_sched.pack`), `cvm-fuse` (the kernels, one call each: `cvm_sched.kernel`),
-`cvm-plan-buffers` (arena offsets by liveness), then `convert-cvm-to-loops` (kernels, param globals and the host
-`@main`, following those decisions). `cvm-to-gpu-loops` is the same pipeline built for a CUDA GPU
-(what the `cuda` device runs). Each is built for a `loops.target.Target`: `cvm-to-loops{target=x86:avx2}`,
-recorded on the module as `cvmc.target`. `cinn-to-loops` (`-unfused`: one kernel per primitive) and
-`taskgraph-to-loops` are the other front ends' lowerings, which `runtime/driver/compile.py` runs as it runs cvm's.
+`cvm-bufferize` (the arena placed by liveness, params as globals, each kernel an outlined function, `@main` the
+host), then `convert-cvm-to-loops` (each outlined kernel's loop nest). `cvm-to-gpu-loops` is the same pipeline
+built for a CUDA GPU (what the `cuda` device runs). Each is built for a `loops.target.Target`:
+`cvm-to-loops{target=x86:avx2}`, recorded on the module as `cvmc.target`. `cinn-to-loops` (`-unfused`: one kernel
+per primitive) and `taskgraph-to-loops` are the other front ends' lowerings, which `runtime/driver/compile.py` runs as
+it runs cvm's.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from cvmc.passes import get_all_passes
 from cvmc.passes.loops.target import GPU, Target, module_target
 
 PIPELINES: dict[str, str] = {
-    "cvm-to-loops": "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops",
+    "cvm-to-loops": "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-bufferize,convert-cvm-to-loops",
     "cinn-to-loops": "cinn-mark-views,cinn-fuse,convert-cinn-to-loops",  # a cinn program, fused
     "cinn-to-loops-unfused": "convert-cinn-to-loops",  # one kernel per primitive
     "taskgraph-to-loops": "convert-taskgraph-to-loops",  # a Task IR graph: one kernel a step

@@ -1,9 +1,9 @@
-"""The cvm function `@main` as the planner sees it, for the passes that plan and lower it.
+"""The cvm function `@main` as the planner sees it, for `cvm-bufferize`.
 
-`cvm-plan-buffers` and `convert-cvm-to-loops` read `@main` (the input `data` as argument, `cvm.param`s, cvm
-operators, and the scheduled level's `cvm_sched.view`, `cvm_sched.pack` and `cvm_sched.kernel`, the heads
-returned) as a `loops.plan.Net` whose node `i` is the op `ops[i]` (a kernel's operators in its body's order, one
-group); the arena offsets are read back as `Hints` for `loops.plan.plan`.
+`cvm-bufferize` reads `@main` (the input `data` as argument, `cvm.param`s, cvm operators, and the scheduled
+level's `cvm_sched.view`, `cvm_sched.pack` and `cvm_sched.kernel`, the heads returned) as a `loops.plan.Net` whose
+node `i` is the op `ops[i]` (a kernel's operators in its body's order, one group, `Hints.groups`) and plans it once:
+liveness, the arena, each kernel's arguments.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class CvmFunction:
     ops: list[CvmOperator | ViewOp | PackOp]
     params: dict[int, ParamOp]  # tensor id -> the param op (values are read only when lowering)
     groups: dict[int, int]  # node index -> the number of its `cvm_sched.kernel` (`cvm-fuse`), in order
+    value_of: dict[int, SSAValue]  # tensor id -> a value of it (its type: what the outlined kernels read)
 
     @staticmethod
     def of_module(module: ModuleOp) -> CvmFunction:
@@ -113,7 +114,10 @@ class CvmFunction:
                 heads = [ids[v] for v in op.arguments]
             else:
                 raise PassFailedException(f"unexpected op {op.name} in @{main.sym_name.data}: expected cvm ops")
-        return CvmFunction(main, Net(tensors, nodes, heads), ops, params, groups)
+        value_of: dict[int, SSAValue] = {}
+        for v, t in ids.items():
+            value_of.setdefault(t, v)
+        return CvmFunction(main, Net(tensors, nodes, heads), ops, params, groups, value_of)
 
     def values(self) -> dict[int, np.ndarray]:
         """The params' values by tensor id."""
@@ -133,14 +137,8 @@ class CvmFunction:
             where = self.label(e.node) if e.node >= 0 else "@main"
             raise PassFailedException(f"{where}: {e}") from e
 
-    def plan(self, hints: Hints, place: bool = True, target: Target = DEFAULT) -> Plan:
-        return self.run(plan, self.net, hints, place, target)
-
-    def clear(self, *names: str) -> None:
-        """Drop the attributes `names` from every op (before an analysis records its result afresh)."""
-        for op in self.ops:
-            for name in names:
-                op.attributes.pop(name, None)
+    def plan(self, hints: Hints, target: Target = DEFAULT) -> Plan:
+        return self.run(plan, self.net, hints, target)
 
 
 def net_from_function(main: func.FuncOp) -> tuple[Net, dict[int, np.ndarray]]:

@@ -8,6 +8,7 @@ their layouts (`collapse`), so a contiguous chain is one long loop that LLVM vec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -16,7 +17,7 @@ from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 from cvmc.passes.loops import ops as ops
 from cvmc.passes.loops import x86
 from cvmc.passes.loops.builder import Arg, KernelBuilder, Value
-from cvmc.passes.loops.plan import Group, Plan, group_inputs, operand_layouts
+from cvmc.passes.loops.plan import Group, Node, Plan, group_inputs, operand_layouts
 from cvmc.passes.loops.target import Target
 from cvmc.passes.loops.views import Layout, collapse
 
@@ -93,14 +94,29 @@ def written(group: Group) -> list[int]:
     return [*(group.outputs if group.stores_output else []), *(t for t, _ in group.packed)]
 
 
-def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
-    """The `func.func @name` of a group, built for `target`."""
-    if target.gpu is not None:  # the GPU's own conv2d, dense and pack kernels (`loops.gpu`)
-        from cvmc.passes.loops.gpu import build_gpu_kernel
+@dataclass
+class KernelParts:
+    """A kernel under construction: its builder and arguments by role, its anchor and fused epilogue."""
 
-        built = build_gpu_kernel(name, call)
-        if built is not None:
-            return built
+    k: KernelBuilder
+    call: KernelCall
+    outs: list[Arg]
+    ins: list[Arg]
+    extras: list[Arg]
+    scratch: list[Arg]
+    epilogue: Callable[[Value, list[Value]], Value]
+
+    @property
+    def group(self) -> Group:
+        return self.call.group
+
+    @property
+    def node(self) -> Node:
+        return self.call.group.anchor
+
+
+def kernel_parts(name: str, call: KernelCall, target: Target) -> KernelParts:
+    """The builder of `func.func @name` for `call`, built for `target`, its arguments split by role."""
     group = call.group
     k = KernelBuilder(name, call.types, target)
     args = [Arg(m, a.layout) for m, a in zip(k.args, call.args)]
@@ -109,43 +125,83 @@ def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
     n_in = len(group.inputs)
     ins, extras = rest[:n_in], rest[n_in:n_in + len(group.extras)]
     scratch = rest[n_in + len(group.extras):]
-    node = group.anchor
+    return KernelParts(k, call, outs, ins, extras, scratch, ops.fused_epilogue(k, group.epilogue, extras))
 
-    epilogue = ops.fused_epilogue(k, group.epilogue, extras)
 
-    if group.kind == "map":
-        def body(ivs: list[Value]) -> None:
-            v = ops.scalar(k, node.op, node.attrs, [a.load(k, ivs) for a in ins])
-            k.store(epilogue(v, ivs), outs[0].mem, ivs)
+def build_map(p: KernelParts) -> None:
+    """An elementwise anchor and its epilogue: one loop nest over the (collapsed) output."""
+    k, node, ins, out = p.k, p.node, p.ins, p.outs[0]
 
-        k.loops(outs[0].layout.shape, body, parallel=True)
-    elif group.kind == "conv2d":
-        attrs = {**node.attrs, "zero_point": call.zero_point} if call.zero_point else node.attrs
-        if group.packed:
-            stored = outs[0] if group.stores_output else None
-            packs = [(arg, how) for arg, (_, how) in zip(outs[int(group.stores_output):], group.packed)]
-            x86.conv2d_packing(k, attrs, call.out_shape, stored, packs, ins, epilogue)
-        else:
-            ops.conv2d(k, attrs, outs[0], ins, epilogue)
-    elif group.kind == "dense":
-        ops.dense(k, outs[0], ins, epilogue)
-    elif group.kind == "pack":
-        ops.pack(k, node.attrs, outs[0], ins[0])
-    elif group.kind == "compute":
-        compute = ops.COMPUTE[node.op](k, node.attrs, ins, outs[0].layout.shape)
-        k.loops(outs[0].layout.shape, lambda ivs: k.store(epilogue(compute(ivs), ivs), outs[0].mem, ivs),
-                parallel=True)
-    elif group.kind == "concatenate":
-        ops.concatenate(k, node.attrs, outs[0], ins, epilogue)
-    elif group.kind == "copy":
-        ops.copy(k, outs[0], ins[0])
-    elif group.kind == "get_valid_counts":
-        ops.get_valid_counts(k, node.attrs, outs, ins)
-    elif group.kind == "non_max_suppression":
-        ops.non_max_suppression(k, node.attrs, outs, ins, scratch[0])
+    def body(ivs: list[Value]) -> None:
+        v = ops.scalar(k, node.op, node.attrs, [a.load(k, ivs) for a in ins])
+        k.store(p.epilogue(v, ivs), out.mem, ivs)
+
+    k.loops(out.layout.shape, body, parallel=True)
+
+
+def build_conv2d(p: KernelParts) -> None:
+    """A conv2d of packed operands: the register-blocked micro-kernel writing the packs of its output, or the
+    im2col dot product."""
+    group, call = p.group, p.call
+    attrs = {**p.node.attrs, "zero_point": call.zero_point} if call.zero_point else p.node.attrs
+    if group.packed:
+        stored = p.outs[0] if group.stores_output else None
+        packs = [(arg, how) for arg, (_, how) in zip(p.outs[int(group.stores_output):], group.packed)]
+        x86.conv2d_packing(p.k, attrs, call.out_shape, stored, packs, p.ins, p.epilogue)
     else:
-        raise AssertionError(f"unknown group kind {group.kind}")
-    return k.finish()
+        ops.conv2d(p.k, attrs, p.outs[0], p.ins, p.epilogue)
+
+
+def build_dense(p: KernelParts) -> None:
+    ops.dense(p.k, p.outs[0], p.ins, p.epilogue)
+
+
+def build_pack(p: KernelParts) -> None:
+    ops.pack(p.k, p.node.attrs, p.outs[0], p.ins[0])
+
+
+def build_compute(p: KernelParts) -> None:
+    """A computed op (pooling, reductions, gathers, a conv2d of unpacked operands, ...) and its epilogue."""
+    k, out = p.k, p.outs[0]
+    compute = ops.COMPUTE[p.node.op](k, p.node.attrs, p.ins, out.layout.shape)
+    k.loops(out.layout.shape, lambda ivs: k.store(p.epilogue(compute(ivs), ivs), out.mem, ivs), parallel=True)
+
+
+def build_concatenate(p: KernelParts) -> None:
+    ops.concatenate(p.k, p.node.attrs, p.outs[0], p.ins, p.epilogue)
+
+
+def build_copy(p: KernelParts) -> None:
+    ops.copy(p.k, p.outs[0], p.ins[0])
+
+
+def build_get_valid_counts(p: KernelParts) -> None:
+    ops.get_valid_counts(p.k, p.node.attrs, p.outs, p.ins)
+
+
+def build_non_max_suppression(p: KernelParts) -> None:
+    ops.non_max_suppression(p.k, p.node.attrs, p.outs, p.ins, p.scratch[0])
+
+
+BUILDERS: dict[str, Callable[[KernelParts], None]] = {
+    "map": build_map, "conv2d": build_conv2d, "dense": build_dense, "pack": build_pack, "compute": build_compute,
+    "concatenate": build_concatenate, "copy": build_copy, "get_valid_counts": build_get_valid_counts,
+    "non_max_suppression": build_non_max_suppression,
+}
+"""The CPU loop builder of each kernel kind (`Group.kind`)."""
+
+
+def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
+    """The `func.func @name` of a group, built for `target`."""
+    if target.gpu is not None:  # the GPU's own conv2d, dense and pack kernels (`loops.gpu`)
+        from cvmc.passes.loops.gpu import build_gpu_kernel
+
+        built = build_gpu_kernel(name, call)
+        if built is not None:
+            return built
+    parts = kernel_parts(name, call, target)
+    BUILDERS[call.group.kind](parts)
+    return parts.k.finish()
 
 
 class KernelNames:

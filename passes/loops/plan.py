@@ -16,8 +16,7 @@
 
 The scheduled IR carries most of these decisions as ops, and the plan follows them: a `cvm_sched.view` node
 ("view") is its layout, a `cvm_sched.pack` node ("pack") the packed operand its conv2d or dense reads, the nodes
-of one `cvm_sched.kernel` one group (`Hints.groups`, checked: a legal fusion). `Hints.offsets` are the arena
-offsets `cvm-plan-buffers` recorded (checked: no overlap while both buffers are live). A module that skipped
+of one `cvm_sched.kernel` one group (`Hints.groups`, checked: a legal fusion). A module that skipped
 those passes is planned as they would have decided (`dot_packing`, the fusion rule, `view_layouts`).
 """
 
@@ -33,12 +32,11 @@ from cvmc.errors import CVMLogicError
 from cvmc.passes.cvm_pack_operands import dot_packing
 from cvmc.passes.cvm_value_bits import keeps_nonnegative, node_bits
 from cvmc.passes.loops import ops as ops
-from cvmc.passes.loops.arena import Occupancy, disjoint
+from cvmc.passes.loops.arena import Occupancy
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import VIEW_OPERATORS, Layout, is_view_operator, operator_view
 
 Attrs = dict[str, Any]
-Owner = tuple[int, str, int]  # who allocates an arena buffer: (node index, "result" | "pack" | "scratch", index)
 ALIGN = 64
 # The most operators one fused group holds: LLVM's O3 time grows faster than linearly in a kernel's length (a
 # 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
@@ -121,7 +119,6 @@ class Buffer:
     offset: int = 0
     first: int = 0  # the step that writes it
     last: int = 0  # the last step that reads it
-    owner: Owner | None = None  # an arena slot: the node that allocates it, and what for
 
     @property
     def nbytes(self) -> int:
@@ -168,6 +165,7 @@ class Group:
     # when such a pack is its one reader)
     packed: list[tuple[int, Attrs]] = field(default_factory=list)  # (tensor id, how: the `pack` node's attributes)
     stores_output: bool = True
+    origin: int = -1  # the index in `net.nodes` of the node the anchor is (-1: a pack the planner made)
 
     @property
     def nodes(self) -> list[Node]:
@@ -200,8 +198,6 @@ class Hints:
     """Decisions recorded in the IR, by node index in `net.nodes`; each may be partial or empty."""
 
     groups: Mapping[int, int] = field(default_factory=dict)  # the number of the group a node belongs to
-    offsets: Mapping[Owner, int] = field(default_factory=dict)  # arena byte offsets, by `Buffer.owner`
-    arena_bytes: int | None = None
 
 
 class PlanError(CVMLogicError):
@@ -227,16 +223,21 @@ def _is_view(node: Node, net: Net) -> bool:
     return node.op == "view" or is_view_operator(node.op, node.attrs, net.tensors[node.inputs[0]].shape)
 
 
-def _kind(node: Node) -> str:
-    if node.op in ops.ELEMENTWISE:
+def op_kind(op: str) -> str:
+    """The kind of kernel an operator anchors (`Group.kind`; a conv2d or dense of unpacked operands: "compute")."""
+    if op in ops.ELEMENTWISE:
         return "map"
-    if node.op in ("conv2d", "dense"):
-        return node.op
-    if node.op in ops.COMPUTE:
+    if op in ("conv2d", "dense"):
+        return op
+    if op in ops.COMPUTE:
         return "compute"
-    if node.op in VIEW_OPS or node.op in ("sum", "max"):
+    if op in VIEW_OPS or op in ("sum", "max"):
         return "copy"  # a view that strides cannot express (compute ops were caught above)
-    return node.op  # concatenate, get_valid_counts, non_max_suppression
+    return op  # concatenate, get_valid_counts, non_max_suppression
+
+
+def _kind(node: Node) -> str:
+    return op_kind(node.op)
 
 
 def pack_sources(net: Net) -> dict[int, int]:
@@ -296,8 +297,6 @@ class _Planner:
                 for t in {self.sources.get(t, t) for t in read_inputs(net.nodes[i])}:
                     self.consumers[t] = self.consumers.get(t, 0) + 1
         self.heads = set(net.heads)
-        self.bits = value_bits(net)
-        self.nonnegative = nonnegative(net)
         self.tensors = list(net.tensors)
         self.buffers: list[Buffer] = []
         self.refs: dict[int, Ref] = {}
@@ -310,8 +309,9 @@ class _Planner:
         self.open_group: dict[int, int] = {}  # tensor id -> the group whose current output it is
         self.numbered: dict[int, int] = {}  # a recorded group number -> index in `groups`
         self.packs: dict[tuple[object, ...], int] = {}
+        self.bounds: tuple[list[int], list[bool]] | None = None  # `_bounds`
 
-    def run(self, place: bool = True) -> Plan:
+    def run(self) -> Plan:
         live = set(self.live)
         for i in self.hints.groups:
             if i not in live:
@@ -337,11 +337,18 @@ class _Planner:
                 self.numbered[number] = len(self.groups) - 1
         order = sorted(range(len(self.groups)), key=lambda g: self.position[g])
         groups = self._extras_from_packs([self.groups[g] for g in order])
-        arena = _place(self.refs, self.buffers, groups, self.heads, self.hints) if place else 0
+        arena = _place(self.refs, self.buffers, groups, self.heads)
         return Plan(self.net, self.tensors, self.refs, self.buffers, groups, arena, self.target)
 
-    def _new_buffer(self, shape: tuple[int, ...], owner: Owner, element: str = "i32") -> Ref:
-        self.buffers.append(Buffer("arena", prod(shape), element, owner=owner))
+    def _bounds(self) -> tuple[list[int], list[bool]]:
+        """`value_bits` and `nonnegative` of the network: for a conv2d or dense that `cvm-pack-operands` did not
+        pack (a module that skipped it), computed the first time one is met."""
+        if self.bounds is None:
+            self.bounds = value_bits(self.net), nonnegative(self.net)
+        return self.bounds
+
+    def _new_buffer(self, shape: tuple[int, ...], element: str = "i32") -> Ref:
+        self.buffers.append(Buffer("arena", prod(shape), element))
         return Ref(len(self.buffers) - 1, Layout.contiguous(shape))
 
     def _add(self, group: Group, pos: float) -> None:
@@ -408,8 +415,7 @@ class _Planner:
         group.epilogue.append(Step(node, sources))
         group.members.append(i)
         group.outputs = [node.outputs[0]]
-        self.refs[node.outputs[0]] = ref = self.refs.pop(running)  # same shape: the buffer carries over
-        self.buffers[ref.buffer].owner = (i, "result", 0)
+        self.refs[node.outputs[0]] = self.refs.pop(running)  # same shape: the buffer carries over
         self.open_group[node.outputs[0]] = self.open_group.pop(running)
         self.position[target] = pos
 
@@ -424,18 +430,19 @@ class _Planner:
             pass
         elif kind in ("conv2d", "dense"):
             x, w = (net.tensors[t].shape for t in inputs[:2])
-            packings = dot_packing(node.op, node.attrs, x, w, self.bits[inputs[0]], self.bits[inputs[1]],
-                                   self.nonnegative[inputs[0]], net.tensors[inputs[1]].kind == "param", self.target)
+            bits, signs = self._bounds()
+            packings = dot_packing(node.op, node.attrs, x, w, bits[inputs[0]], bits[inputs[1]], signs[inputs[0]],
+                                   net.tensors[inputs[1]].kind == "param", self.target)
             if packings is None:
                 kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
             else:
                 for k, (how, shape, element) in enumerate(packings):
-                    inputs[k] = self._packed(inputs[k], how, shape, element, pos, (i, "pack", k))
-        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i])
+                    inputs[k] = self._packed(inputs[k], how, shape, element, pos)
+        group = Group(node, kind, inputs=inputs, outputs=list(node.outputs), members=[i], origin=i)
         for k, t in enumerate(node.outputs):
-            self.refs[t] = self._new_buffer(net.tensors[t].shape, (i, "result", k))
+            self.refs[t] = self._new_buffer(net.tensors[t].shape)
         if kind == "non_max_suppression":
-            group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],), (i, "scratch", 0)).buffer)
+            group.scratch.append(self._new_buffer((net.tensors[node.inputs[0]].shape[1],)).buffer)
         if kind == "concatenate" and len(inputs) > MAX_CONCAT_INPUTS:
             self._concatenate_in_parts(i, pos)
             return
@@ -452,10 +459,10 @@ class _Planner:
             self.refs[tid] = Ref(len(self.buffers), Layout.contiguous(t.shape))
             self.buffers.append(Buffer("param", prod(t.shape), t.element, tid))
             return
-        self.refs[tid] = self._new_buffer(t.shape, (i, "result", 0), t.element)
+        self.refs[tid] = self._new_buffer(t.shape, t.element)
         producer = self._pack_in_epilogue(src, how)
         if producer is None:
-            self._add(Group(Node("pack", how, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos)
+            self._add(Group(Node("pack", how, [src], [tid]), "pack", inputs=[src], outputs=[tid], origin=i), pos)
         else:
             self._packs_instead(producer, tid, how)
 
@@ -471,13 +478,13 @@ class _Planner:
             last = k + MAX_CONCAT_INPUTS >= len(node.inputs)
             anchor = Node(node.op, node.attrs, part, [out])
             self.groups.append(Group(anchor, "concatenate", inputs=part, outputs=[out], members=[i] if last else [],
-                                     part=start))
+                                     part=start, origin=i))
             self.position.append(pos)
             start += sum(self.net.tensors[t].shape[axis] for t in part)
 
-    def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int, owner: Owner) -> int:
+    def _packed(self, src: int, pack: Attrs, shape: tuple[int, ...], element: str, pos: int) -> int:
         """A tensor holding `src` packed: made when compiling for a param, else by a pack kernel that runs just
-        before the node at `pos` (its buffer allocated by `owner`); one per source and packing."""
+        before the node at `pos`; one per source and packing."""
         key = (src, element, *sorted(pack.items()))
         if key in self.packs:
             return self.packs[key]
@@ -489,7 +496,7 @@ class _Planner:
             self.buffers.append(Buffer("param", prod(shape), element, tid))
             return tid
         self.tensors.append(Tensor(shape, origin.precision, "op", element=element, pack=pack))
-        self.refs[tid] = self._new_buffer(shape, owner, element)
+        self.refs[tid] = self._new_buffer(shape, element)
         producer = self._pack_in_epilogue(src, pack)
         if producer is None:
             self._add(Group(Node("pack", pack, [src], [tid]), "pack", inputs=[src], outputs=[tid]), pos - 0.5)
@@ -502,7 +509,7 @@ class _Planner:
         producer.packed.append((tid, pack))
         producer.stores_output = False
         dropped = self.buffers[self.refs[producer.outputs[0]].buffer]
-        dropped.kind, dropped.owner = "unused", None
+        dropped.kind = "unused"
 
     def _extras_from_packs(self, groups: list[Group]) -> list[Group]:
         """An epilogue reads an extra input from a packed copy of it that is already written (a conv2d's padded
@@ -586,10 +593,9 @@ def nonnegative(net: Net) -> list[bool]:
     return out
 
 
-def plan(net: Net, hints: Hints | None = None, place: bool = True, target: Target = DEFAULT) -> Plan:
-    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given;
-    `place=False` leaves the buffers unplaced (offsets 0, arena 0) for a caller that wants the groups alone."""
-    return _Planner(net, hints or Hints(), target).run(place)
+def plan(net: Net, hints: Hints | None = None, target: Target = DEFAULT) -> Plan:
+    """Views, fused groups, their order, and arena offsets for a network, following `hints` where given."""
+    return _Planner(net, hints or Hints(), target).run()
 
 
 def group_inputs(group: Group) -> list[int]:
@@ -597,9 +603,9 @@ def group_inputs(group: Group) -> list[int]:
     return [*group.inputs, *group.extras]
 
 
-def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int], hints: Hints) -> int:
-    """Liveness per base buffer over the group order, then placement in one arena: the recorded offsets
-    (checked), then first fit for the others. Returns the arena's bytes."""
+def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], heads: set[int]) -> int:
+    """Liveness per base buffer over the group order, then placement in one arena by first fit, largest buffer
+    first. Returns the arena's bytes."""
     written: set[int] = set()
     for step, group in enumerate(groups):
         for t in [*(group.outputs if group.stores_output else []), *(t for t, _ in group.packed)]:
@@ -618,71 +624,29 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
     for t in heads:
         buffers[refs[t].buffer].last = len(groups)
 
-    slots = [b for b in buffers if b.kind == "arena"]
-    owners = {b.owner for b in slots}
-    for owner in hints.offsets:
-        if owner not in owners:
-            what = {"result": f"result {owner[2]}", "pack": f"packed operand {owner[2]}", "scratch": "scratch"}
-            raise PlanError(owner[0], f"expected no offset for {what.get(owner[1], owner[1])}: the op allocates no "
-                                      "such buffer")
-    recorded: list[Buffer] = []
-    for b in slots:
-        if b.owner is not None and b.owner in hints.offsets:
-            b.offset = hints.offsets[b.owner]
-            recorded.append(b)
-    rest = sorted((b for b in slots if b.owner not in hints.offsets), key=lambda b: (-b.nbytes, b.first))
+    slots = sorted((b for b in buffers if b.kind == "arena"), key=lambda b: (-b.nbytes, b.first))
     if all(b.slot_bytes > 0 and b.first <= b.last for b in slots):
-        arena = _fit(recorded, rest, len(groups) + 1)
-    else:
-        arena = _fit_by_scan(recorded, rest)
-    if hints.arena_bytes is not None:
-        if hints.arena_bytes < arena:
-            raise PlanError(-1, f"expected an arena of at least {arena} bytes, got {hints.arena_bytes}")
-        arena = hints.arena_bytes
-    return arena
+        return _fit(slots, len(groups) + 1)
+    return _fit_by_scan(slots)
 
 
-def _check_recorded(b: Buffer, placed: list[Buffer], free: bool | None = None) -> None:
-    """Raise for a recorded offset that is not aligned or meets a `placed` buffer live at the same time (the
-    first such); `free`: whether it meets none, when already known."""
-    node = b.owner[0] if b.owner else -1
-    if b.offset < 0 or b.offset % ALIGN:
-        raise PlanError(node, f"expected an offset that is a multiple of {ALIGN}, got {b.offset}")
-    if free:
-        return
-    for p in placed:
-        if p.first <= b.last and b.first <= p.last and b.offset < p.offset + p.slot_bytes \
-                and p.offset < b.offset + b.slot_bytes:
-            raise PlanError(node, f"offset {b.offset} overlaps a buffer live at the same time (offset {p.offset}, "
-                                  f"{p.nbytes} bytes)")
-
-
-def _fit(recorded: list[Buffer], rest: list[Buffer], steps: int) -> int:
-    """Check the `recorded` offsets, then place `rest` in order, each at the lowest offset where it meets no
-    buffer live at the same time (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
-    ok = disjoint([(b.first, b.last, b.offset, b.offset + b.slot_bytes) for b in recorded])
+def _fit(buffers: list[Buffer], steps: int) -> int:
+    """Place `buffers` in order, each at the lowest offset where it meets no buffer live at the same time
+    (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
     occupancy = Occupancy(steps)
-    for k, b in enumerate(recorded):
-        free = ok or occupancy.is_free(b.first, b.last, b.offset, b.slot_bytes)
-        _check_recorded(b, [] if free else recorded[:k], free)
-        if not ok or rest:
-            occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
-    arena = max((b.offset + b.slot_bytes for b in recorded), default=0)
-    for b in rest:
+    arena = 0
+    for b in buffers:
         b.offset = occupancy.first_fit(b.first, b.last, b.slot_bytes)
         occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
         arena = max(arena, b.offset + b.slot_bytes)
     return arena
 
 
-def _fit_by_scan(recorded: list[Buffer], rest: list[Buffer]) -> int:
+def _fit_by_scan(buffers: list[Buffer]) -> int:
     """`_fit` by scanning every placed buffer (quadratic): for empty buffers, which `Occupancy` cannot hold."""
     placed: list[Buffer] = []
-    for b in recorded:
-        _check_recorded(b, placed)
-        placed.append(b)
-    arena = max((b.offset + b.slot_bytes for b in placed), default=0)
-    for b in rest:
+    arena = 0
+    for b in buffers:
         busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)
         offset = 0
         for lo, hi in busy:

@@ -2,15 +2,14 @@
 
 import numpy as np
 import pytest
-from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
 
 from cvmc import CvmBuilder
-from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.views import Layout, collapse
+from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.devices.cpu import compile_graph
 from cvmc.runtime.driver.target import detect_target
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
@@ -49,8 +48,7 @@ def _plan(builder, outputs):
 
 
 def _lowered(builder, outputs) -> ModuleOp:
-    module = graph_to_module(builder.graph(outputs))
-    ConvertCvmToLoopsPass().apply(Context(), module)
+    module = run_pipeline(graph_to_module(builder.graph(outputs)), "cvm-to-loops")
     module.verify()
     return module
 

@@ -1,17 +1,20 @@
-"""cvm-to-loops as separate passes: the ops and offsets that cvm-mark-views, cvm-pack-operands, cvm-fuse and
-cvm-plan-buffers write are what convert-cvm-to-loops follows; after any prefix of them, and after a print/parse
-round trip, the lowering is the same; edited offsets are followed and stay bit-exact; an illegal kernel fails
-naming the op."""
+"""cvm-to-loops as separate passes: the ops that cvm-mark-views, cvm-pack-operands and cvm-fuse write are what
+cvm-bufferize follows, its outlined kernels and host what convert-cvm-to-loops lowers; bufferization alone makes
+the missing decisions as the pipeline would; after a print/parse round trip of each stage the lowering is the
+same; an illegal kernel fails naming the op."""
 
 import numpy as np
 import pytest
 from conftest import case_params, corpus_cases
 from xdsl.context import Context
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import Builtin, IntegerAttr, ModuleOp
+from xdsl.dialects import func
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
+from xdsl.dialects.memref import MemRef
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
 from xdsl.utils.exceptions import PassFailedException
 
 import cvmc
@@ -20,11 +23,12 @@ from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
 from cvmc.dialects.cvm_sched import CvmSched, KernelOp
 from cvmc.dialects.cvmc import Cvmc
-from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass
+from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass, LowerConv2d
+from cvmc.passes.cvm_bufferize import CvmBufferizePass
 from cvmc.passes.cvm_fuse import CvmFusePass
 from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
 from cvmc.passes.cvm_pack_operands import CvmPackOperandsPass
-from cvmc.passes.cvm_plan_buffers import CvmPlanBuffersPass
+from cvmc.passes.loops.target import Target
 from cvmc.passes.pipelines import PIPELINES, run_pipeline
 from cvmc.runtime.devices.cpu import CpuRunner
 from cvmc.runtime.driver.host import read_host
@@ -60,7 +64,7 @@ def _apply(module: ModuleOp, *passes) -> ModuleOp:
 
 def _ops(module: ModuleOp, name: str) -> list[Operation]:
     """The ops `name` of @main, in order."""
-    main = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
     return [op for op in main.body.block.ops if op.name == name]
 
 
@@ -96,7 +100,7 @@ def _conv_chain():
 
 def test_the_pipeline_is_the_scheduling_passes_then_the_conversion():
     assert PIPELINES["cvm-to-loops"] == \
-        "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-plan-buffers,convert-cvm-to-loops"
+        "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-bufferize,convert-cvm-to-loops"
 
 
 def _kernel_texts(module: ModuleOp) -> list[str]:
@@ -105,31 +109,43 @@ def _kernel_texts(module: ModuleOp) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda d: d.name)
-def test_the_conversion_alone_builds_the_pipelines_kernels(case):
-    """The conversion alone decides what the scheduling passes would: the same kernels. (The host may number
-    buffers otherwise: a kernel whose epilogue ends after another kernel is planned where it ends.)"""
+def test_bufferize_alone_builds_the_pipelines_kernels(case):
+    """Bufferization without the scheduling passes decides what they would: the same kernels. (The host may
+    number buffers otherwise: a kernel whose epilogue ends after another kernel is planned where it ends.)"""
     graph = _graph(case)
-    alone = _kernel_texts(_apply(graph_to_module(graph), ConvertCvmToLoopsPass()))
+    alone = _kernel_texts(_apply(graph_to_module(graph), CvmBufferizePass(), ConvertCvmToLoopsPass()))
     assert _kernel_texts(run_pipeline(graph_to_module(graph), "cvm-to-loops")) == alone
 
 
-@pytest.mark.parametrize("case", corpus_cases("model"), ids=lambda d: d.name)
-def test_each_prefix_of_the_pipeline_and_a_printed_round_trip_lower_the_same(case):
-    """The conversion after the kernels are outlined, with or without their buffers planned, gives the same
-    module, and the scheduled IR survives printing and parsing."""
-    graph = _graph(case)
-    passes = [CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(), CvmPlanBuffersPass()]
-    alone = str(_apply(graph_to_module(graph), *passes[:3], ConvertCvmToLoopsPass()))
-    for k in range(3, len(passes) + 1):
-        assert str(_apply(graph_to_module(graph), *passes[:k], ConvertCvmToLoopsPass())) == alone
-    scheduled = str(_apply(graph_to_module(graph), *passes))
-    assert "cvm_sched.kernel" in scheduled and "cvm.offset" in scheduled and "cvm.arena_bytes" in scheduled
+def test_the_conversion_alone_refuses_a_module_not_bufferized():
+    graph, _ = _conv_chain()
+    with pytest.raises(PassFailedException, match="expected a bufferized module .* run cvm-bufferize first"):
+        _apply(graph_to_module(graph), ConvertCvmToLoopsPass())
+
+
+def _context() -> Context:
     ctx = Context()
-    for dialect in (Builtin, Func, Cvm, CvmSched, Cvmc):  # cvmc: the module's target attribute
+    for dialect in (Builtin, Func, Cvm, CvmSched, Cvmc, Arith, MemRef):  # cvmc: the module's target attribute
         ctx.load_dialect(dialect)
-    parsed = Parser(ctx, scheduled).parse_module()
+    return ctx
+
+
+@pytest.mark.parametrize("case", corpus_cases("model"), ids=lambda d: d.name)
+def test_each_stage_survives_a_printed_round_trip_and_lowers_the_same(case):
+    """The scheduled IR and the bufferized IR survive printing and parsing, and lower as the pipeline does."""
+    graph = _graph(case)
+    passes = [CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(), CvmBufferizePass()]
+    whole = str(run_pipeline(graph_to_module(graph), "cvm-to-loops"))
+    scheduled = str(_apply(graph_to_module(graph), *passes[:3]))
+    assert "cvm_sched.kernel" in scheduled
+    parsed = Parser(_context(), scheduled).parse_module()
     assert str(parsed) == scheduled
-    assert str(_apply(parsed, ConvertCvmToLoopsPass())) == alone
+    assert str(_apply(parsed, CvmBufferizePass(), ConvertCvmToLoopsPass())) == whole
+    bufferized = str(_apply(graph_to_module(graph), *passes))
+    assert "cvm_sched.load" in bufferized and "cvm_sched.store" in bufferized and "memref.view" in bufferized
+    parsed = Parser(_context(), bufferized).parse_module()
+    assert str(parsed) == bufferized
+    assert str(_apply(parsed, ConvertCvmToLoopsPass())) == whole
 
 
 def _kernels(module: ModuleOp) -> list[list[str]]:
@@ -140,37 +156,38 @@ def _kernels(module: ModuleOp) -> list[list[str]]:
 
 def test_the_scheduling_passes_record_their_decisions_as_ops():
     graph, _ = _conv_chain()
-    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
-                    CvmPlanBuffersPass())
+    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass())
     assert _kernels(module) == [["cvm.conv2d", "cvm.cvm_right_shift", "cvm.relu"],
                                 ["cvm.dense", "cvm.cvm_right_shift"]]
     assert not _ops(module, "cvm.flatten") and len(_ops(module, "cvm_sched.view")) == 1
     packs = _ops(module, "cvm_sched.pack")
     assert [p.to.data for p in packs] == ["nhwc", "conv_weight_blocked", "rows", "rows"]
-    relu = next(o for o in _all_ops(module) if o.name == "cvm.relu")
-    conv = next(o for o in _all_ops(module) if o.name == "cvm.conv2d")
-    assert "cvm.offset" in relu.attributes and "cvm.offset" not in conv.attributes  # the kernel's result
-    assert "cvm.offset" in packs[0].attributes and "cvm.offset" not in packs[1].attributes  # a param: compiled
 
 
-def _all_ops(module: ModuleOp) -> list[Operation]:
-    return list(module.walk())
+def _bodies(module: ModuleOp) -> dict[str, list[str]]:
+    """The op names of each outlined kernel, by name."""
+    return {op.sym_name.data: [o.name for o in op.body.block.ops] for op in module.ops
+            if isinstance(op, func.FuncOp) and op.sym_name.data != "main"}
 
 
-def test_recorded_offsets_are_followed_and_stay_bit_exact():
+def test_bufferize_outlines_each_kernel_and_makes_main_the_host():
     graph, x = _conv_chain()
     module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
-                    CvmPlanBuffersPass())
-    main = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    arena = main.attributes["cvm.arena_bytes"].value.data
-    relu = next(o for o in _all_ops(module) if o.name == "cvm.relu")
-    relu.attributes["cvm.offset"] = IntegerAttr(arena, 64)  # moved past everything else
-    main.attributes["cvm.arena_bytes"] = IntegerAttr(arena + 1024, 64)
+                    CvmBufferizePass(target="x86:avx2"))
+    bodies = _bodies(module)
+    load, store, ret = "cvm_sched.load", "cvm_sched.store", "func.return"
+    # the conv2d's data and the dense's (a view of the relu's output) each packed by a kernel; the param weights
+    # packed when compiling (globals)
+    assert bodies["pack"] == [load, "cvm_sched.pack", store, ret]
+    assert bodies["conv2d_cvm_right_shift_relu"] == [load, load, "cvm.conv2d", "cvm.cvm_right_shift", "cvm.relu",
+                                                     store, ret]
+    assert bodies["dense_cvm_right_shift"] == [load, load, "cvm.dense", "cvm.cvm_right_shift", store, ret]
+    assert _calls(module) == ["pack", "conv2d_cvm_right_shift_relu", "pack_1", "dense_cvm_right_shift"]
+    host = _ops(module, "memref.view")
+    assert host and all(v.source.type.element_type.width.data == 8 for v in host)  # views of the byte arena
+    assert len([op for op in module.ops if op.name == "memref.global"]) == 2  # the packed weights
     _apply(module, ConvertCvmToLoopsPass())
-    host = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-    assert host.body.block.args[-1].type.get_shape() == (arena + 1024,)
-    shifts = {op.value.value.data for op in host.body.block.ops if isinstance(op, arith.ConstantOp)}
-    assert arena in shifts
+    assert all(load not in names for names in _bodies(module).values())
     want = run_graph(graph, x)
     assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))
 
@@ -189,9 +206,21 @@ func.func @main(%data: tensor<4x4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec
 
 
 def test_an_illegal_kernel_fails_naming_the_op():
-    ctx = Context()
-    for dialect in (Builtin, Func, Cvm, CvmSched, Cvmc):  # cvmc: the module's target attribute
-        ctx.load_dialect(dialect)
-    module = Parser(ctx, ILLEGAL_KERNEL).parse_module()
+    module = Parser(_context(), ILLEGAL_KERNEL).parse_module()
     with pytest.raises(PassFailedException, match=r"cvm.sum %s: cannot join group 0: 'sum' is no elementwise op"):
-        _apply(module, ConvertCvmToLoopsPass())
+        _apply(module, CvmBufferizePass())
+
+
+def test_each_family_pattern_lowers_its_own_kernels_alone():
+    graph, x = _conv_chain()
+    module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
+                    CvmBufferizePass(target="x86:avx2"))
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier([LowerConv2d(Target.parse("x86:avx2"))]),
+                                  apply_recursively=False)
+    walker.rewrite_module(module)
+    still = {name for name, ops in _bodies(module).items() if "cvm_sched.load" in ops}
+    assert still == {"pack", "pack_1", "dense_cvm_right_shift"}  # the conv2d's kernel alone has its loops
+    _apply(module, ConvertCvmToLoopsPass())
+    assert not any("cvm_sched.load" in ops for ops in _bodies(module).values())
+    want = run_graph(graph, x)
+    assert all(np.array_equal(g, w) for g, w in zip(_run(module, x), want, strict=True))

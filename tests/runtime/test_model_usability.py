@@ -140,7 +140,7 @@ def test_dump_writes_every_stage(device, tail, tmp_path):
     paths = dump_stages(load_graph(DIGITS.graph, DIGITS.params), tmp_path, device)
     names = [p.split("/")[-1] for p in paths]
     stages = ["import"] if device == "reference" else \
-        ["import", "cvm-mark-views", "cvm-pack-operands", "cvm-fuse", "cvm-plan-buffers", "convert-cvm-to-loops"]
+        ["import", "cvm-mark-views", "cvm-pack-operands", "cvm-fuse", "cvm-bufferize", "convert-cvm-to-loops"]
     assert names == [f"{i:02d}-{s}" + ("" if "." in s else ".mlir") for i, s in enumerate(stages + tail)]
     assert sorted(p.name for p in tmp_path.iterdir()) == names
     if device == "cpu":

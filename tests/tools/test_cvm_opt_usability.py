@@ -74,10 +74,9 @@ def test_dot_has_shapes_and_precisions_on_the_edges(digits_mlir, capsys):
 # issue 39: the README's own pipeline, bad pipelines as one line, a "did you mean", a pass that does nothing
 
 
-@pytest.mark.parametrize("spec", ["convert-cvm-to-loops{target=x86:avx512-vnni}",
-                                  'convert-cvm-to-loops{target="x86:avx512-vnni"}'])
+@pytest.mark.parametrize("spec", ["cvm-to-loops{target=x86:avx512-vnni}", 'cvm-to-loops{target="x86:avx512-vnni"}'])
 def test_an_unquoted_option_value_parses_as_the_quoted_one(digits_mlir, spec, capsys):
-    assert cvm_opt.main([str(digits_mlir), "-p", 'convert-cvm-to-loops{target="x86:avx512-vnni"}']) == 0
+    assert cvm_opt.main([str(digits_mlir), "-p", 'cvm-to-loops{target="x86:avx512-vnni"}']) == 0
     want = capsys.readouterr().out
     assert cvm_opt.main([str(digits_mlir), "-p", spec]) == 0
     assert capsys.readouterr().out == want and 'tier = "avx512-vnni"' in want

@@ -430,7 +430,7 @@ func.func @f(%x: tensor<3x2xi32, #cvm.prec<8>>) {
   %0 = cvm.repeat %x {repeats = 2 : i64, axes = 1 : i64} : (tensor<3x2xi32, #cvm.prec<8>>) -> tensor<6x2xi32, #cvm.prec<8>>
   func.return
 }
-// CHECK: Operation does not verify: unknown attribute 'axes', expected one of ['repeats', 'axis', 'cvm.gas', 'cvm.offset', 'cvm.pack_offset', 'cvm.scratch_offset']
+// CHECK: Operation does not verify: unknown attribute 'axes', expected one of ['repeats', 'axis', 'cvm.gas']
 
 // -----
 
@@ -456,13 +456,22 @@ func.func @f(%x: tensor<4xi32, #cvm.prec<8>>) {
   %0 = cvm.relu %x {cvm.group = 0 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
   func.return
 }
-// CHECK: Operation does not verify: unknown attribute 'cvm.group', expected one of ['cvm.gas', 'cvm.offset', 'cvm.pack_offset', 'cvm.scratch_offset']
+// CHECK: Operation does not verify: unknown attribute 'cvm.group', expected one of ['cvm.gas']
 
 // -----
 
-// A pass attribute holds what it declares: an offset >= 0 (0 is its bound: ops.mlir)
+// A pass attribute holds what it declares: a gas >= 0 (0 is its bound: ops.mlir)
 func.func @f(%x: tensor<4xi32, #cvm.prec<8>>) {
-  %0 = cvm.relu %x {cvm.offset = -1 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+  %0 = cvm.relu %x {cvm.gas = -1 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
   func.return
 }
-// CHECK: Operation does not verify: expected 'cvm.offset' to be an integer or array<i64>: the arena byte offset of each result's buffer (`cvm-plan-buffers`) (non-negative), got -1 : i64
+// CHECK: Operation does not verify: expected 'cvm.gas' to be an integer: the operator's gas (`cvm-gas`) (non-negative), got -1 : i64
+
+// -----
+
+// Arena offsets are no attribute: buffers are placed by cvm-bufferize, in the host it writes
+func.func @f(%x: tensor<4xi32, #cvm.prec<8>>) {
+  %0 = cvm.relu %x {cvm.offset = 0 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+  func.return
+}
+// CHECK: Operation does not verify: unknown attribute 'cvm.offset', expected one of ['cvm.gas']

@@ -104,10 +104,10 @@ func.func @all_ops(%data: tensor<1x3x8x8xi32, #cvm.prec<8>>) {
   // CHECK-NEXT: func.return
 }
 
-// The pass attributes at their bounds: offsets of 0.
+// The pass attributes at their bounds: a gas of 0.
 func.func @pass_attributes(%x: tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>> {
-  %0 = cvm.relu %x {cvm.offset = 0 : i64, cvm.scratch_offset = 0 : i64, cvm.pack_offset = {data = 0 : i64}} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+  %0 = cvm.relu %x {cvm.gas = 0 : i64} : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
   func.return %0 : tensor<4xi32, #cvm.prec<8>>
 }
 // CHECK-LABEL: func.func @pass_attributes
-// CHECK-NEXT:    %0 = cvm.relu %x {cvm.offset = 0 : i64, cvm.scratch_offset = 0 : i64, cvm.pack_offset = {data = 0 : i64}}
+// CHECK-NEXT:    %0 = cvm.relu %x {cvm.gas = 0 : i64}

@@ -184,9 +184,36 @@ func.func @f(%a: tensor<4xi32, #cvm.prec<8>>) {
 
 // -----
 
-// pack: the one pass attribute it takes is its buffer's offset, >= 0
+// pack: no attribute (its buffer is placed by cvm-bufferize)
 func.func @f(%m: tensor<2x27xi32, #cvm.prec<8>>) {
-  %0 = cvm_sched.pack %m {to = "rows", width = 27 : i64, cvm.offset = -64 : i64} : tensor<2x27xi32, #cvm.prec<8>> -> tensor<2x27xi16>
+  %0 = cvm_sched.pack %m {to = "rows", width = 27 : i64, cvm.offset = 64 : i64} : tensor<2x27xi32, #cvm.prec<8>> -> tensor<2x27xi16>
   func.return
 }
-// CHECK: Operation does not verify: expected 'cvm.offset' to be a non-negative integer, got -64 : i64
+// CHECK: Operation does not verify: unknown attribute 'cvm.offset': a pack takes none (`cvm-bufferize` places its buffer)
+
+// -----
+
+// load: integer elements
+func.func @f(%x: memref<4xf32>) {
+  %0 = cvm_sched.load %x : memref<4xf32> -> tensor<4xi32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'source' of integer elements, got memref<4xf32>
+
+// -----
+
+// load: a static shape
+func.func @f(%x: memref<4xi32>) {
+  %0 = cvm_sched.load %x : memref<4xi32> -> tensor<?xi32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'result' of a static shape, got tensor<?xi32>
+
+// -----
+
+// store: integer elements
+func.func @f(%v: tensor<4xi32>, %out: memref<4xf32>) {
+  cvm_sched.store %v, %out : tensor<4xi32>, memref<4xf32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'dest' of integer elements, got memref<4xf32>

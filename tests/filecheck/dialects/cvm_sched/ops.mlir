@@ -45,3 +45,18 @@ func.func @kernel(%a: tensor<4xi32, #cvm.prec<8>>, %b: tensor<4xi32, #cvm.prec<8
 // CHECK-NEXT:      %s = cvm.elemwise_add %r, %v
 // CHECK-NEXT:      cvm_sched.yield %s : tensor<4xi32, #cvm.prec<9>>
 // CHECK-NEXT:    }
+
+// An outlined kernel (cvm-bufferize): loads of what it reads (a broadcast view; a ui8 packing with its zero
+// point), a store of what it writes.
+func.func @outlined(%out: memref<2x4xi32>, %x: memref<2x4xi32, strided<[0, 1]>>, %p: memref<8xui8>) {
+  %0 = cvm_sched.load %x : memref<2x4xi32, strided<[0, 1]>> -> tensor<4xi32, #cvm.prec<8>>
+  %1 = cvm_sched.load %p {zero_point = 128 : i64} : memref<8xui8> -> tensor<8xui8>
+  %2 = cvm.relu %0 : (tensor<4xi32, #cvm.prec<8>>) -> tensor<4xi32, #cvm.prec<8>>
+  cvm_sched.store %2, %out : tensor<4xi32, #cvm.prec<8>>, memref<2x4xi32>
+  func.return
+}
+// CHECK-LABEL: func.func @outlined
+// CHECK-NEXT:    %0 = cvm_sched.load %x : memref<2x4xi32, strided<[0, 1]>> -> tensor<4xi32, #cvm.prec<8>>
+// CHECK-NEXT:    %1 = cvm_sched.load %p {zero_point = 128 : i64} : memref<8xui8> -> tensor<8xui8>
+// CHECK-NEXT:    %2 = cvm.relu %0
+// CHECK-NEXT:    cvm_sched.store %2, %out : tensor<4xi32, #cvm.prec<8>>, memref<2x4xi32>
