@@ -36,7 +36,8 @@ EX_PIPE = 128 + 13  # what a shell reports for a tool killed by SIGPIPE
 EX_INTERRUPT = 128 + 2  # SIGINT
 
 EXIT_STATUSES = f"""streams: stdout carries the results only (IR, values, paths written); stderr carries errors, reports
-(--stats, a --batch throughput, cvm-opt's taskgraph-stats table) and the log of -v.
+(--stats, a --batch throughput, cvm-opt's taskgraph-stats table), the log of -v and, on a terminal only, the
+progress bars of long work.
 errors: one line on stderr, `TOOL: CVMLogicError: message`, `TOOL: CVMRuntimeError: message`, or
 `TOOL: error: message` for a usage error.
 
