@@ -62,6 +62,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects.cvm_sched import LoadOp, PackOp, StoreOp
 from cvmc.passes.cvm_pack_operands import ELEMENT_TYPES as PACK_ELEMENTS
@@ -69,7 +70,7 @@ from cvmc.passes.cvm_pack_operands import pack_op
 from cvmc.passes.loops.ir import CvmFunction
 from cvmc.passes.loops.kernels import ELEMENT_TYPES, KernelArg, KernelCall, KernelNames, kernel_call, written
 from cvmc.passes.loops.ops import pack_values
-from cvmc.passes.loops.plan import ELEMENT_BYTES, Buffer, Hints, Plan, group_work, pack_sources
+from cvmc.passes.loops.plan import ELEMENT_BYTES, Buffer, Hints, Plan, group_work, live_nodes, pack_sources
 from cvmc.passes.loops.target import module_target
 from cvmc.passes.loops.views import Layout
 
@@ -287,6 +288,25 @@ def bufferize(p: Plan, fn: CvmFunction) -> list[Operation]:
     return [*globals_, *out, main]
 
 
+def require_scheduled(fn: CvmFunction) -> None:
+    """Refuse a `@main` that skipped the scheduling passes (the pipeline is the contract): every cvm operator a
+    head depends on runs in a `cvm_sched.kernel` (`cvm-fuse`; views are `cvm_sched.view`, `cvm-mark-views`), and
+    every dense reads packed operands (`cvm-pack-operands` packs every dense; a conv2d it leaves unpacked runs as
+    the direct loop nest)."""
+    packed = pack_sources(fn.net)
+    for i in live_nodes(fn.net):
+        node = fn.net.nodes[i]
+        if node.op in ("view", "pack"):
+            continue
+        if i not in fn.groups:
+            raise PassFailedException(f"{fn.label(i)}: expected it inside a cvm_sched.kernel, got it in "
+                                      f"@{fn.main.sym_name.data}; run cvm-mark-views, cvm-pack-operands and "
+                                      "cvm-fuse first")
+        if node.op == "dense" and not all(node.inputs[k] in packed for k in (0, 1)):
+            raise PassFailedException(f"{fn.label(i)}: expected its operands packed by cvm_sched.pack, got them "
+                                      "unpacked; run cvm-pack-operands first")
+
+
 @dataclass(frozen=True)
 class CvmBufferizePass(ModulePass):
     """Place the buffers of `@main` in one arena, outline each kernel into a function, make `@main` the host."""
@@ -297,6 +317,7 @@ class CvmBufferizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = CvmFunction.of_module(op)
+        require_scheduled(fn)
         new_ops = bufferize(fn.plan(Hints(fn.groups), target=module_target(op, self.target)), fn)
         fn.main.detach()
         fn.main.erase()

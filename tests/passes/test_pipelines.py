@@ -1,6 +1,6 @@
 """cvm-to-loops as separate passes: the ops that cvm-mark-views, cvm-pack-operands and cvm-fuse write are what
-cvm-bufferize follows, its outlined kernels and host what convert-cvm-to-loops lowers; bufferization alone makes
-the missing decisions as the pipeline would; after a print/parse round trip of each stage the lowering is the
+cvm-bufferize follows, its outlined kernels and host what convert-cvm-to-loops lowers; bufferization alone
+refuses a module that skipped them; after a print/parse round trip of each stage the lowering is the
 same; an illegal kernel fails naming the op."""
 
 import numpy as np
@@ -108,13 +108,19 @@ def _kernel_texts(module: ModuleOp) -> list[str]:
     return [str(op) for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data != "main"]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda d: d.name)
-def test_bufferize_alone_builds_the_pipelines_kernels(case):
-    """Bufferization without the scheduling passes decides what they would: the same kernels. (The host may
-    number buffers otherwise: a kernel whose epilogue ends after another kernel is planned where it ends.)"""
-    graph = _graph(case)
-    alone = _kernel_texts(_apply(graph_to_module(graph), CvmBufferizePass(), ConvertCvmToLoopsPass()))
-    assert _kernel_texts(run_pipeline(graph_to_module(graph), "cvm-to-loops")) == alone
+def test_bufferize_alone_refuses_a_module_not_scheduled():
+    """The pipeline is the contract: cvm-bufferize decides no kernel, view or packing itself."""
+    graph, _ = _conv_chain()
+    with pytest.raises(PassFailedException, match=r"cvm.conv2d .*: expected it inside a cvm_sched.kernel, got it "
+                       r"in @main; run cvm-mark-views, cvm-pack-operands and cvm-fuse first"):
+        _apply(graph_to_module(graph), CvmBufferizePass())
+
+
+def test_bufferize_refuses_a_dense_whose_operands_are_not_packed():
+    graph, _ = _conv_chain()
+    with pytest.raises(PassFailedException, match=r"cvm.dense .*: expected its operands packed by cvm_sched.pack, "
+                       r"got them unpacked; run cvm-pack-operands first"):
+        _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmFusePass(), CvmBufferizePass())
 
 
 def test_the_conversion_alone_refuses_a_module_not_bufferized():

@@ -1,5 +1,5 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2\"},convert-cvm-to-loops" | filecheck %s
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2,no-mmk\"},convert-cvm-to-loops" | filecheck %s --check-prefix=OFF
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2\"}" | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2,no-mmk\"}" | filecheck %s --check-prefix=OFF
 
 // A blocked conv2d whose output only the next conv2d reads writes that conv's padded NHWC input in its epilogue,
 // and not its own int32 output: the first kernel's one argument written is the second's 6 x 7 x 16 byte input

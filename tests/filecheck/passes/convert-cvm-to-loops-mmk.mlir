@@ -1,5 +1,5 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2\"},convert-cvm-to-loops" | filecheck %s
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2,no-mmk\"},convert-cvm-to-loops" | filecheck %s --check-prefix=OFF
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2\"}" | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2,no-mmk\"}" | filecheck %s --check-prefix=OFF
 
 // An int16 conv2d (one group, a param weight) takes the register-blocked micro-kernel: the weight is packed when
 // compiling in blocks of 16 output channels, (blocks, pairs of taps, 16 lanes x 2): 3 x 3 x 2 = 18 taps are 9

@@ -1,6 +1,6 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx512-vnni\"},convert-cvm-to-loops" --split-input-file | filecheck %s
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx512-vnni,emulated\"},convert-cvm-to-loops" --split-input-file | filecheck %s --check-prefix=EMU
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2\"},convert-cvm-to-loops" --split-input-file | filecheck %s --check-prefix=AVX2
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx512-vnni\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx512-vnni,emulated\"}" --split-input-file | filecheck %s --check-prefix=EMU
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2\"}" --split-input-file | filecheck %s --check-prefix=AVX2
 
 // The AVX512-VNNI tier of a conv of int8 data provably >= 0 (a relu's) against an int8 param weight: the
 // micro-kernel `cvmc.mmk_u8s8` with `isa = "avx512-vnni"` (`vpdpbusd`, 16 lanes a vector), the weight packed when

@@ -1,5 +1,5 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx512-vnni,no-mmk\"},convert-cvm-to-loops" --split-input-file | filecheck %s
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2,no-mmk\"},convert-cvm-to-loops" --split-input-file | filecheck %s --check-prefix=NOVNNI
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx512-vnni,no-mmk\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s --check-prefix=NOVNNI
 
 // Both operands of the conv provably fit int8 (precision 8: |x| <= 127) and VNNI is on, without the micro-kernel
 // (no-mmk here; a grouped conv or a weight that is no param likewise; convert-cvm-to-loops-vnni-mmk.mlir checks

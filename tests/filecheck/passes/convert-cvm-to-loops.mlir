@@ -1,4 +1,4 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx2,no-mmk\"},convert-cvm-to-loops" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s
 // RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx2,no-mmk\"}" --split-input-file | filecheck %s
 // (target flag no-mmk: the convolutions below without the blocked micro-kernel, which convert-cvm-to-loops-mmk.mlir checks.)
 

@@ -1,6 +1,6 @@
-// RUN: cvm-opt %S/../passes/convert-cvm-to-loops-vnni-mmk.mlir -p "cvm-bufferize{target=\"x86:avx512-vnni\"},convert-cvm-to-loops" --split-input-file -o %t.mlir
+// RUN: cvm-opt %S/../passes/convert-cvm-to-loops-vnni-mmk.mlir -p "cvm-to-loops{target=\"x86:avx512-vnni\"}" --split-input-file -o %t.mlir
 // RUN: cvm-opt %t.mlir --split-input-file -t llvm-ir | filecheck %s
-// RUN: cvm-opt %S/../passes/convert-cvm-to-loops-vnni.mlir -p "cvm-bufferize{target=\"x86:avx512-vnni,no-mmk\"},convert-cvm-to-loops" --split-input-file -o %t.dot.mlir
+// RUN: cvm-opt %S/../passes/convert-cvm-to-loops-vnni.mlir -p "cvm-to-loops{target=\"x86:avx512-vnni,no-mmk\"}" --split-input-file -o %t.dot.mlir
 // RUN: cvm-opt %t.dot.mlir --split-input-file -t llvm-ir | filecheck %s --check-prefix=DOT
 // RUN: sed 's/tier = "avx512-vnni"/tier = "avx9"/' %t.mlir | not cvm-opt --split-input-file -t llvm-ir 2>&1 | filecheck %s --check-prefix=BAD
 

@@ -1,5 +1,5 @@
 // RUN: cvm-opt %s -p cvm-to-gpu-loops -t cuda | filecheck %s --check-prefix=CUDA
-// RUN: cvm-opt %s -p cvm-bufferize,convert-cvm-to-loops -t llvm-ir | filecheck %s --check-prefix=LLVM
+// RUN: cvm-opt %s -p cvm-to-loops -t llvm-ir | filecheck %s --check-prefix=LLVM
 
 // The code generators as cvm-opt targets: the lowered module's kernels printed as CUDA C or LLVM IR (the host
 // function that calls them is set aside).
@@ -17,7 +17,7 @@ func.func @main(%data: tensor<2x3xi32, #cvm.prec<8>>) -> tensor<2x3xi32, #cvm.pr
 // LLVM:     define void @"cvm_right_shift_relu"(ptr {{.*}}%"args", i64 %"begin", i64 %"end")
 // LLVM-NOT: define
 
-// RUN: not cvm-opt %s -p cvm-bufferize,convert-cvm-to-loops -t cuda 2>&1 | filecheck %s --check-prefix=WRONG
+// RUN: not cvm-opt %s -p cvm-to-loops -t cuda 2>&1 | filecheck %s --check-prefix=WRONG
 // RUN: not cvm-opt %s -p cvm-to-gpu-loops -t llvm-ir 2>&1 | filecheck %s --check-prefix=WRONG-LLVM
 
 // WRONG:      -t cuda prints kernels built for a CUDA GPU, but the module's were built for x86:avx2: lower with cvm-to-gpu-loops

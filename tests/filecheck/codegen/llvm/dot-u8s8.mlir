@@ -1,4 +1,4 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx512-vnni,no-mmk\"},convert-cvm-to-loops" -t llvm-ir | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx512-vnni,no-mmk\"}" -t llvm-ir | filecheck %s
 
 // The u8 x s8 conv of a precision-8 input without the micro-kernel (no-mmk) prints as a loop of vpdpbusd over
 // 64-byte steps: blocks of 8 output pixels (8 accumulators sharing each load of the weight row; row sums by a

@@ -1,6 +1,6 @@
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx512-vnni\"},convert-cvm-to-loops" -t llvm-ir | filecheck %s
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:avx512-vnni,emulated\"},convert-cvm-to-loops" -t llvm-ir | filecheck %s --check-prefix=EMU
-// RUN: cvm-opt %s -p "cvm-bufferize{target=\"x86:amx\"},convert-cvm-to-loops" -t llvm-ir | filecheck %s --check-prefix=AMX
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx512-vnni\"}" -t llvm-ir | filecheck %s
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:avx512-vnni,emulated\"}" -t llvm-ir | filecheck %s --check-prefix=EMU
+// RUN: cvm-opt %s -p "cvm-to-loops{target=\"x86:amx\"}" -t llvm-ir | filecheck %s --check-prefix=AMX
 
 // The AVX512-VNNI tier's micro-kernel for 4 pixels x 32 lanes (20 channels): per step two 64-byte weight loads,
 // then for each pixel its 4 bytes broadcast and two `vpdpbusd` (8 in all, on 8 accumulators of 16 int32 lanes).
