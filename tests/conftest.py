@@ -1,5 +1,6 @@
 """Shared test helpers: the vendored conformance corpus in tests/data, and the simulated host (tests/hosts.py)."""
 
+import io
 import json
 import pathlib
 import sys
@@ -104,3 +105,15 @@ def check_case(case: pathlib.Path, model) -> None:
         want = api.read_bytes()
         width = 1 if len(buf) * 4 == len(want) else 4
         assert np.frombuffer(buf, "i1" if width == 1 else "<i4").astype("<i4").tobytes() == want
+
+
+class Terminal(io.StringIO):
+    """A stream that says whether it is a terminal (as a pty would) and keeps what is written: the progress bars
+    draw on a terminal only."""
+
+    def __init__(self, tty: bool = True):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty

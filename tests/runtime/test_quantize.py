@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import Terminal
 
 from cvmc.errors import CVMLogicError, CVMRuntimeError
 
@@ -404,35 +405,17 @@ def test_cvm_quantize_v_logs_its_stages(tmp_path, caplog):
                                               "measuring", "top-1"]
 
 
-class _Terminal:
-    """A stderr that says it is a terminal (as a pty would) and keeps what is written."""
-
-    def __init__(self, tty: bool):
-        import io
-
-        self.tty, self.buffer = tty, io.StringIO()
-
-    def isatty(self) -> bool:
-        return self.tty
-
-    def write(self, text: str) -> int:
-        return self.buffer.write(text)
-
-    def flush(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("tty", [True, False])
 def test_cvm_quantize_shows_a_bar_per_long_stage_on_a_terminal_only(tmp_path, monkeypatch, capsys, tty):
     blob, x = argmax_model()
     (tmp_path / "m.onnx").write_bytes(blob)
     np.save(tmp_path / "c.npy", x)
     np.save(tmp_path / "t.npy", x[:10])
-    err = _Terminal(tty)
+    err = Terminal(tty)
     monkeypatch.setattr("sys.stderr", err)
     assert cvm_quantize.main([str(tmp_path / "m.onnx"), "--calibration", str(tmp_path / "c.npy"), "-o",
                               str(tmp_path / "out"), "--test", str(tmp_path / "t.npy"), "--device", "reference"]) == 0
-    text = err.buffer.getvalue()
+    text = err.getvalue()
     if not tty:
         assert text == ""  # a pipe, a log file, CI: nothing
         return

@@ -2,6 +2,7 @@
 status 2" entries, status 0); a model folder builds as its two files."""
 
 import pytest
+from conftest import Terminal
 
 import cvmc.examples
 from cvmc.tools import cvm_aot
@@ -27,35 +28,17 @@ def test_a_folder_builds_as_its_two_files(tmp_path, capsys, monkeypatch):
         sorted(p.name for p in (tmp_path / "b").iterdir())
 
 
-class _Terminal:
-    """A stderr that says it is a terminal (as a pty would) and keeps what is written."""
-
-    def __init__(self, tty: bool):
-        import io
-
-        self.tty, self.buffer = tty, io.StringIO()
-
-    def isatty(self) -> bool:
-        return self.tty
-
-    def write(self, text: str) -> int:
-        return self.buffer.write(text)
-
-    def flush(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("tty", [True, False])
 def test_several_folders_build_with_a_bar_on_a_terminal_only(tmp_path, capsys, monkeypatch, tty):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    err = _Terminal(tty)
+    err = Terminal(tty)
     monkeypatch.setattr("sys.stderr", err)
     cnn = cvmc.examples.digits_cnn()
     assert cvm_aot.main(["build", str(DIGITS.folder), str(cnn.folder), "--store", str(tmp_path / "s")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4 and [line.split(": ")[1].split()[0] for line in out] == ["model", "graph", "model", "graph"]
     assert len(list((tmp_path / "s").rglob("*.cvmc"))) == 4
-    text = err.buffer.getvalue()
+    text = err.getvalue()
     if not tty:
         assert text == ""
         return

@@ -2,16 +2,13 @@
 
 import io
 
+from conftest import Terminal
+
 from cvmc.tools import progress
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
 def test_a_million_steps_draw_101_frames_and_end_the_line():
-    out = _Terminal()
+    out = Terminal()
     with progress.bar("work", 1_000_000, "steps", stream=out) as step:
         for _ in range(1_000_000):
             step(1)
@@ -20,7 +17,7 @@ def test_a_million_steps_draw_101_frames_and_end_the_line():
 
 
 def test_the_bounds_of_the_percent():
-    out = _Terminal()
+    out = Terminal()
     with progress.bar("b", 200, stream=out) as step:
         step(1)  # 0.5%: still the 0% frame
         assert out.getvalue().count("\r") == 1
@@ -37,11 +34,11 @@ def test_nothing_on_a_pipe_nothing_for_no_work_and_a_bar_cut_short_ends_its_line
     with progress.bar("p", 10, stream=pipe) as step:
         step(10)
     assert pipe.getvalue() == ""
-    out = _Terminal()
+    out = Terminal()
     with progress.bar("empty", 0, stream=out):
         pass
     assert out.getvalue() == ""
-    out = _Terminal()
+    out = Terminal()
     try:
         with progress.bar("cut", 10, stream=out) as step:
             step(3)
@@ -55,7 +52,7 @@ def test_nothing_on_a_pipe_nothing_for_no_work_and_a_bar_cut_short_ends_its_line
 
 
 def test_stages_end_one_bar_before_the_next():
-    out = _Terminal()
+    out = Terminal()
     with progress.stages(out) as start:
         a = start("one", 2, "x")
         a(1)
