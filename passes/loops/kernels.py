@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 
 from cvmc.passes.loops import ops as ops
@@ -181,27 +180,6 @@ def build_get_valid_counts(p: KernelParts) -> None:
 
 def build_non_max_suppression(p: KernelParts) -> None:
     ops.non_max_suppression(p.k, p.node.attrs, p.outs, p.ins, p.scratch[0])
-
-
-BUILDERS: dict[str, Callable[[KernelParts], None]] = {
-    "map": build_map, "conv2d": build_conv2d, "dense": build_dense, "pack": build_pack, "compute": build_compute,
-    "concatenate": build_concatenate, "copy": build_copy, "get_valid_counts": build_get_valid_counts,
-    "non_max_suppression": build_non_max_suppression,
-}
-"""The CPU loop builder of each kernel kind (`Group.kind`)."""
-
-
-def build_kernel(name: str, call: KernelCall, target: Target) -> func.FuncOp:
-    """The `func.func @name` of a group, built for `target`."""
-    if target.gpu is not None:  # the GPU's own conv2d, dense and pack kernels (`loops.gpu`)
-        from cvmc.passes.loops.gpu import build_gpu_kernel
-
-        built = build_gpu_kernel(name, call)
-        if built is not None:
-            return built
-    parts = kernel_parts(name, call, target)
-    BUILDERS[call.group.kind](parts)
-    return parts.k.finish()
 
 
 class KernelNames:
