@@ -181,6 +181,12 @@ class _NeedsIv(Exception):
     """A loop bound depends on the induction variable of an enclosing loop not yet enumerated."""
 
 
+def _trunc_div(a: int, b: int) -> int:
+    """`arith.divsi`: the quotient rounded toward zero, exact at any size (a float quotient is not past 2^53)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 _EVAL: dict[type[Operation], Callable[[int, int], int]] = {
     arith.AddiOp: lambda a, b: a + b,
     arith.SubiOp: lambda a, b: a - b,
@@ -190,7 +196,7 @@ _EVAL: dict[type[Operation], Callable[[int, int], int]] = {
     arith.MinUIOp: min,
     arith.MaxUIOp: max,
     arith.FloorDivSIOp: lambda a, b: 0 if b == 0 else a // b,
-    arith.DivSIOp: lambda a, b: 0 if b == 0 else int(a / b),
+    arith.DivSIOp: lambda a, b: 0 if b == 0 else _trunc_div(a, b),
     arith.DivUIOp: lambda a, b: 0 if b == 0 else a // b,
     arith.CeilDivSIOp: lambda a, b: 0 if b == 0 else -(-a // b),
     arith.CeilDivUIOp: lambda a, b: 0 if b == 0 else -(-a // b),

@@ -271,3 +271,19 @@ def test_estimate_runs_on_a_launches_json(estimator, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "H100 SXM paper estimate:" in out and "cpu device, measured median of 1:" in out
     assert f"{graph_macs(case) / 1e6:.1f} M multiply-adds ({graph_macs(case) / 1e6:.1f} M on __dp4a)" in out
+
+
+@pytest.mark.parametrize(("a", "b"), [(7, 2), (-7, 2), (7, -2), (-7, -2), (2**62 + 1, 3), (-(2**62) - 1, 3),
+                                      (2**53 + 1, 1), (-(2**53) - 1, -1), (5, 0)])
+def test_a_signed_division_in_a_bound_rounds_toward_zero_exactly(a, b):
+    """`arith.divsi` in a launch bound as the GPU computes it: toward zero, exact past 2^53 (where a float
+    quotient is not); division by zero, which a verified kernel never reaches, evaluates to 0."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType, IntegerAttr
+
+    from cvmc.codegen.cuda_launch import _evaluate
+
+    x, y = (arith.ConstantOp(IntegerAttr(v, IndexType())) for v in (a, b))
+    div = arith.DivSIOp(x.result, y.result)
+    expected = 0 if b == 0 else (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+    assert _evaluate(div.result, {}) == expected
