@@ -33,6 +33,10 @@ def is_shaped(t: object) -> TypeGuard[TensorType[Attribute] | MemRefType[Attribu
     return isinstance(t, TensorType | MemRefType)
 
 
+def is_integer_type(t: object) -> TypeGuard[IntegerType]:
+    return isinstance(t, IntegerType)
+
+
 def is_int_attr(t: object) -> TypeGuard[IntAttr[int]]:
     return isinstance(t, IntAttr)
 

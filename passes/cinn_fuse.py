@@ -71,7 +71,7 @@ class CinnFusePass(ModulePass):
                     continue
                 root.setdefault(o, o)
                 result = o.results[0] if len(o.results) == 1 else None
-                readers = {use.operation for use in result.uses} if result is not None else set()
+                readers: set[Operation] = {use.operation for use in result.uses} if result is not None else set()
                 if result is None or result in returned or not readers or not all(r in root for r in readers):
                     continue
                 stored = {root[r] for r in readers}

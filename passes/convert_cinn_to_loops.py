@@ -32,21 +32,18 @@ from __future__ import annotations
 import math as pymath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import (
-    IntegerAttr,
-    MemRefType,
-    ModuleOp,
-    TensorType,
-)
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cinn
 from cvmc.dialects.cvmc import VECTOR_BYTES, TargetAttr
+from cvmc.dialects.narrow import is_tensor
 from cvmc.passes.loops.builder import KernelBuilder, unravel
 from cvmc.passes.loops.cinn_conv import conv_padded, conv_roles
 from cvmc.passes.loops.cinn_dot import dot_blocked
@@ -57,7 +54,7 @@ Value = SSAValue
 
 
 def memref_type(t: Attribute) -> MemRefType:
-    assert isinstance(t, TensorType)
+    assert is_tensor(t), t
     return MemRefType(storage_type(t.element_type), t.get_shape())
 
 
@@ -176,7 +173,7 @@ def plan_kernels(function: func.FuncOp) -> list[KernelPlan]:
     ops = cinn_ops(function)
     position = {op: i for i, op in enumerate(ops)}
     ret = function.body.block.last_op
-    returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
+    returned: set[SSAValue] = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
     last_of_group: dict[int, Operation] = {}
     for op in ops:
         group = op.attributes.get(GROUP)
@@ -302,7 +299,7 @@ class KernelEmitter:
     def scalar_type(op: Operation) -> Attribute:
         """The element type the op computes in: its first operand's (its result's for ConstScalar)."""
         source = op.operands[1] if isinstance(op, cinn.SelectOp) else (op.operands or op.results)[0]
-        assert isinstance(source.type, TensorType)
+        assert is_tensor(source.type), source.type
         return source.type.element_type
 
     def value(self, v: Value, ivs: Sequence[Value]) -> Value:
@@ -354,7 +351,10 @@ class KernelEmitter:
                 return operand(0, lambda p: unravel(k, _ravel(k, p, target), source))
             case cinn.ReverseOp():
                 axes, shape = set(op.axes()), cinn.shape_of(op.results[0])
-                flip = lambda d, v: k.subi(k.idx(shape[d] - 1), v) if d in axes else v  # noqa: E731
+
+                def flip(d: int, v: Value) -> Value:
+                    return k.subi(k.idx(shape[d] - 1), v) if d in axes else v
+
                 return operand(0, lambda p: [flip(d, v) for d, v in enumerate(p)])
             case cinn.SliceOp():
                 starts = [lo for lo, _ in op.bounds()]
@@ -395,7 +395,7 @@ class KernelEmitter:
         outers = [[p[d] for d in kept] if keep_dim else list(p) for p in points]
 
         def step(inner: list[Value], *accs: Value) -> list[Value]:
-            indices = []
+            indices: list[list[Value]] = []
             for outer in outers:
                 index: list[Value] = [k.idx(0)] * len(shape)
                 for d, v in zip(kept, outer):
@@ -446,7 +446,7 @@ class KernelEmitter:
             return []
 
         _for_nest(k, sizes[:-1], [], outer)
-        results = []
+        results: list[Value] = []
         for p in range(count):
             tree = [k.load(buf, [k.idx(p * lanes + j)]) for j in range(lanes)]
             while len(tree) > 1:
@@ -634,7 +634,7 @@ class KernelEmitter:
                     r = _index(k, -g.pad_top + p * g.dilation_h, (i, g.stride_h))
 
                     def taps() -> list[Value]:
-                        results = []
+                        results: list[Value] = []
                         for q in range(g.kw):
                             mine = list(accs[q * block : (q + 1) * block])
                             offset = q * g.dilation_w - g.pad_left
@@ -706,7 +706,7 @@ class KernelEmitter:
                 base = k.muli(k.divsi(ch, k.idx(og)), k.idx(cg))  # the group's first input channel
             else:
                 base = k.muli(k.divsi(ch, k.idx(cg)), k.idx(og))
-                ccs = [k.remsi(c, k.idx(cg)) for c in chs]
+            ccs = [] if forward else [k.remsi(c, k.idx(cg)) for c in chs]
             zero = s.const(0)
 
             def row(i: Value) -> None:
@@ -760,11 +760,11 @@ class KernelEmitter:
                 k.store(self.value(op.results[0], []), out, [])
             case cinn.BnMeanVarianceOp() | cinn.BnGradBiasScaleOp():
                 self._bn(op)
-            case cinn.DotOp() if self.dot_micro_kernel and dot_blocked(self, op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+            case cinn.DotOp() if self.dot_micro_kernel and dot_blocked(self, op):
                 pass
             case cinn.DotOp() if len(cinn.shape_of(op.operands[0])) == 2 == len(cinn.shape_of(op.operands[1])):
                 self._matmul(op)
-            case cinn.ConvOp() if (self.micro_kernels and conv_padded(self, op)) or self._conv_rows(op):  # pyright: ignore[reportArgumentType] (Self is a KernelEmitter)
+            case cinn.ConvOp() if (self.micro_kernels and conv_padded(self, op)) or self._conv_rows(op):
                 pass
             case cinn.ConcatOp():
                 axis, offset = op.normalized_axis(), 0
@@ -789,7 +789,10 @@ class KernelEmitter:
             case _ if (chain := self._chain_axis()) is not None:
                 self._store_chains(*chain)
             case _:
-                store = lambda ivs: k.store(self.value(op.results[0], ivs), out, ivs)  # noqa: E731
+
+                def store(ivs: list[Value]) -> None:
+                    k.store(self.value(op.results[0], ivs), out, ivs)
+
                 k.loops(cinn.shape_of(out), store, parallel=True)
         return k.finish()
 
@@ -801,7 +804,7 @@ class KernelEmitter:
         if not reduces or len(root.results) != 1 or any(self._splits(o) for o in reduces):
             return 1  # a split reduction vectorizes along its own lanes (contiguous), not across outputs
         t = root.results[0].type
-        assert isinstance(t, TensorType)
+        assert is_tensor(t), t
         if not cinn.is_float(t.element_type) and cinn.bit_width(t.element_type) < 32:
             return 1  # as in _matmul: the vectorizer takes seconds on lanes of narrow integers
         dims = [d for d in cinn.shape_of(root.results[0]) if d > 1]
@@ -858,6 +861,10 @@ def dot_block_error(block: Sequence[int]) -> str | None:
             f"1..{DOT_BLOCK[2]}), got {','.join(map(str, block))}")
 
 
+def is_dot_block(block: tuple[int, ...]) -> TypeGuard[tuple[int, int, int]]:
+    return dot_block_error(block) is None
+
+
 def lower_op(op: Operation, name: str, exact_float: bool = False) -> func.FuncOp:
     """The kernel `name(operands..., results...)` computing one cinn op (which must verify)."""
     return KernelEmitter(KernelPlan(name, op, [], list(op.operands)), exact_float).emit()
@@ -893,8 +900,8 @@ class ConvertCinnToLoopsPass(ModulePass):
             raise PassFailedException(f"expected the option vector_bytes in {', '.join(map(str, VECTOR_BYTES))}, got "
                                       f"{vector_bytes}")
         block = self.dot_block
-        if block is not None and (error := dot_block_error(block)):
-            raise PassFailedException(f"expected the option {error}")
+        if block is not None and not is_dot_block(block):
+            raise PassFailedException(f"expected the option {dot_block_error(block)}")
         for function in list(op.ops):
             if not isinstance(function, func.FuncOp):
                 continue
@@ -902,7 +909,7 @@ class ConvertCinnToLoopsPass(ModulePass):
             if not ops:
                 continue
             kernels = [KernelEmitter(plan, self.exact_float, self.micro_kernels, vector_bytes,
-                                     block).emit()  # pyright: ignore[reportArgumentType] (checked: 3 ints)
+                                     block).emit()
                        for plan in plan_kernels(function)]
             op.body.block.insert_ops_before(kernels, function)
             function.detach()

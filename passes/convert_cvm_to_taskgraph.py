@@ -421,7 +421,7 @@ class _Converter:
             self.result(op, self._conv(x, weight, bias, (oh, ow), params))
             return
         t, icg, ocg = self.plain(self.tensor(x)), c // g, oc // g
-        parts = []
+        parts: list[Block] = []
         for k in range(g):
             channels = replace(t, shape=(1, icg, h, w), box=({"f": k * icg}, {"y": h, "x": w, "f": icg}))
             group_bias = None if bias is None else bias[k * ocg : (k + 1) * ocg]
@@ -556,7 +556,7 @@ class _Converter:
                 raise Unmappable(f"an index of precision {precision} into a table of {n} entries needs {dw} "
                                   "bits; a CLUT's LUT_DW is at most 16")  # fmt: skip
             t = self._materialize(Fused(t, Requant().clamp(0, n - 1), t.shape, precision), sole=True)
-        index = np.arange(2**dw)
+        index = np.arange(1 << dw)
         lut = table[np.clip(np.where(index < 2 ** (dw - 1), index, index - 2**dw), 0, n - 1)].astype(np.int64)
         label = task_precision(_precision(op.results[0]))
         sb = self.graph.block(SbOp, label, {"f": lut.size}, data=lut)

@@ -63,6 +63,7 @@ from cvmc.dialects.taskgraph import (
     CvvhOp,
     GraphOp,
     InputOp,
+    InterfaceAttr,
     OutputOp,
     ParamKind,
     StorageBlockOp,
@@ -106,7 +107,8 @@ class _GraphLowering:
                 raise PassFailedException(f"block {b.id}: float 'data' is not supported")
         # Gather maps of every edge (and CLIF write-back), decided before the kernel's signature.
         self.tables: list[np.ndarray] = []
-        self.maps: dict[tuple[str, int, int], tuple[str, object]] = {}
+        # each map as affine (base, coefficients) or as the index of its gather table
+        self.maps: dict[tuple[str, int, int], tuple[int, tuple[int, ...]] | int] = {}
         for b in self.order:
             for k, cluster in enumerate(b.inputs.data):
                 for iface in cluster.interfaces.data:
@@ -116,7 +118,7 @@ class _GraphLowering:
 
     # --- gather maps ---------------------------------------------------------------------------------
 
-    def _edge_map(self, dst: BlockOp, k: int, iface) -> np.ndarray:
+    def _edge_map(self, dst: BlockOp, k: int, iface: InterfaceAttr) -> np.ndarray:
         """For each element of the destination box (in its shape), the flat index of the source element in
         the source's output cluster, or -1."""
         edge = self.edges[iface.edge.data]
@@ -130,7 +132,7 @@ class _GraphLowering:
             current = np.where(source >= 0, current.reshape(-1)[np.maximum(source, 0)], -1)
         return current.reshape(dst.iface_box("in", k, iface)[1])
 
-    def _write_back_map(self, clif: ClifOp, iface) -> np.ndarray:
+    def _write_back_map(self, clif: ClifOp, iface: InterfaceAttr) -> np.ndarray:
         """For each element of the membrane source's box, the flat index in the CLIF's membrane cluster."""
         edge = self.edges[iface.edge.data]
         src = self.blocks[edge.src]
@@ -143,9 +145,9 @@ class _GraphLowering:
     def _plan(self, key: tuple[str, int, int], gather: np.ndarray) -> None:
         affine = _affine(gather)
         if affine is not None:
-            self.maps[key] = ("affine", affine)
+            self.maps[key] = affine
         else:
-            self.maps[key] = ("table", len(self.tables))
+            self.maps[key] = len(self.tables)
             self.tables.append(gather.reshape(-1).astype(np.int32))
 
     # --- the kernel ----------------------------------------------------------------------------------
@@ -193,19 +195,20 @@ class _GraphLowering:
     def _output_of(self, block: BlockOp) -> Value:
         return self.values[block.id] if isinstance(block, StorageBlockOp) else self.results[block.id].value
 
-    def _copy(self, key: tuple[str, int, int], source: Value, target: _Buffer, offsets, sizes) -> None:
+    def _copy(self, key: tuple[str, int, int], source: Value, target: _Buffer, offsets: Sequence[int],
+              sizes: Sequence[int]) -> None:
         """target[box] = source[map(element)] over the box (offsets, sizes) of the target."""
         k = self.k
         strides = row_major(target.extents)
-        kind, how = self.maps[key]
+        how = self.maps[key]
 
         def body(ivs: list[Value]) -> None:
             dst = self._linear(sum(o * s for o, s in zip(offsets, strides)), ivs, strides)
-            if kind == "affine":
-                base, coeffs = how  # type: ignore[misc]
+            if isinstance(how, tuple):
+                base, coeffs = how
                 value = k.load(source, [self._linear(base, ivs, coeffs)])
             else:
-                table = self.table_args[how]  # type: ignore[index]
+                table = self.table_args[how]
                 g = k.load(table, [self._linear(0, ivs, row_major(sizes))])
                 valid = k.cmpi("sge", g, 0)
                 value = k.load(source, [k.to_index(k.select(valid, g, k.const(0)))])
@@ -240,7 +243,7 @@ class _GraphLowering:
     # --- compute blocks ------------------------------------------------------------------------------
 
     def _compute(self, b: ComputeBlockOp) -> None:
-        ins = []
+        ins: list[Value] = []
         for k in range(len(b.inputs.data)):
             buffer = self._alloc(tuple(b.cluster_extents("in", k).values()), zero=not self._covered(b, k))
             self._gather(b, k, buffer)
@@ -400,14 +403,15 @@ def _affine(gather: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
     if gather.size == 0 or (gather < 0).any():
         return None
     base = int(gather.reshape(-1)[0])
-    coeffs = []
-    for d, n in enumerate(gather.shape):
+    shape: tuple[int, ...] = gather.shape
+    coeffs: list[int] = []
+    for d, n in enumerate(shape):
         index = [0] * gather.ndim
         index[d] = 1 if n > 1 else 0
         coeffs.append(int(gather[tuple(index)]) - base if n > 1 else 0)
     expected = base + sum(c * np.arange(n).reshape([-1 if e == d else 1 for e in range(gather.ndim)])
-                          for d, (c, n) in enumerate(zip(coeffs, gather.shape)))  # fmt: skip
-    if not np.array_equal(np.broadcast_to(expected, gather.shape), gather):
+                          for d, (c, n) in enumerate(zip(coeffs, shape)))  # fmt: skip
+    if not np.array_equal(np.broadcast_to(expected, shape), gather):
         return None
     return base, tuple(coeffs)
 

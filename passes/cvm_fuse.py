@@ -86,7 +86,7 @@ def kernel_members(main: func.FuncOp) -> list[list[CvmOperator]]:
     block = main.body.block
     live = live_ops(main)
     last = block.last_op
-    heads = set(last.operands) if isinstance(last, func.ReturnOp) else set()
+    heads: set[SSAValue] = set(last.operands) if isinstance(last, func.ReturnOp) else set()
     readers: dict[SSAValue, int] = {}
     for op in live:
         for v in set(read_operands(op)):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.dialects.cvm import CvmOperator, cvm_attrs, tensor_precision, tensor_shape, tensor_type
+from cvmc.dialects.narrow import is_tensor
 from cvmc.errors import CVMError
 
 
@@ -65,7 +66,7 @@ def _retype(root: ModuleOp, shapes: bool, precision: bool) -> None:
     for op, sig in operator_signatures(root):
         for r, shape, prec in zip(op.results, sig.shapes, sig.precisions):
             old = r.type
-            new_shape = shape if shapes or not isinstance(old, TensorType) else old.get_shape()
+            new_shape = shape if shapes or not is_tensor(old) else old.get_shape()
             new_prec = prec if precision else tensor_precision(old)
             new: Attribute = tensor_type(new_shape, new_prec)
             if new != old:

@@ -19,7 +19,7 @@ it runs cvm's.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -47,7 +47,7 @@ def pipeline_passes(name: str, options: Mapping[str, ModulePass] = {}) -> list[M
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused() -> Generator[None, None, None]:
     """The cyclic garbage collector off for the block (as it was after): compiling allocates IR by the hundred
     thousand and frees little, so its full collections, each a walk of every live object, cost as much as the
     passes themselves on a large model (bench/results/2026-11-28-comment-figures.md). Memory freed by reference

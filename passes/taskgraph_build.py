@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypedDict, Unpack, overload
 
 import numpy as np
 
@@ -76,7 +77,11 @@ def box_dims(box: Shape, names: tuple[str, str, str] = ("y", "x", "f")) -> dict[
     return dict(zip(names, box)) if len(box) == 3 else {names[2]: box[0]}
 
 
-def wrap32(v):
+@overload
+def wrap32(v: int) -> int: ...
+@overload
+def wrap32(v: np.ndarray) -> np.ndarray: ...
+def wrap32(v: int | np.ndarray) -> int | np.ndarray:
     """Two's-complement int32 of an integer (or an int64 array)."""
     return (v + 2**31) % 2**32 - 2**31
 
@@ -101,12 +106,12 @@ class Block:
     op: type[BlockOp]
     precision: Precision
     shape: dict[str, int]
-    params: dict[ParamKind, int] = field(default_factory=dict)
+    params: dict[ParamKind, int] = field(default_factory=dict[ParamKind, int])
     data: np.ndarray | None = None
     bias: Block | int | None = None  # a compute block's SB (VECTOR) or CONSTANT_B
-    parts: list[Block] = field(default_factory=list)  # an SI's writers, biased blocks that only it reads
-    inputs: list[list[InterfaceAttr]] = field(default_factory=list)
-    outputs: list[InterfaceAttr] = field(default_factory=list)
+    parts: list[Block] = field(default_factory=list["Block"])  # an SI's writers, biased blocks that only it reads
+    inputs: list[list[InterfaceAttr]] = field(default_factory=list[list[InterfaceAttr]])
+    outputs: list[InterfaceAttr] = field(default_factory=list[InterfaceAttr])
 
     @property
     def is_compute(self) -> bool:
@@ -134,6 +139,17 @@ class Block:
         return self.op(self.id, self.precision, shape, inputs, outputs, params, data, bias_type)
 
 
+class BlockFields(TypedDict, total=False):
+    """The optional fields of a `Block`, as `Graph.block` takes them."""
+
+    params: dict[ParamKind, int]
+    data: np.ndarray | None
+    bias: Block | int | None
+    parts: list[Block]
+    inputs: list[list[InterfaceAttr]]
+    outputs: list[InterfaceAttr]
+
+
 class Graph:
     """Blocks, edges and groups, numbered in the order they are made."""
 
@@ -142,7 +158,8 @@ class Graph:
         self.edges: list[EdgeOp] = []
         self.groups: list[list[int]] = []
 
-    def block(self, op: type[BlockOp], precision: Precision, shape: dict[str, int], **fields) -> Block:
+    def block(self, op: type[BlockOp], precision: Precision, shape: dict[str, int],
+              **fields: Unpack[BlockFields]) -> Block:
         b = Block(len(self.blocks), op, precision, shape, **fields)
         self.blocks.append(b)
         return b

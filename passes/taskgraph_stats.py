@@ -87,7 +87,7 @@ def graph_stats(graph: GraphOp) -> list[BlockStats]:
     for e in graph.edges:
         src, dst = blocks[e.src], blocks[e.dst]
         traffic[src.id] += _bytes(math.prod(dst.edge_box(e.id, "in")[1]), src)
-    stats = []
+    stats: list[BlockStats] = []
     for b in graph.blocks:
         volume = _volume(b.shape.extents())
         stats.append(

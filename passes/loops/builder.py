@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, math, memref, scf
@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from cvmc.dialects.narrow import is_integer_type, is_memref
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import Layout
 
@@ -30,9 +31,10 @@ INDEX = IndexType()
 Value = SSAValue
 Attrs = dict[str, Any]  # an operator's attributes (`Node.attrs`)
 Epilogue = Callable[[Value, list[Value]], Value]  # a fused epilogue: (value, output index) -> value
+LoopBody = Callable[Concatenate[Value, ...], Sequence[Value] | None]  # (iv, *carried) -> the values yielded
 
 # Index arithmetic on two constants is folded as it is built (None: leave it to LLVM).
-_FOLD: dict[type[Operation], Callable[[int, int], int | None]] = {
+_FOLD: dict[type[arith.SignlessIntegerBinaryOperation], Callable[[int, int], int | None]] = {
     arith.AddiOp: lambda x, y: x + y,
     arith.SubiOp: lambda x, y: x - y,
     arith.MuliOp: lambda x, y: x * y,
@@ -75,7 +77,7 @@ class KernelBuilder:
         finally:
             self._b = saved
 
-    def for_(self, ub: int | Value, body: Callable[..., Sequence[Value] | None], lb: int | Value = 0,
+    def for_(self, ub: int | Value, body: LoopBody, lb: int | Value = 0,
              step: int | Value = 1, inits: Sequence[Value] = ()) -> list[Value]:
         """`scf.for %iv = lb to ub step step iter_args(inits)`; `body(iv, *carried)` returns the yielded values.
         A loop of one iteration (static bounds) is its body, inline."""
@@ -175,10 +177,10 @@ class KernelBuilder:
     def _type(a: Value | int, b: Value | int) -> IntegerType | IndexType:
         """The type of the operands of a binary op (at least one is a value)."""
         v = a if isinstance(a, SSAValue) else b
-        assert isinstance(v, SSAValue) and isinstance(v.type, IntegerType | IndexType)
+        assert isinstance(v, SSAValue) and (isinstance(v.type, IndexType) or is_integer_type(v.type))
         return v.type
 
-    def _bin(self, cls: type[Operation], a: Value | int, b: Value | int) -> Value:
+    def _bin(self, cls: type[arith.SignlessIntegerBinaryOperation], a: Value | int, b: Value | int) -> Value:
         ty = self._type(a, b)
         x, y = self.constant_value(a), self.constant_value(b)
         if ty == INDEX and x is not None and y is not None and cls in _FOLD:
@@ -187,7 +189,7 @@ class KernelBuilder:
                 return self.const(folded, INDEX)
         a = self.const(a, ty) if isinstance(a, int) else a
         b = self.const(b, ty) if isinstance(b, int) else b
-        return self.insert(cls(a, b)).results[0]  # type: ignore[call-arg]
+        return self.insert(cls(a, b)).results[0]
 
     def constant_value(self, v: Value | int) -> int | None:
         """The value of an int or of a constant this builder made, else None."""
@@ -295,6 +297,13 @@ class Arg:
     mem: Value
     layout: Layout
 
+    @property
+    def element_type(self) -> IntegerType:
+        """The element type of the memref (a cvm kernel's arguments are memrefs of integers)."""
+        t = self.mem.type
+        assert is_memref(t) and is_integer_type(t.element_type), t
+        return t.element_type
+
     def load(self, k: KernelBuilder, ivs: Sequence[Value | int]) -> Value:
         return k.load(self.mem, ivs)
 
@@ -315,7 +324,7 @@ def widened(k: KernelBuilder, v: Value) -> Value:
 
 def narrowed(k: KernelBuilder, v: Value, element: Attribute) -> Value:
     """v truncated to the integer type `element` (v itself for i32 or a non-integer element)."""
-    return k.trunci(v, element) if isinstance(element, IntegerType) and element != i32 else v
+    return k.trunci(v, element) if is_integer_type(element) and element != i32 else v
 
 
 def unravel(k: KernelBuilder, flat: Value, shape: Sequence[int]) -> list[Value]:

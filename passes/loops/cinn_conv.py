@@ -27,16 +27,13 @@ The order is fixed (the same on any thread count and host).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from xdsl.dialects.builtin import MemRefType
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import KernelBuilder, Value
-from cvmc.passes.loops.cinn_scalar import Scalar
-
-if TYPE_CHECKING:
-    from cvmc.passes.convert_cinn_to_loops import KernelEmitter
+from cvmc.passes.loops.cinn_scalar import Emitter, Scalar
 
 # The most floats a stack slot of one kernel holds (the accumulators and the padded rows): beyond, the row forms.
 MAX_SLOT = 1 << 14
@@ -67,8 +64,8 @@ def _at(g: cinn.ConvGeometry, n: Value, c: Value, h: Value, w: Value) -> list[Va
     return [n, c, h, w] if g.data_format == cinn.DataFormat.NCHW else [n, h, w, c]
 
 
-def _padded_rows(k: KernelBuilder, s: Scalar, buf: Value, at: int, load, row: Value, rows: int, lo: int,
-                 width: int, cols: int) -> None:
+def _padded_rows(k: KernelBuilder, s: Scalar, buf: Value, at: int, load: Callable[[Value, Value], Value], row: Value,
+                 rows: int, lo: int, width: int, cols: int) -> None:
     """buf[at + t] = source[row, lo + t] for t < width, 0 outside the source (rows x cols); `load(row, col)`."""
     zero = s.const(0)
     first, last = max(0, -lo), min(width, cols - lo)  # the t whose column lies inside the source
@@ -85,7 +82,7 @@ def _padded_rows(k: KernelBuilder, s: Scalar, buf: Value, at: int, load, row: Va
     k.if_(k.andi(k.cmpi("sge", row, k.idx(0)), k.cmpi("slt", row, k.idx(rows))), inside, outside)
 
 
-def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
+def conv_padded(e: Emitter, op: cinn.ConvOp) -> bool:
     """Emit `op` as a padded-row micro-kernel (see the module docstring); False (nothing emitted) for the forms
     it does not cover: backward_data at a stride other than 1, non-float types, buffers over MAX_SLOT."""
     g = op.geometry()
@@ -173,7 +170,7 @@ def conv_padded(e: KernelEmitter, op: cinn.ConvOp) -> bool:
     return True
 
 
-def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
+def _filter_lanes(e: Emitter, op: cinn.ConvOp, s: Scalar) -> bool:
     """backward_filter in ow lanes (the module docstring's order): one input channel and a block of OB output
     channels per iteration, the padded x rows of RB output rows (n, i .. i + RB - 1) shared by the OB output
     channels (and by the rows that read the same input row) and each dy element by the kh * kw taps. Each lane's
@@ -224,7 +221,7 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
             def column(j: Value) -> None:
                 dys = [[e.value(dy, _at(g, n, o, i, j)) for i in ii] for o in os]
                 at = k.muli(j, k.idx(g.stride_w)) if g.stride_w != 1 else j
-                xs = {}
+                xs: dict[tuple[int, int, int], Value] = {}
                 for b in range(cb):
                     for t, d in enumerate(offs):
                         for q in range(g.kw):
@@ -241,8 +238,10 @@ def _filter_lanes(e: KernelEmitter, op: cinn.ConvOp, s: Scalar) -> bool:
 
         k.for_(g.n, lambda n: k.for_(g.oh, lambda i: position(n, i), step=rb))
         for t, (a, b, p, q) in enumerate(taps):
-            (total,) = k.for_(g.ow, lambda j, acc_, t=t: [s.add(acc_, k.load(acc, [k.addi(j, k.idx(t * g.ow))]))],
-                              inits=[s.const(0)])
+            def tap_sum(j: Value, total: Value, t: int = t) -> list[Value]:
+                return [s.add(total, k.load(acc, [k.addi(j, k.idx(t * g.ow))]))]
+
+            (total,) = k.for_(g.ow, tap_sum, inits=[s.const(0)])
             k.store(total, out, [os[a], cs[b], k.idx(p), k.idx(q)])
 
     k.parallel([g.o // ob * c_blocks], plane)

@@ -24,16 +24,11 @@ are the same on any thread count and host (and for any MR, NR, KC).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.dialects.builtin import MemRefType
 
 from cvmc.dialects import cinn
 from cvmc.passes.loops.builder import Value
-from cvmc.passes.loops.cinn_scalar import Scalar
-
-if TYPE_CHECKING:
-    from cvmc.passes.convert_cinn_to_loops import KernelEmitter
+from cvmc.passes.loops.cinn_scalar import Emitter, Scalar
 
 # The block of the output one loop over k accumulates in registers, MR rows x NR columns, and the rows of rhs one
 # packed panel holds (KC x NR floats, a stack slot: the k range runs by chunks of KC), by the pass's
@@ -50,7 +45,7 @@ def blocks(op: cinn.DotOp) -> bool:
     return cinn.is_float(op.result.type.element_type) and len(cinn.shape_of(lhs)) == 2 == len(cinn.shape_of(rhs))
 
 
-def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
+def dot_blocked(e: Emitter, op: cinn.DotOp) -> bool:
     """Emit the 2-D float `op` as the register-blocked kernel (module docstring); False (nothing emitted) for
     other types and ranks (`blocks`)."""
     if not blocks(op):
@@ -85,7 +80,7 @@ def dot_blocked(e: KernelEmitter, op: cinn.DotOp) -> bool:
                     def kstep(t: Value, *accs: Value) -> list[Value]:
                         at = k.muli(t, k.idx(width))
                         b = [k.load(buf, [k.addi(at, j)]) for j in range(width)]
-                        result = []
+                        result: list[Value] = []
                         for r, i in enumerate(block):
                             a = e.value(lhs, [i, k.addi(k0, t)])
                             result.extend(s.madd(acc, a, bv) for bv, acc in zip(b, accs[r * width : (r + 1) * width]))

@@ -8,23 +8,41 @@ from __future__ import annotations
 import math as pymath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, IntegerType, i1, i8, i32
+from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, f32, i1, i8, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from cvmc.dialects import cinn
 from cvmc.dialects.cvmc import CvmcUpstream
+from cvmc.dialects.narrow import is_integer_type
 from cvmc.passes.loops.builder import KernelBuilder
 
 _UPSTREAM = {op.name: op for op in CvmcUpstream.operations}
 
 Value = SSAValue
+BinaryOp = Callable[[Value, Value], Operation]  # the class of a binary arith op
 
 
 def storage_type(element: Attribute) -> Attribute:
     """The memref element type of a cinn element type: ui8 is stored as i8."""
     return i8 if element == cinn.ui8 else element
+
+
+class Emitter(Protocol):
+    """What the micro-kernels (`cinn_dot`, `cinn_conv`) read of the kernel emitter that calls them
+    (`convert_cinn_to_loops.KernelEmitter`): its builder, outputs and options, and the element of an SSA value at
+    an index."""
+
+    k: KernelBuilder
+    outputs: list[Value]
+    exact_float: bool
+    vector_bytes: int
+    dot_block: tuple[int, int, int] | None
+
+    def scalar_type(self, op: Operation) -> Attribute: ...
+    def value(self, v: Value, ivs: Sequence[Value]) -> Value: ...
 
 
 @dataclass
@@ -58,7 +76,7 @@ class Scalar:
         t = self.type
         if isinstance(t, Float32Type | Float64Type):
             return self.emit(arith.ConstantOp(FloatAttr(value, t)))
-        assert isinstance(t, IntegerType)
+        assert is_integer_type(t), t
         return self.k.const(int(value), t)
 
     def lowest(self) -> Value:
@@ -84,9 +102,9 @@ class Scalar:
         """x != 0, as i1."""
         return self.cmp("ne", x, self.const(0))
 
-    def pick(self, float_op: Callable, signed_op: Callable, unsigned_op: Callable, *args: Value) -> Value:
+    def pick(self, float_op: BinaryOp, signed_op: BinaryOp, unsigned_op: BinaryOp, a: Value, b: Value) -> Value:
         op = float_op if self.is_float else unsigned_op if self.unsigned else signed_op
-        return self.emit(op(*args))
+        return self.emit(op(a, b))
 
     def add(self, a: Value, b: Value) -> Value:
         return self.emit(arith.AddfOp(a, b) if self.is_float else arith.AddiOp(a, b))
@@ -178,7 +196,7 @@ class Scalar:
         # ui8: ipowi reads its exponent as signed, so compute in i32 (the low 8 bits are the same) and truncate
         wide = [self.k.extui(v, i32) for v in (a, b)]
         narrow = self.type
-        assert isinstance(narrow, IntegerType)
+        assert is_integer_type(narrow), narrow
         return self.k.trunci(self.emit(math.IPowIOp(*wide)), narrow)
 
     def sign(self, x: Value) -> Value:
@@ -314,7 +332,7 @@ def log_f32(s: Scalar, x: Value) -> Value:
     z = emit(arith.MulfOp(u, u))
     series = emit(math.FmaOp(emit(arith.NegfOp(u)), emit(math.FmaOp(emit(arith.NegfOp(z)), _horner(s, z, LOG_SERIES),
                                                                      f)), f))
-    kf = emit(arith.SIToFPOp(k, s.type))  # pyright: ignore[reportArgumentType] (a float Scalar's type is a float)
+    kf = emit(arith.SIToFPOp(k, f32))
     result = emit(arith.AddfOp(emit(arith.MulfOp(kf, c(LN2_HI))), emit(math.FmaOp(kf, c(LN2_LO), series))))
     # the edges: 0 -> -inf, negative or NaN -> NaN (x != x or x < 0), inf -> inf
     result = _select(s, emit(arith.CmpfOp(x, c(0.0), "oeq")), c(-pymath.inf), result)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from math import prod
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 from xdsl.dialects.builtin import MemRefType, i1, i8, i32, i64
@@ -125,7 +125,24 @@ def operand_layout(op: str, index: int, layout: Layout, out_shape: tuple[int, ..
 # ---------------------------------------------------------------------------------------------------------
 
 
-def fused_epilogue(k: KernelBuilder, steps: Sequence[Any],
+class _StepNode(Protocol):
+    @property
+    def op(self) -> str: ...
+    @property
+    def attrs(self) -> Attrs: ...
+
+
+class EpilogueStep(Protocol):
+    """One operator of a fused epilogue (`plan.Step`): its node and its operands, the running value (None) or
+    an index into the kernel's extra inputs."""
+
+    @property
+    def node(self) -> _StepNode: ...
+    @property
+    def sources(self) -> Sequence[int | None]: ...
+
+
+def fused_epilogue(k: KernelBuilder, steps: Sequence[EpilogueStep],
                    extras: Sequence[Arg]) -> Callable[[Value, list[Value]], Value]:
     """A group's fused epilogue as a function of the anchor's value at an output index: each step (`Group.epilogue`)
     applies its node's op to the value and to the extra inputs it names, read at that index."""
@@ -237,7 +254,7 @@ def _upsampling(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int
 
 @_computes("repeat")
 def _repeat(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]) -> Compute:
-    ax = a["axis"] % len(out_shape)
+    ax: int = a["axis"] % len(out_shape)
 
     def compute(ivs: list[Value]) -> Value:
         src = list(ivs)
@@ -287,7 +304,7 @@ def _take(k: KernelBuilder, a: Attrs, ins: list[Arg], out_shape: tuple[int, ...]
     if a["axis"] is None:
         size = data.layout.size
         return lambda ivs: _load_flat(k, data, _clipped_index(k, idx.load(k, ivs), size))
-    ax = a["axis"] % len(data.layout.shape)
+    ax: int = a["axis"] % len(data.layout.shape)
     m = len(idx.layout.shape)
     n = data.layout.shape[ax]
 
@@ -320,7 +337,9 @@ def _reduce(start_zero: bool, combine: str) -> ComputeFactory:
 
             def nest(r: int, acc: Value) -> Value:
                 if r == len(axes):
-                    v = x.load(k, src)  # type: ignore[arg-type]
+                    at = [i for i in src if i is not None]
+                    assert len(at) == len(shape)  # each dim kept or reduced
+                    v = x.load(k, at)
                     return k.addi(acc, v) if combine == "add" else k.maxsi(acc, v)
 
                 def body(i: Value, acc: Value) -> list[Value]:
@@ -353,7 +372,7 @@ def flat_inputs(op: str, a: Attrs) -> tuple[int, ...]:
 
 def concatenate(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilogue) -> None:
     """Each input copied into its slice of the output along axis."""
-    ax = a["axis"] % len(out.layout.shape)
+    ax: int = a["axis"] % len(out.layout.shape)
     start = 0
     for arg in ins:
         def body(ivs: list[Value], arg: Arg = arg, start: int = start) -> None:
@@ -532,7 +551,7 @@ def pack(k: KernelBuilder, a: Attrs, out: Arg, src: Arg) -> None:
     """`out` = `src` packed (`a["to"]`): zero-padded NHWC, conv weight rows (kh, kw, c), or rows, zero-extended
     to the packed width; narrowed to the packed element type (the values fit it). With `a["zero_point"]` (the u8
     packing) every value, padding included, is stored plus the zero point."""
-    element = out.mem.type.element_type  # type: ignore[attr-defined]
+    element = out.element_type
     zero_point = a.get("zero_point", 0)
     zero = k.const(zero_point, element)  # wrapped: 128 is the byte 0x80
 
@@ -675,7 +694,7 @@ def conv2d(k: KernelBuilder, a: Attrs, out: Arg, ins: list[Arg], epilogue: Epilo
     kh, kw = a["kernel_size"]
     (sh, sw), (dh, dw) = a["strides"], a["dilation"]
     depth = kh * kw * cg
-    element = x.mem.type.element_type  # type: ignore[attr-defined]
+    element = x.element_type
     byte = element == i8
     item = 1 if byte else 2 if element != i32 else 4
     tiles = -(-ow_ * groups * width * item // IM2COL_BYTES)

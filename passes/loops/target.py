@@ -31,7 +31,7 @@ there (`module_target`), their option `target` (the printed form) sets it, and w
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from cvmc.dialects.target_rules import TIERS, target_error
 
@@ -42,9 +42,19 @@ if TYPE_CHECKING:  # `Target` itself is plain data: a warm `load_model` imports 
 
 ISAS = TIERS
 ATTRIBUTE = "cvmc.target"  # the module attribute holding the target (a `TargetAttr`)
-_FLAGS = {"no-mmk": ("mmk", False), "emulated": ("emulated", True)}
+_FLAGS: dict[str, tuple[Literal["mmk", "emulated"], bool]] = {"no-mmk": ("mmk", False), "emulated": ("emulated", True)}
 _VALUES = ("vector_bytes", "cpu", "features")  # `name=value` after the flags, `features` last
 _FORM = f"x86:<{'|'.join(ISAS)}>[,no-mmk][,emulated][,vector_bytes=N][,cpu=NAME][,features=+a,-b,...] or cuda:<arch>"
+
+
+class _Fields(TypedDict, total=False):
+    """The fields of a `Target` its printed form sets after the tier."""
+
+    mmk: bool
+    emulated: bool
+    vector_bytes: int
+    cpu: str
+    features: str
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class Target:
             return Target(gpu=name)
         if kind != "x86" or name not in ISAS:
             raise ValueError(f"expected a target {_FORM}, got {text!r}")
-        fields: dict[str, object] = {}
+        fields: _Fields = {}
         for i, flag in enumerate(flags):
             key, equals, value = flag.partition("=")
             if key == "features" and equals:
@@ -108,15 +118,18 @@ class Target:
             elif key in _VALUES and equals:
                 if key in fields:
                     raise ValueError(f"expected each of {', '.join(_VALUES)} once, got {key} twice in {text!r}")
-                if key == "vector_bytes" and not value.isdigit():
-                    raise ValueError(f"expected vector_bytes=<an integer>, got {flag!r} in {text!r}")
-                fields[key] = int(value) if key == "vector_bytes" else value
+                if key == "vector_bytes":
+                    if not value.isdigit():
+                        raise ValueError(f"expected vector_bytes=<an integer>, got {flag!r} in {text!r}")
+                    fields[key] = int(value)
+                else:
+                    fields[key] = value
             else:
                 raise ValueError(f"expected a target flag in {', '.join(_FLAGS)} or {'=..., '.join(_VALUES)}=..., "
                                  f"got {flag!r} in {text!r}")
             if key == "features":
                 break
-        return Target(isa=name, **fields)  # type: ignore[arg-type]
+        return Target(isa=name, **fields)
 
     def attr(self) -> TargetAttr:
         """This target as the module attribute `cvmc.target`."""

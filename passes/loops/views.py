@@ -23,7 +23,8 @@ from cvmc.dialects import cvm_rules as rules
 
 def row_major(shape: Sequence[int]) -> tuple[int, ...]:
     """The strides of a contiguous row-major tensor of `shape`."""
-    strides, acc = [], 1
+    strides: list[int] = []
+    acc = 1
     for n in reversed(shape):
         strides.append(acc)
         acc *= n
@@ -146,7 +147,7 @@ def collapse(layouts: Sequence[Layout]) -> list[Layout]:
             dims[-1].append(d)
         else:
             dims.append([d])
-    out = []
+    out: list[Layout] = []
     for l in layouts:
         if not dims:
             out.append(Layout((1,), (1,), l.offset))
