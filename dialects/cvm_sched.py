@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StridedLayoutAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     i8,
     i16,
@@ -366,4 +367,54 @@ class StoreOp(IRDLOperation):
         _integer_elements(self.dest.type, "dest")
 
 
-CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp, LoadOp, StoreOp], [])
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """A kernel call of the host `@main` (`cvm-bufferize`): the outlined kernel `callee` on the views `args`, and
+    `work`, the gas of its operators, which decides how many threads share the call.
+
+        cvm_sched.call @relu(%1, %data) {work = 4 : i64} : memref<4xi32>, memref<1x4xi32>
+    """
+
+    name = "cvm_sched.call"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    callee = prop_def(SymbolRefAttr)
+    work = prop_def(IntegerAttr[I64])
+    args = var_operand_def(MemRefType)
+
+    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+
+    def __init__(self, callee: str, args: Sequence[SSAValue], work: int):
+        super().__init__(operands=[args], properties={"callee": SymbolRefAttr(callee), "work": IntegerAttr(work, 64)})
+
+    def verify_(self) -> None:
+        if self.work.value.data < 0:
+            raise VerifyException(f"expected 'work' >= 0, got {self.work.value.data}")
+
+
+@irdl_op_definition
+class FootprintOp(IRDLOperation):
+    """What the model's operators output in all (`cvm-bufferize`, in the host `@main`): the bytes a host without
+    buffer reuse would allocate, which the arena is measured against.
+
+        cvm_sched.footprint {intermediate_bytes = 192 : i64}
+    """
+
+    name = "cvm_sched.footprint"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    intermediate_bytes = prop_def(IntegerAttr[I64])
+
+    assembly_format = "attr-dict"
+
+    def __init__(self, intermediate_bytes: int):
+        super().__init__(properties={"intermediate_bytes": IntegerAttr(intermediate_bytes, 64)})
+
+    def verify_(self) -> None:
+        if self.intermediate_bytes.value.data < 0:
+            raise VerifyException(f"expected 'intermediate_bytes' >= 0, got {self.intermediate_bytes.value.data}")
+
+
+CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp, LoadOp, StoreOp, CallOp, FootprintOp], [])

@@ -11,8 +11,9 @@ The scheduled `@main` (`cvm_sched.view`, `cvm_sched.pack`, `cvm_sched.kernel` ov
   thing on the same argument types are one function;
 - the host `func.func @main(%data, %arena)` returning the heads: `memref.view`s of the byte arena, one per
   buffer, `memref.reinterpret_cast`s to the strided view each kernel reads (views: reshape, transpose, slices,
-  broadcast operands exist only as these layouts), and one `func.call` per kernel in execution order (with
-  `cvm.work`, its gas, to decide threading). `runtime/driver/host.py` reads it.
+  broadcast operands exist only as these layouts), one `cvm_sched.call` per kernel in execution order (with
+  `work`, its gas, to decide threading), and `cvm_sched.footprint` (the bytes of every operator output, which the
+  arena is measured against). `runtime/driver/host.py` reads it.
 
 Buffers are placed by liveness: a buffer is live from the call that writes it to the last call that reads it or
 a view of it (heads: to the end); first fit, largest first, 64-byte aligned (`loops.arena`), so two buffers share
@@ -28,7 +29,8 @@ bytes only when their lifetimes do not overlap. The model's own storage_id is ne
       %0 = arith.constant 0 : index
       %1 = memref.view %arena[%0][] : memref<64xi8> to memref<4xi32>
       %2 = memref.reinterpret_cast %1 to offset: [0], sizes: [1, 4], strides: [4, 1] : ...
-      func.call @relu(%1, %data) {cvm.work = 4 : i64} : ...
+      cvm_sched.call @relu(%1, %data) {work = 4 : i64} : memref<4xi32>, memref<1x4xi32>
+      cvm_sched.footprint {intermediate_bytes = 16 : i64}
       func.return %2 : memref<1x4xi32>
     }
 """
@@ -69,7 +71,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
-from cvmc.dialects.cvm_sched import KernelOp, LoadOp, PackOp, StoreOp, ViewOp, YieldOp, ui8
+from cvmc.dialects.cvm_sched import CallOp, FootprintOp, KernelOp, LoadOp, PackOp, StoreOp, ViewOp, YieldOp, ui8
 from cvmc.passes.cvm_fuse import MAX_CONCAT_INPUTS, MAX_GROUP_OPS
 from cvmc.passes.loops import ops
 from cvmc.passes.loops.arena import ELEMENT_BYTES, Buffer, place
@@ -107,15 +109,14 @@ def _view(arena: SSAValue, offset: int, t: MemRefType) -> list[Operation]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _call_attrs(callee: str, work: int) -> tuple[SymbolRefAttr, IntegerAttr]:
-    """The callee and `cvm.work` of a call, shared by the calls of one kernel with equal work."""
-    return SymbolRefAttr(callee), IntegerAttr(work, 64)
+def _call_properties(callee: str, work: int) -> dict[str, Attribute]:
+    """The callee and work of a call, shared by the calls of one kernel with equal work."""
+    return {"callee": SymbolRefAttr(callee), "work": IntegerAttr(work, 64)}
 
 
 def _call(callee: str, args: list[SSAValue], work: int) -> Operation:
-    """`func.call @callee(args) {cvm.work = work}`."""
-    symbol, work_attr = _call_attrs(callee, work)
-    return func.CallOp.create(operands=args, properties={"callee": symbol}, attributes={"cvm.work": work_attr})
+    """`cvm_sched.call @callee(args) {work = work}`."""
+    return CallOp.create(operands=args, properties=dict(_call_properties(callee, work)))
 
 
 @dataclass
@@ -733,9 +734,9 @@ def bufferize(main: func.FuncOp, target: Target) -> list[Operation]:
     for c, a in zip(b.calls, arguments):
         host.block.add_op(_call(kernels[a.key], [host.view(x) for x in a.args], _work(c)))
     results = [host.view(KernelArg(b.refs[v].buffer, b.refs[v].layout)) for v in b.heads]
+    host.block.add_op(FootprintOp(_intermediate_bytes(main)))
     host.block.add_op(func.ReturnOp(*results))
     host_main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
-    host_main.attributes["cvm.intermediate_bytes"] = IntegerAttr(_intermediate_bytes(main), 64)
     return [*globals_, *out, host_main]
 
 

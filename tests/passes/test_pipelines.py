@@ -21,7 +21,7 @@ import cvmc
 from cvmc import CvmBuilder
 from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
-from cvmc.dialects.cvm_sched import CvmSched, KernelOp
+from cvmc.dialects.cvm_sched import CallOp, CvmSched, KernelOp
 from cvmc.dialects.cvmc import Cvmc
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass, LowerConv2d
 from cvmc.passes.cvm_bufferize import CvmBufferizePass
@@ -77,7 +77,7 @@ def _run(module: ModuleOp, x: np.ndarray) -> list[np.ndarray]:
 
 def _calls(module: ModuleOp) -> list[str]:
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-    return [op.callee.root_reference.data for op in main.body.block.ops if isinstance(op, func.CallOp)]
+    return [op.callee.root_reference.data for op in main.body.block.ops if isinstance(op, CallOp)]
 
 
 def _rand(shape, precision=8):

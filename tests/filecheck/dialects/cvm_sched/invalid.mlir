@@ -217,3 +217,30 @@ func.func @f(%v: tensor<4xi32>, %out: memref<4xf32>) {
   func.return
 }
 // CHECK: Operation does not verify: expected 'dest' of integer elements, got memref<4xf32>
+
+// -----
+
+// call: work >= 0
+func.func @f(%x: memref<4xi32>) {
+  cvm_sched.call @k(%x) {work = -1 : i64} : memref<4xi32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'work' >= 0, got -1
+
+// -----
+
+// call: views (memrefs) only
+func.func @f(%x: tensor<4xi32>) {
+  cvm_sched.call @k(%x) {work = 1 : i64} : tensor<4xi32>
+  func.return
+}
+// CHECK: memref
+
+// -----
+
+// footprint: bytes >= 0
+func.func @f() {
+  cvm_sched.footprint {intermediate_bytes = -1 : i64}
+  func.return
+}
+// CHECK: Operation does not verify: expected 'intermediate_bytes' >= 0, got -1
