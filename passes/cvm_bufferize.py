@@ -71,13 +71,23 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.dialects.cvm import CvmOperator, ParamOp, cvm_attrs, tensor_precision, tensor_shape
-from cvmc.dialects.cvm_sched import CallOp, FootprintOp, KernelOp, LoadOp, PackOp, StoreOp, ViewOp, YieldOp, ui8
+from cvmc.dialects.cvm_sched import (
+    CallOp,
+    FootprintOp,
+    KernelOp,
+    LoadOp,
+    PackOp,
+    StoreOp,
+    ViewOp,
+    YieldOp,
+    packing_of,
+    ui8,
+)
 from cvmc.passes.cvm_fuse import MAX_CONCAT_INPUTS, MAX_GROUP_OPS
 from cvmc.passes.loops import ops
 from cvmc.passes.loops.arena import ELEMENT_BYTES, Buffer, place
 from cvmc.passes.loops.kernels import ELEMENT_TYPES, KernelArg, KernelNames, op_kind
 from cvmc.passes.loops.ops import pack_values
-from cvmc.passes.loops.target import Target, module_target
 from cvmc.passes.loops.views import Layout, collapse
 
 _SYMBOL = re.compile(r"[^A-Za-z0-9_]")
@@ -177,11 +187,11 @@ class _Call:
     epilogue: list[Operation] = field(default_factory=list)
     sources: list[list[int | None]] = field(default_factory=list)  # per epilogue op: running value or extra
     extras: list[SSAValue] = field(default_factory=list)  # what the epilogue reads, one per non-running operand
-    outputs: list[SSAValue] = field(default_factory=list)  # the values it computes (the last op's results)
-    packs: list[PackOp] = field(default_factory=list)  # packs of its output its epilogue writes instead of it
+    outputs: list[SSAValue] = field(default_factory=list)  # the values it writes (the kernel's results)
+    packs: list[PackOp] = field(default_factory=list)  # packed copies of its output its epilogue writes instead
     scratch: list[int] = field(default_factory=list)  # buffers of per-call scratch
     part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
-    extra_refs: dict[int, Ref] = field(default_factory=dict)  # an extra read from a packed copy (by index)
+    out_shape: tuple[int, ...] = ()  # the shape of the anchor's result (and its epilogue's)
 
     @property
     def ops(self) -> list[Operation]:
@@ -193,6 +203,7 @@ class _Call:
 
     @property
     def fusable(self) -> bool:
+        """Whether it takes an elementwise epilogue."""
         return self.kind in ("map", "compute", "conv2d", "dense", "concatenate") and self.part is None
 
 
@@ -240,15 +251,12 @@ class _Bufferizer:
     """The walk of `cvm-bufferize` over a scheduled `@main`, in order: buffers, refs, calls; then liveness and the
     arena."""
 
-    def __init__(self, main: func.FuncOp, target: Target):
+    def __init__(self, main: func.FuncOp):
         self.main = main
-        self.target = target
         self.buffers: list[Buffer] = []
         self.refs: dict[SSAValue, Ref] = {}
         self.params: dict[int, tuple[ParamOp, PackOp | None]] = {}  # param buffer -> its param (and packing)
         self.calls: list[_Call] = []
-        self.open_call: dict[SSAValue, int] = {}  # a value -> the fusable call computing it
-        self.consumers: dict[SSAValue, int] = {}  # a value -> the ops reading it (a pack's reader reads its source)
         self.input_shape: tuple[int, ...] | None = None
         block = main.body.block
         ret = block.last_op
@@ -278,16 +286,6 @@ class _Bufferizer:
     def run(self) -> None:
         block = self.main.body.block
         live = _live(self.main)
-        ops = [op for op in block.ops if op in live]
-        for op in ops:  # the consumers of each value, as the fusion rule counts them
-            if isinstance(op, KernelOp):
-                outside: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, op.inputs))
-                for inner in op.body.block.ops:
-                    if isinstance(inner, CvmOperator):
-                        for v in {self._source(outside.get(v, v)) for v in _read_operands(inner)}:
-                            self.consumers[v] = self.consumers.get(v, 0) + 1
-            elif isinstance(op, ViewOp):
-                self.consumers[op.source] = self.consumers.get(op.source, 0) + 1
         for op in block.ops:
             if op not in live or isinstance(op, ParamOp | func.ReturnOp):
                 continue
@@ -303,12 +301,10 @@ class _Bufferizer:
                                 "cvm-mark-views, cvm-pack-operands and cvm-fuse first")
             else:
                 raise _fail(op, f"unexpected op in @{self.main.sym_name.data}: expected cvm ops")
-        if self.target.blocked:
-            self._extras_from_packs()
 
     def _pack(self, op: PackOp) -> None:
-        """A `cvm_sched.pack`: made when compiling for a param (but its NHWC data), else written by its producer's
-        epilogue (`_pack_in_epilogue`) or by a pack kernel at its place."""
+        """A `cvm_sched.pack` outside kernels: made when compiling for a param (but its NHWC data), else by a pack
+        kernel at its place."""
         how = op.packing()
         if isinstance(op.source.owner, ParamOp) and how["to"] != "nhwc":
             shape = _shape(op.result)
@@ -317,36 +313,7 @@ class _Bufferizer:
             self.params[self.refs[op.result].buffer] = (op.source.owner, op)
             return
         self.refs[op.result] = self._new(op.result)
-        producer = self._pack_in_epilogue(op.source, op)
-        if producer is None:
-            self.calls.append(_Call("pack", op, [op.source], outputs=[op.result]))
-        else:
-            self._packs_instead(producer, op)
-
-    def _packs_instead(self, producer: _Call, pack: PackOp) -> None:
-        """`producer`'s epilogue writes `pack`'s result, and not its own output."""
-        producer.packs.append(pack)
-        self.buffers[self.refs[producer.outputs[0]].buffer].kind = "unused"
-
-    def _pack_in_epilogue(self, src: SSAValue, pack: PackOp,
-                          readers: dict[int, list[_Call]] | None = None) -> _Call | None:
-        """The call whose epilogue writes the padded NHWC pack of its output `src` instead of `src`: a conv2d on
-        the register-blocked micro-kernel (its accumulators are then kept pixel by pixel, so a pixel's channels
-        are contiguous, as NHWC has them), when the pack is the one reader of `src` (storing the int32 output as
-        well, pixel by pixel, would write 4 KB apart: slower than the pack kernel). None otherwise: a pack kernel
-        runs."""
-        c = self.open_call.get(src)
-        if readers is not None:  # after the walk: one call left reads its buffer (the pack kernel), no head
-            buffer = self.refs[src].buffer
-            alone = len(readers.get(buffer, [])) == 1 and all(self.refs[h].buffer != buffer for h in self.heads)
-        else:
-            alone = self.consumers.get(src) == 1
-        if c is None or pack.to.data != "nhwc" or not self.target.blocked or not alone or src in self.heads:
-            return None
-        call = self.calls[c]
-        if call.kind != "conv2d" or call.outputs != [src] or len(_shape(call.inputs[1])) != 3:
-            return None
-        return call
+        self.calls.append(_Call("pack", op, [op.source], outputs=[op.result], out_shape=_shape(op.result)))
 
     def _kernel(self, kernel: KernelOp) -> None:
         """A `cvm_sched.kernel`: one call (a concatenate of many inputs: one per part), its anchor and epilogue
@@ -355,22 +322,28 @@ class _Bufferizer:
         body = kernel.body.block
         outside: dict[SSAValue, SSAValue] = dict(zip(body.args, kernel.inputs))
         members: list[CvmOperator] = []
+        packs: list[PackOp] = []  # packed copies of its output its epilogue writes (`cvm-fuse-packs`)
         for op in body.ops:
-            if isinstance(op, CvmOperator):
+            if isinstance(op, CvmOperator) and not packs:
                 members.append(op)
+            elif isinstance(op, PackOp) and members and op.source == members[-1].results[0]:
+                packs.append(op)
             elif not isinstance(op, YieldOp):
-                raise _fail(op, f"unexpected op {op.name} in a cvm_sched.kernel: expected cvm operators")
+                raise _fail(op, f"unexpected op {op.name} in a cvm_sched.kernel: expected cvm operators, then packs "
+                                "of the last one's result")
         if not members:
             raise _fail(kernel, "expected a cvm operator to anchor the kernel, got none")
         anchor = members[0]
         inputs = [outside[v] for v in anchor.operands]
         kind = op_kind(anchor.op_name)
-        if kind in ("conv2d", "dense") and not isinstance(inputs[0].owner, PackOp):
+        if kind in ("conv2d", "dense") and packing_of(inputs[0]) is None:
             if kind == "dense":
                 raise _fail(anchor, "expected its operands packed by cvm_sched.pack, got them unpacked; run "
                                     "cvm-pack-operands first")
             kind = "compute"  # an im2col row would not fit the stack: the direct loop nest
-        call = _Call(kind, anchor, inputs)
+        call = _Call(kind, anchor, inputs, out_shape=_shape(members[-1].results[0]), packs=packs)
+        if packs and kind != "conv2d":
+            raise _fail(packs[0], f"expected a pack in the epilogue of a conv2d kernel only, got it after {kind}")
         if kind == "concatenate" and len(inputs) > MAX_CONCAT_INPUTS:
             self._concatenate_in_parts(kernel, call)
             return
@@ -391,7 +364,7 @@ class _Bufferizer:
             running = op.results[0]
         last = body.last_op
         assert isinstance(last, YieldOp)  # the verifier
-        computed = list(anchor.results) if not call.epilogue else [running]
+        computed = [p.result for p in packs] or (list(anchor.results) if not call.epilogue else [running])
         if list(last.values) != computed:
             raise _fail(kernel, "expected the kernel to yield its last op's results")
         call.outputs = list(kernel.outputs)
@@ -400,8 +373,6 @@ class _Bufferizer:
         if anchor.op_name == "non_max_suppression":
             call.scratch.append(self._buffer("arena", _shape(inputs[0])[1]))
         self.calls.append(call)
-        if call.fusable:
-            self.open_call[call.outputs[0]] = len(self.calls) - 1
 
     def _blocker(self, call: _Call, op: CvmOperator, running: SSAValue) -> str | None:
         """Why the elementwise `op` may not join `call`, whose current output is `running`, or None: it must read
@@ -433,70 +404,17 @@ class _Bufferizer:
         start = 0
         for k in range(0, len(call.inputs), MAX_CONCAT_INPUTS):
             part = call.inputs[k:k + MAX_CONCAT_INPUTS]
-            self.calls.append(_Call("concatenate", anchor, part, outputs=[out], part=start))
+            self.calls.append(_Call("concatenate", anchor, part, outputs=[out], part=start, out_shape=_shape(out)))
             start += sum(_shape(v)[axis] for v in part)
-
-    def _extras_from_packs(self) -> None:
-        """An epilogue reads an extra input from a packed copy of it that is already written (a conv2d's padded
-        NHWC input, with no zero point: the values themselves, narrowed without loss) through a strided view, so
-        that a tensor a conv2d and a residual add both read (a ResNet's shortcut) need not be stored as int32.
-        Then a pack kernel that is its tensor's one reader left becomes its producer's epilogue pack
-        (`_pack_in_epilogue`), and the tensor is not stored. The host's blocked kernels only (the GPU packs in
-        kernels of its own)."""
-        copies: dict[SSAValue, tuple[PackOp, int]] = {}  # a value -> its packed copy, the step writing it
-        for step, c in enumerate(self.calls):
-            packs = [c.anchor] if c.kind == "pack" else c.packs
-            for p in packs:
-                assert isinstance(p, PackOp)
-                if (p.to.data == "nhwc" and p.zero_point is None and p.source not in copies
-                        and _element(p.result.type) in ("u8", "i16") and len(_shape(p.source)) == 4):
-                    copies[p.source] = (p, step)
-        views: dict[SSAValue, Ref] = {}
-        for step, c in enumerate(self.calls):
-            for i, t in enumerate(c.extras):
-                copy = copies.get(t)
-                if copy is None or copy[1] >= step or self.refs[t].layout != Layout.contiguous(_shape(t)):
-                    continue
-                if t not in views:
-                    p = copy[0]
-                    n, hp, wp, ch = _shape(p.result)
-                    _, _, h, w = _shape(t)
-                    ph, pw = p.packing()["padding"]  # type: ignore[misc]
-                    layout = Layout((n, ch, h, w), (hp * wp * ch, 1, wp * ch, ch), (ph * wp + pw) * ch)
-                    views[t] = Ref(self.refs[p.result].buffer, layout)
-                c.extra_refs[i] = views[t]
-        if not views:
-            return
-        readers: dict[int, list[_Call]] = {}
-        for c in self.calls:  # each distinct value read (a read of a packed copy: another value)
-            read: set[SSAValue | tuple[str, SSAValue]] = {
-                *c.inputs, *(("copy", t) if i in c.extra_refs else t for i, t in enumerate(c.extras))}
-            for value in read:
-                ref = views[value[1]] if isinstance(value, tuple) else self.refs[value]
-                readers.setdefault(ref.buffer, []).append(c)
-        kept = []
-        for c in self.calls:
-            producer = None
-            if c.kind == "pack" and c.inputs[0] in views:
-                assert isinstance(c.anchor, PackOp)
-                producer = self._pack_in_epilogue(c.inputs[0], c.anchor, readers)
-            if producer is None:
-                kept.append(c)
-            else:
-                assert isinstance(c.anchor, PackOp)
-                self._packs_instead(producer, c.anchor)
-        self.calls = kept
 
     def reads(self, c: _Call, k: int) -> Ref:
         """Where the `k`-th value a call reads lives (its inputs, then its extras)."""
-        if k < len(c.inputs):
-            return self.refs[c.inputs[k]]
-        return c.extra_refs.get(k - len(c.inputs)) or self.refs[c.extras[k - len(c.inputs)]]
+        return self.refs[c.inputs[k]] if k < len(c.inputs) else self.refs[c.extras[k - len(c.inputs)]]
 
     def written(self, c: _Call) -> list[SSAValue]:
-        """What a call writes, its first arguments: its outputs (unless its epilogue writes packs of its output
-        instead), then those packs."""
-        return [*(c.outputs if c.stores_output else []), *(p.result for p in c.packs)]
+        """What a call writes, its first arguments: its results (a kernel whose epilogue packs its output: the
+        packed copies)."""
+        return c.outputs
 
     def place(self) -> int:
         """Liveness per buffer over the calls, then placement in one arena. Returns the arena's bytes."""
@@ -550,7 +468,7 @@ def _arguments(b: _Bufferizer, c: _Call) -> _Arguments:
     concatenate's output), what it reads (strided views, broadcast to the output shape where an elementwise op
     reads them; a flat view where an op reads by flat index), its scratch; an elementwise kernel's over the
     collapsed index space of all its layouts."""
-    out_shape = _shape(c.outputs[0])
+    out_shape = c.out_shape
     anchor, attrs = c.anchor, _attrs(c.anchor)
     shift = 0
     written = b.written(c)
@@ -587,8 +505,8 @@ def _arguments(b: _Bufferizer, c: _Call) -> _Arguments:
         args[0] = KernelArg(args[0].buffer, args[0].layout, args[0].element, shift)
     zero_point = 0
     if c.kind == "conv2d":
-        x = c.inputs[0].owner
-        assert isinstance(x, PackOp)
+        x = packing_of(c.inputs[0])
+        assert x is not None
         zero_point = x.zero_point.value.data if x.zero_point is not None else 0
     nodes = tuple((_op_name(op), _freeze(_attrs(op))) for op in c.ops)
     steps = tuple(tuple(s) for s in c.sources)
@@ -613,7 +531,8 @@ def _work(c: _Call) -> int:
             values = list(c.inputs)
         else:
             values = [outside.get(v, v) for v in op.operands]
-        values = [v.owner.source if isinstance(v.owner, PackOp) else v for v in values]
+        packs = [packing_of(v) for v in values]
+        values = [v if p is None else p.source for v, p in zip(values, packs)]
         shapes = [_shape(v) for v in values]
         precs = [tensor_precision(v.type) or 0 for v in values]  # every cvm tensor has one (the verifier)
         work += rules.node_gas(rules.infer(op.op_name, cvm_attrs(op), shapes, precs))
@@ -625,7 +544,7 @@ def _outline(name: str, c: _Call, types: list[MemRefType], zero_point: int) -> f
     `cvm_sched.load` per argument read and a `cvm_sched.store` per argument written."""
     block = Block(arg_types=types)
     args = list(block.args)
-    n_out = 1 if c.kind == "copy" else len(c.packs) or len(c.outputs)
+    n_out = 1 if c.kind == "copy" else len(c.outputs)
     outs, rest = args[:n_out], args[n_out:]
     ins, extras = rest[:len(c.inputs)], rest[len(c.inputs):len(c.inputs) + len(c.extras)]
 
@@ -678,9 +597,9 @@ def _outline(name: str, c: _Call, types: list[MemRefType], zero_point: int) -> f
                               regions=[Region(block)])
 
 
-def bufferize(main: func.FuncOp, target: Target) -> list[Operation]:
+def bufferize(main: func.FuncOp) -> list[Operation]:
     """The globals, outlined kernels and host `@main` of a scheduled `@main`."""
-    b = _Bufferizer(main, target)
+    b = _Bufferizer(main)
     b.run()
     arena_bytes = b.place()
     arguments = [_arguments(b, c) for c in b.calls]
@@ -745,7 +664,7 @@ def _intermediate_bytes(main: func.FuncOp) -> int:
     and views' results, not packs'."""
     total = 0
     for op in main.walk():
-        if isinstance(op, CvmOperator | ViewOp):
+        if isinstance(op, CvmOperator) or (isinstance(op, ViewOp) and not isinstance(op.source.owner, PackOp)):
             total += sum(prod(_shape(r)) * ELEMENT_BYTES["i32"] for r in op.results)
     return total
 
@@ -756,8 +675,6 @@ class CvmBufferizePass(ModulePass):
 
     name = "cvm-bufferize"
 
-    target: str | None = None  # `loops.target.Target` printed; None: the module's `cvmc.target`, else DEFAULT
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mains = [f for f in op.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main"]
         if len(mains) != 1:
@@ -767,7 +684,7 @@ class CvmBufferizePass(ModulePass):
             if tensor_shape(arg.type) is None or tensor_precision(arg.type) is None:
                 raise PassFailedException(f"expected a static shape and a precision, got {arg.type}; run "
                                           "cvm-infer-shapes and cvm-infer-precision first")
-        new_ops = bufferize(main, module_target(op, self.target))
+        new_ops = bufferize(main)
         main.detach()
         main.erase()
         op.body.block.add_ops(new_ops)

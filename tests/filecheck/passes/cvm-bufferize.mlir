@@ -1,4 +1,4 @@
-// RUN: cvm-opt %s -p "cvm-mark-views,cvm-pack-operands{target=\"x86:avx2\"},cvm-fuse,cvm-bufferize{target=\"x86:avx2\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "cvm-mark-views,cvm-pack-operands{target=\"x86:avx2\"},cvm-fuse,cvm-fuse-packs{target=\"x86:avx2\"},cvm-bufferize" --split-input-file | filecheck %s
 
 // Three kernels, each an outlined function over memrefs whose body is still its cvm op, between a load of what it
 // reads and a store of what it writes; @main becomes the host: views of one byte arena, a call per kernel. %a
