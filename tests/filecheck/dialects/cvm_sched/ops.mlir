@@ -72,3 +72,12 @@ func.func @host(%data: memref<4xi32>, %arena: memref<64xi8>) {
 // CHECK-NEXT:    cvm_sched.call @outlined(%data, %data) {work = 0 : i64} : memref<4xi32>, memref<4xi32>
 // CHECK-NEXT:    cvm_sched.call @outlined(%data) {work = 9223372036854775807 : i64} : memref<4xi32>
 // CHECK-NEXT:    cvm_sched.footprint {intermediate_bytes = 0 : i64}
+
+// A view of a packed copy (cvm-fuse-packs): the interior of a padded NHWC i16 copy, read back as its values.
+func.func @copy_view(%x: tensor<1x2x2x2xi32, #cvm.prec<8>>) -> tensor<1x2x2x2xi32, #cvm.prec<8>> {
+  %p = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 1, 1>} : tensor<1x2x2x2xi32, #cvm.prec<8>> -> tensor<1x4x4x2xi16>
+  %v = cvm_sched.view %p {layout = strided<[32, 1, 8, 2], offset: 10>} : tensor<1x4x4x2xi16> -> tensor<1x2x2x2xi32, #cvm.prec<8>>
+  func.return %v : tensor<1x2x2x2xi32, #cvm.prec<8>>
+}
+// CHECK-LABEL: func.func @copy_view
+// CHECK:         cvm_sched.view %p {layout = strided<[32, 1, 8, 2], offset: 10>} : tensor<1x4x4x2xi16> -> tensor<1x2x2x2xi32, #cvm.prec<8>>
