@@ -53,12 +53,13 @@ from xdsl.dialects.builtin import (
     Signedness,
     StridedLayoutAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     i8,
     i16,
     i32,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, OpResult, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -104,7 +105,10 @@ class ViewOp(IRDLOperation):
     `offset + sum(i * stride)` of `source` in row-major order. No kernel, no copy.
 
     `source` is a base tensor (the input, a param, a kernel's result: each held contiguously), never a view:
-    `cvm-mark-views` composes a view of a view into one layout over the base.
+    `cvm-mark-views` composes a view of a view into one layout over the base. A view of a packed copy
+    (`cvm_sched.pack {to = "nhwc"}` with no zero point, whose elements are the values themselves, narrowed without
+    loss: `cvm-fuse-packs`) reads those values back as the tensor that was packed: its result is the pack's source
+    type, its layout the copy's interior.
 
         %t = cvm_sched.view %x {layout = strided<[1, 9]>}
              : tensor<2x9xi32, #cvm.prec<8>> -> tensor<9x2xi32, #cvm.prec<8>>
@@ -134,7 +138,13 @@ class ViewOp(IRDLOperation):
     def verify_(self) -> None:
         src_t, out_t = _static_tensor(self.source.type, "source"), _static_tensor(self.result.type, "result")
         src, out = src_t.get_shape(), out_t.get_shape()
-        if src_t.element_type != out_t.element_type:
+        copy = packing_of(self.source)
+        if copy is not None and out_t == copy.source.type:  # a read of a packed copy (`cvm-fuse-packs`)
+            if copy.to.data != "nhwc" or copy.zero_point is not None:
+                raise VerifyException("expected a packed copy holding the values themselves (to = \"nhwc\", no "
+                                      f"zero point), got to = {copy.to.data!r}"
+                                      + ("" if copy.zero_point is None else " with a zero point"))
+        elif src_t.element_type != out_t.element_type:
             raise VerifyException(f"expected a result of element type {src_t.element_type}, got "
                                   f"{out_t.element_type}")
         strides, offset = self.layout.get_strides(), self.layout.get_offset()
@@ -366,4 +376,64 @@ class StoreOp(IRDLOperation):
         _integer_elements(self.dest.type, "dest")
 
 
-CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp, LoadOp, StoreOp], [])
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """A kernel call of the host `@main` (`cvm-bufferize`): the outlined kernel `callee` on the views `args`, and
+    `work`, the gas of its operators, which decides how many threads share the call.
+
+        cvm_sched.call @relu(%1, %data) {work = 4 : i64} : memref<4xi32>, memref<1x4xi32>
+    """
+
+    name = "cvm_sched.call"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    callee = prop_def(SymbolRefAttr)
+    work = prop_def(IntegerAttr[I64])
+    args = var_operand_def(MemRefType)
+
+    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+
+    def __init__(self, callee: str, args: Sequence[SSAValue], work: int):
+        super().__init__(operands=[args], properties={"callee": SymbolRefAttr(callee), "work": IntegerAttr(work, 64)})
+
+    def verify_(self) -> None:
+        if self.work.value.data < 0:
+            raise VerifyException(f"expected 'work' >= 0, got {self.work.value.data}")
+
+
+@irdl_op_definition
+class FootprintOp(IRDLOperation):
+    """What the model's operators output in all (`cvm-bufferize`, in the host `@main`): the bytes a host without
+    buffer reuse would allocate, which the arena is measured against.
+
+        cvm_sched.footprint {intermediate_bytes = 192 : i64}
+    """
+
+    name = "cvm_sched.footprint"
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    intermediate_bytes = prop_def(IntegerAttr[I64])
+
+    assembly_format = "attr-dict"
+
+    def __init__(self, intermediate_bytes: int):
+        super().__init__(properties={"intermediate_bytes": IntegerAttr(intermediate_bytes, 64)})
+
+    def verify_(self) -> None:
+        if self.intermediate_bytes.value.data < 0:
+            raise VerifyException(f"expected 'intermediate_bytes' >= 0, got {self.intermediate_bytes.value.data}")
+
+
+def packing_of(v: SSAValue) -> PackOp | None:
+    """The `cvm_sched.pack` that made `v`: its owner, or the pack a kernel's epilogue yields as `v`."""
+    owner = v.owner
+    if isinstance(owner, KernelOp) and isinstance(v, OpResult):
+        last = owner.body.block.last_op
+        if isinstance(last, YieldOp) and v.index < len(last.values):
+            owner = last.values[v.index].owner
+    return owner if isinstance(owner, PackOp) else None
+
+
+CvmSched = Dialect("cvm_sched", [ViewOp, PackOp, KernelOp, YieldOp, LoadOp, StoreOp, CallOp, FootprintOp], [])

@@ -17,6 +17,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "cvm-mark-views": ("cvm_mark_views", "CvmMarkViewsPass"),
     "cvm-pack-operands": ("cvm_pack_operands", "CvmPackOperandsPass"),
     "cvm-fuse": ("cvm_fuse", "CvmFusePass"),
+    "cvm-fuse-packs": ("cvm_fuse_packs", "CvmFusePacksPass"),
     "cvm-bufferize": ("cvm_bufferize", "CvmBufferizePass"),
     "convert-cvm-to-loops": ("convert_cvm_to_loops", "ConvertCvmToLoopsPass"),
     "cvm-to-loops": ("pipelines", "CvmToLoopsPass"),

@@ -49,7 +49,15 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects.cvm import CvmOperator, ParamOp, tensor_shape
 from cvmc.dialects.cvm_sched import KernelOp, PackOp, ViewOp, YieldOp
 from cvmc.passes.loops import ops
-from cvmc.passes.loops.plan import MAX_CONCAT_INPUTS, MAX_GROUP_OPS
+
+# The most operators one fused group holds: LLVM's O3 time grows faster than linearly in a kernel's length (a
+# 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
+# kernel). Also bounds the kernel arguments an epilogue adds.
+MAX_GROUP_OPS = 64
+# The most inputs one concatenate kernel reads: a wider concatenate is cut into calls of this many inputs, each
+# writing its slice of the one output buffer (`Group.part`), and takes no epilogue. O3 on one kernel of 1,000 copy
+# loops takes seconds, parts of equal shapes share one kernel, and kernels stay far from ctypes' 1,024 arguments.
+MAX_CONCAT_INPUTS = 64
 
 
 def takes_epilogue(anchor: Operation) -> bool:

@@ -8,6 +8,7 @@ whole (`cvm-opt model.mlir -p cvm-to-loops`: the cvm pipelines are also register
 
 `cvm-to-loops`: `cvm-mark-views` (strided views, no kernel: `cvm_sched.view`), `cvm-pack-operands` (the packed
 operands of conv2d and dense: `cvm_sched.pack`), `cvm-fuse` (the kernels, one call each: `cvm_sched.kernel`),
+`cvm-fuse-packs` (a blocked conv2d's epilogue writes the packed copy its reader wants; residuals read packed copies),
 `cvm-bufferize` (the arena placed by liveness, params as globals, each kernel an outlined function, `@main` the
 host), then `convert-cvm-to-loops` (each outlined kernel's loop nest). `cvm-to-gpu-loops` is the same pipeline
 built for a CUDA GPU (what the `cuda` device runs). Each is built for a `loops.target.Target`:
@@ -31,7 +32,7 @@ from cvmc.passes import get_all_passes
 from cvmc.passes.loops.target import GPU, Target, module_target
 
 PIPELINES: dict[str, str] = {
-    "cvm-to-loops": "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-bufferize,convert-cvm-to-loops",
+    "cvm-to-loops": "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-fuse-packs,cvm-bufferize,convert-cvm-to-loops",
     "cinn-to-loops": "cinn-mark-views,cinn-fuse,convert-cinn-to-loops",  # a cinn program, fused
     "cinn-to-loops-unfused": "convert-cinn-to-loops",  # one kernel per primitive
     "taskgraph-to-loops": "convert-taskgraph-to-loops",  # a Task IR graph: one kernel a step

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cvmc.dialects import register_all_dialects
+from cvmc.dialects.cvm_sched import CallOp
 from cvmc.errors import CVMLogicError
 from cvmc.passes import get_all_passes
 from cvmc.runtime.frontend import files
@@ -37,7 +38,7 @@ from cvmc.tools import cli
 def _kernels(module: ModuleOp) -> ModuleOp:
     """The loop-level kernels of a module; a host function calling them (as convert-cvm-to-loops writes) is
     set aside, since code generators print kernels only."""
-    if any(isinstance(op, func.CallOp) for op in module.walk()):
+    if any(isinstance(op, CallOp) for op in module.walk()):
         from cvmc.runtime.driver.host import read_host
 
         return read_host(module.clone())[1]

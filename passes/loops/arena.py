@@ -24,6 +24,10 @@ and non-empty buffers.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+
+ALIGN = 64
+ELEMENT_BYTES = {"i32": 4, "i16": 2, "u8": 1, "i8": 1}  # every CVM tensor is int32; packed operands may be narrower
 
 
 class Ranges:
@@ -144,3 +148,63 @@ class Occupancy:
     def is_free(self, first: int, last: int, offset: int, size: int) -> bool:
         """Whether bytes offset..offset + size (half-open) are free from step `first` to step `last`."""
         return all(r.blocker(offset, size) is None for r in self._lists(first, last))
+
+
+@dataclass
+class Buffer:
+    """A base allocation: the input, a param, or an arena slot (`offset` in bytes)."""
+
+    kind: str  # "input", "param", "arena", or "unused" (an output no kernel stores: `Group.stores_output`)
+    elements: int
+    element: str = "i32"
+    tensor: int = -1  # the input's or param's tensor id
+    offset: int = 0
+    first: int = 0  # the step that writes it
+    last: int = 0  # the last step that reads it
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * ELEMENT_BYTES[self.element]
+
+    @property
+    def slot_bytes(self) -> int:
+        """Its bytes rounded up to the arena's alignment."""
+        return -(-self.nbytes // ALIGN) * ALIGN
+
+
+def _fit(buffers: list[Buffer], steps: int) -> int:
+    """Place `buffers` in order, each at the lowest offset where it meets no buffer live at the same time
+    (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
+    occupancy = Occupancy(steps)
+    arena = 0
+    for b in buffers:
+        b.offset = occupancy.first_fit(b.first, b.last, b.slot_bytes)
+        occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
+        arena = max(arena, b.offset + b.slot_bytes)
+    return arena
+
+
+def _fit_by_scan(buffers: list[Buffer]) -> int:
+    """`_fit` by scanning every placed buffer (quadratic): for empty buffers, which `Occupancy` cannot hold."""
+    placed: list[Buffer] = []
+    arena = 0
+    for b in buffers:
+        busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)
+        offset = 0
+        for lo, hi in busy:
+            if offset + b.slot_bytes <= lo:
+                break
+            offset = max(offset, hi)
+        b.offset = offset
+        placed.append(b)
+        arena = max(arena, offset + b.slot_bytes)
+    return arena
+
+
+def place(buffers: list[Buffer], steps: int) -> int:
+    """Offsets in one arena for the buffers of kind "arena", live from `first` to `last` of `steps` steps: first
+    fit, largest buffer first (earliest first among equals), 64-byte aligned. Returns the arena's bytes."""
+    slots = sorted((b for b in buffers if b.kind == "arena"), key=lambda b: (-b.nbytes, b.first))
+    if all(b.slot_bytes > 0 and b.first <= b.last for b in slots):
+        return _fit(slots, steps)
+    return _fit_by_scan(slots)

@@ -8,19 +8,84 @@ their layouts (`collapse`), so a contiguous chain is one long loop that LLVM vec
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects.builtin import MemRefType, i8, i16, i32
 
 from cvmc.passes.loops import ops as ops
 from cvmc.passes.loops import x86
 from cvmc.passes.loops.builder import Arg, KernelBuilder, Value
-from cvmc.passes.loops.plan import Group, Node, Plan, group_inputs, operand_layouts
 from cvmc.passes.loops.target import Target
-from cvmc.passes.loops.views import Layout, collapse
+from cvmc.passes.loops.views import VIEW_OPERATORS, Layout
 
 ELEMENT_TYPES = {"i32": i32, "i16": i16, "u8": i8, "i8": i8}  # u8: an int8 value + 128, in a byte
+
+
+Attrs = dict[str, Any]
+
+
+@dataclass
+class Node:
+    """One operator: typed attributes (`cvm_rules`), input and output tensor ids."""
+
+    op: str
+    attrs: Attrs
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclass
+class Step:
+    """One elementwise operator of a group's epilogue: its operands are the running value (None) or extra
+    kernel inputs (indices into `Group.extras`)."""
+
+    node: Node
+    sources: list[int | None]
+
+
+@dataclass
+class Group:
+    """One kernel call: an anchor operator, its epilogue, and the refs it reads and writes."""
+
+    anchor: Node
+    kind: str  # "map", "compute", "conv2d", "dense", "pack", "concatenate", "copy", "get_valid_counts", ...
+    inputs: list[int] = field(default_factory=list)  # what the anchor reads (packed operands replace originals)
+    epilogue: list[Step] = field(default_factory=list)
+    extras: list[int] = field(default_factory=list)  # tensor ids read by the epilogue
+    outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
+    scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
+    members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
+    part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
+    # packed copies of the output that the epilogue writes (a blocked conv2d's, for the next conv2d: no pack
+    # kernel runs between them; see `_Planner._pack_in_epilogue`), and whether the output itself is stored (not
+    # when such a pack is its one reader)
+    packed: list[tuple[int, Attrs]] = field(default_factory=list)  # (tensor id, how: the `pack` node's attributes)
+    stores_output: bool = True
+    origin: int = -1  # the index in `net.nodes` of the node the anchor is (-1: a pack the planner made)
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [self.anchor, *(s.node for s in self.epilogue)]
+
+    @property
+    def fusable(self) -> bool:
+        return self.kind in ("map", "compute", "conv2d", "dense", "concatenate")
+
+
+def op_kind(op: str) -> str:
+    """The kind of kernel an operator anchors (`Group.kind`; a conv2d or dense of unpacked operands: "compute")."""
+    if op in ops.ELEMENTWISE:
+        return "map"
+    if op in ("conv2d", "dense"):
+        return op
+    if op in ops.COMPUTE:
+        return "compute"
+    if op in VIEW_OPERATORS | {"view"} or op in ("sum", "max"):
+        return "copy"  # a view that strides cannot express (compute ops were caught above)
+    return op  # concatenate, get_valid_counts, non_max_suppression
+
 
 
 @dataclass(frozen=True)
@@ -47,44 +112,6 @@ class KernelCall:
     key: tuple[object, ...]
     out_shape: tuple[int, ...] = ()  # the anchor's output shape (also when no output is stored)
     zero_point: int = 0  # what a conv2d's packed input adds to each value (the u8 packing of signed data)
-
-
-def _freeze(attrs: dict[str, object]) -> tuple[tuple[str, object], ...]:
-    return tuple(sorted(attrs.items()))
-
-
-def kernel_call(plan: Plan, group: Group) -> KernelCall:
-    """The arguments of a group's kernel and its dedup key."""
-    shift = 0
-    if group.kind == "copy":
-        outs = [Layout.contiguous(plan.refs[group.anchor.inputs[0]].layout.shape)]
-    elif group.part is not None:  # its slice of the output, from a pointer `shift` elements in: equal parts share
-        whole = Layout.contiguous(plan.tensors[group.outputs[0]].shape)
-        axis = group.anchor.attrs["axis"] % len(whole.shape)
-        shape = list(whole.shape)
-        shape[axis] = sum(plan.tensors[t].shape[axis] for t in group.inputs)
-        outs = [Layout(tuple(shape), whole.strides)]
-        shift = group.part * whole.strides[axis]
-    else:
-        outs = [Layout.contiguous(plan.tensors[t].shape) for t in written(group)]
-    layouts = [*outs, *operand_layouts(plan, group), *(Layout.contiguous((plan.buffers[s].elements,))
-                                                          for s in group.scratch)]
-    if group.kind == "map":
-        layouts = collapse(layouts)
-    buffers = [plan.refs[t].buffer for t in written(group)] + [plan.refs[t].buffer for t in group_inputs(group)]
-    buffers += group.scratch
-    args = [KernelArg(b, l, plan.buffers[b].element) for b, l in zip(buffers, layouts)]
-    if shift:
-        args[0] = KernelArg(args[0].buffer, args[0].layout, args[0].element, shift)
-    types = [a.type for a in args]
-    nodes = tuple((n.op, _freeze(n.attrs)) for n in group.nodes)
-    steps = tuple(tuple(s.sources) for s in group.epilogue)
-    packs = tuple(_freeze(how) for _, how in group.packed)
-    out_shape = plan.tensors[group.outputs[0]].shape
-    x_pack = plan.tensors[group.inputs[0]].pack if group.kind == "conv2d" else None
-    zero_point = x_pack.get("zero_point", 0) if x_pack is not None else 0
-    key = (group.kind, nodes, steps, tuple(types), packs, group.stores_output, out_shape, zero_point)
-    return KernelCall(group, args, types, key, out_shape, zero_point)
 
 
 def written(group: Group) -> list[int]:
@@ -191,12 +218,13 @@ class KernelNames:
         self.taken: set[str] = set()
         self.next: dict[str, int] = {}
 
-    def new(self, group: Group) -> str:
-        base = "_".join(n.op for n in group.nodes)
-        if group.kind == "copy":
+    def new(self, ops: Sequence[str], copy: bool = False) -> str:
+        """A new name for a kernel of the operators `ops` (its anchor, then its epilogue); `copy`: a copy kernel."""
+        base = "_".join(ops)
+        if copy:
             base = f"copy_{base}"
         if len(base) > 48:
-            base = f"{group.anchor.op}_fused{len(group.epilogue)}"
+            base = f"{ops[0]}_fused{len(ops) - 1}"
         name, i = base, self.next.get(base, 1)
         if name in self.taken:
             name = f"{base}_{i}"

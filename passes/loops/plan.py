@@ -29,24 +29,16 @@ from typing import Any
 
 from cvmc.dialects import cvm_rules as rules
 from cvmc.errors import CVMLogicError
+from cvmc.passes.cvm_fuse import MAX_CONCAT_INPUTS, MAX_GROUP_OPS
 from cvmc.passes.cvm_pack_operands import dot_packing
 from cvmc.passes.cvm_value_bits import keeps_nonnegative, node_bits
 from cvmc.passes.loops import ops as ops
-from cvmc.passes.loops.arena import Occupancy
+from cvmc.passes.loops.arena import ALIGN, ELEMENT_BYTES, Buffer, _fit, _fit_by_scan, place  # noqa: F401
+from cvmc.passes.loops.kernels import Group, Node, Step, op_kind
 from cvmc.passes.loops.target import DEFAULT, Target
 from cvmc.passes.loops.views import VIEW_OPERATORS, Layout, is_view_operator, operator_view
 
 Attrs = dict[str, Any]
-ALIGN = 64
-# The most operators one fused group holds: LLVM's O3 time grows faster than linearly in a kernel's length (a
-# 4,000-op chain as one kernel: 35 s), so a longer chain is cut into groups of this many (equal groups share one
-# kernel). Also bounds the kernel arguments an epilogue adds.
-MAX_GROUP_OPS = 64
-# The most inputs one concatenate kernel reads: a wider concatenate is cut into calls of this many inputs, each
-# writing its slice of the one output buffer (`Group.part`), and takes no epilogue. O3 on one kernel of 1,000 copy
-# loops takes seconds, parts of equal shapes share one kernel, and kernels stay far from ctypes' 1,024 arguments.
-MAX_CONCAT_INPUTS = 64
-ELEMENT_BYTES = {"i32": 4, "i16": 2, "u8": 1, "i8": 1}  # every CVM tensor is int32; packed operands may be narrower
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -65,16 +57,6 @@ class Tensor:
     element: str = "i32"
     packed_from: int = -1  # a param packed at compile time: the param's tensor id (see `ops.pack_values`)
     pack: Attrs | None = None  # how it is packed (the attributes of a `pack` node)
-
-
-@dataclass
-class Node:
-    """One operator: typed attributes (`cvm_rules`), input and output tensor ids."""
-
-    op: str
-    attrs: Attrs
-    inputs: list[int]
-    outputs: list[int]
 
 
 @dataclass
@@ -108,72 +90,12 @@ def value_bits(net: Net) -> list[int]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Buffer:
-    """A base allocation: the input, a param, or an arena slot (`offset` in bytes)."""
-
-    kind: str  # "input", "param", "arena", or "unused" (an output no kernel stores: `Group.stores_output`)
-    elements: int
-    element: str = "i32"
-    tensor: int = -1  # the input's or param's tensor id
-    offset: int = 0
-    first: int = 0  # the step that writes it
-    last: int = 0  # the last step that reads it
-
-    @property
-    def nbytes(self) -> int:
-        return self.elements * ELEMENT_BYTES[self.element]
-
-    @property
-    def slot_bytes(self) -> int:
-        """Its bytes rounded up to the arena's alignment."""
-        return -(-self.nbytes // ALIGN) * ALIGN
-
-
 @dataclass(frozen=True)
 class Ref:
     """A tensor as a strided layout over a base buffer."""
 
     buffer: int
     layout: Layout
-
-
-@dataclass
-class Step:
-    """One elementwise operator of a group's epilogue: its operands are the running value (None) or extra
-    kernel inputs (indices into `Group.extras`)."""
-
-    node: Node
-    sources: list[int | None]
-
-
-@dataclass
-class Group:
-    """One kernel call: an anchor operator, its epilogue, and the refs it reads and writes."""
-
-    anchor: Node
-    kind: str  # "map", "compute", "conv2d", "dense", "pack", "concatenate", "copy", "get_valid_counts", ...
-    inputs: list[int] = field(default_factory=list)  # what the anchor reads (packed operands replace originals)
-    epilogue: list[Step] = field(default_factory=list)
-    extras: list[int] = field(default_factory=list)  # tensor ids read by the epilogue
-    outputs: list[int] = field(default_factory=list)  # tensor ids written (the last epilogue's output)
-    scratch: list[int] = field(default_factory=list)  # buffer ids of per-call scratch
-    members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
-    part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
-    # packed copies of the output that the epilogue writes (a blocked conv2d's, for the next conv2d: no pack
-    # kernel runs between them; see `_Planner._pack_in_epilogue`), and whether the output itself is stored (not
-    # when such a pack is its one reader)
-    packed: list[tuple[int, Attrs]] = field(default_factory=list)  # (tensor id, how: the `pack` node's attributes)
-    stores_output: bool = True
-    origin: int = -1  # the index in `net.nodes` of the node the anchor is (-1: a pack the planner made)
-
-    @property
-    def nodes(self) -> list[Node]:
-        return [self.anchor, *(s.node for s in self.epilogue)]
-
-    @property
-    def fusable(self) -> bool:
-        return self.kind in ("map", "compute", "conv2d", "dense", "concatenate")
 
 
 @dataclass
@@ -221,19 +143,6 @@ def _view(node: Node, src: Layout, out_shape: tuple[int, ...]) -> Layout | None:
 def _is_view(node: Node, net: Net) -> bool:
     """A view operator, or a sum/max whose `exclude` lists every axis (the identity)."""
     return node.op == "view" or is_view_operator(node.op, node.attrs, net.tensors[node.inputs[0]].shape)
-
-
-def op_kind(op: str) -> str:
-    """The kind of kernel an operator anchors (`Group.kind`; a conv2d or dense of unpacked operands: "compute")."""
-    if op in ops.ELEMENTWISE:
-        return "map"
-    if op in ("conv2d", "dense"):
-        return op
-    if op in ops.COMPUTE:
-        return "compute"
-    if op in VIEW_OPS or op in ("sum", "max"):
-        return "copy"  # a view that strides cannot express (compute ops were caught above)
-    return op  # concatenate, get_valid_counts, non_max_suppression
 
 
 def _kind(node: Node) -> str:
@@ -624,39 +533,7 @@ def _place(refs: dict[int, Ref], buffers: list[Buffer], groups: list[Group], hea
     for t in heads:
         buffers[refs[t].buffer].last = len(groups)
 
-    slots = sorted((b for b in buffers if b.kind == "arena"), key=lambda b: (-b.nbytes, b.first))
-    if all(b.slot_bytes > 0 and b.first <= b.last for b in slots):
-        return _fit(slots, len(groups) + 1)
-    return _fit_by_scan(slots)
-
-
-def _fit(buffers: list[Buffer], steps: int) -> int:
-    """Place `buffers` in order, each at the lowest offset where it meets no buffer live at the same time
-    (`Occupancy`: O(log steps) lists per buffer). Returns the arena's bytes."""
-    occupancy = Occupancy(steps)
-    arena = 0
-    for b in buffers:
-        b.offset = occupancy.first_fit(b.first, b.last, b.slot_bytes)
-        occupancy.add(b.first, b.last, b.offset, b.offset + b.slot_bytes)
-        arena = max(arena, b.offset + b.slot_bytes)
-    return arena
-
-
-def _fit_by_scan(buffers: list[Buffer]) -> int:
-    """`_fit` by scanning every placed buffer (quadratic): for empty buffers, which `Occupancy` cannot hold."""
-    placed: list[Buffer] = []
-    arena = 0
-    for b in buffers:
-        busy = sorted((p.offset, p.offset + p.slot_bytes) for p in placed if p.first <= b.last and b.first <= p.last)
-        offset = 0
-        for lo, hi in busy:
-            if offset + b.slot_bytes <= lo:
-                break
-            offset = max(offset, hi)
-        b.offset = offset
-        placed.append(b)
-        arena = max(arena, offset + b.slot_bytes)
-    return arena
+    return place(buffers, len(groups) + 1)
 
 
 def operand_layouts(plan: Plan, group: Group) -> list[Layout]:

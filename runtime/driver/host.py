@@ -75,6 +75,7 @@ def read_host(module: Any) -> tuple[HostProgram, Any]:
         StringAttr,
     )
 
+    from cvmc.dialects.cvm_sched import CallOp, FootprintOp
     from cvmc.passes.loops.views import layout_of
 
     main: Any = None
@@ -111,6 +112,7 @@ def read_host(module: Any) -> tuple[HostProgram, Any]:
 
     calls: list[Call] = []
     heads: list[View] = []
+    inter = 0
     for op in block.ops:
         if isinstance(op, arith.ConstantOp):
             assert isinstance(op.value, IntegerAttr)
@@ -121,13 +123,11 @@ def read_host(module: Any) -> tuple[HostProgram, Any]:
             roots[op.result] = ("arena", consts[op.byte_shift])
         elif isinstance(op, memref.ReinterpretCastOp):
             roots[op.result] = roots[op.source]
-        elif isinstance(op, func.CallOp):
-            work = op.attributes.get("cvm.work")
-            calls.append(Call(op.callee.root_reference.data, tuple(view(v) for v in op.arguments),
-                              work.value.data if isinstance(work, IntegerAttr) else 0))
+        elif isinstance(op, CallOp):
+            calls.append(Call(op.callee.root_reference.data, tuple(view(v) for v in op.args), op.work.value.data))
+        elif isinstance(op, FootprintOp):
+            inter = op.intermediate_bytes.value.data
         elif isinstance(op, func.ReturnOp):
             heads = [view(v) for v in op.arguments]
-    inter = main.attributes.get("cvm.intermediate_bytes")
-    program = HostProgram(block.args[-1].type.get_shape()[0], input_shape, calls, heads,
-                          inter.value.data if isinstance(inter, IntegerAttr) else 0, globals_)
+    program = HostProgram(block.args[-1].type.get_shape()[0], input_shape, calls, heads, inter, globals_)
     return program, ModuleOp(kernels, sym_name=StringAttr(KERNELS_MODULE))

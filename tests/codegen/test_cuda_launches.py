@@ -152,7 +152,7 @@ BYTES = {"i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8}
 def test_launches_json_describes_every_launch(case, tmp_path):
     paths, launches, source = emitted(case, tmp_path)
     assert [p.name for p in paths] == ["kernels.cu", "host.mlir", "launches.json"]
-    assert len(launches) == paths[1].read_text().count("func.call")
+    assert len(launches) == paths[1].read_text().count("cvm_sched.call")
     for launch in launches:
         assert set(launch) == {"kernel", "grid", "block", "shared_bytes", "macs", "macs_exact", "loads", "work",
                                "read_bytes", "written_bytes"}  # fmt: skip

@@ -6,6 +6,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
 
 from cvmc import CvmBuilder
+from cvmc.dialects.cvm_sched import CallOp
 from cvmc.passes.loops.ir import net_from_function
 from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.views import Layout, collapse
@@ -247,7 +248,7 @@ def test_kernels_are_loop_level_and_identical_groups_share_one_kernel():
     nms = b.non_max_suppression(b.concatenate(half, half, axis=2), gvc[0])
     module, kernels = _every_op(b, [ys[1], nms])
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-    calls = [op for op in main.body.block.ops if isinstance(op, func.CallOp)]
+    calls = [op for op in main.body.block.ops if isinstance(op, CallOp)]
     # one pack of the input serves both convolutions, which share a kernel
     assert [c.callee.root_reference.data for c in calls] == [
         "pack", "conv2d_cvm_right_shift", "conv2d_cvm_right_shift", "get_valid_counts", "concatenate",

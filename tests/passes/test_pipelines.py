@@ -21,11 +21,12 @@ import cvmc
 from cvmc import CvmBuilder
 from cvmc.codegen.llvm import emit_llvm, kernel_specs
 from cvmc.dialects.cvm import Cvm
-from cvmc.dialects.cvm_sched import CvmSched, KernelOp
+from cvmc.dialects.cvm_sched import CallOp, CvmSched, KernelOp
 from cvmc.dialects.cvmc import Cvmc
 from cvmc.passes.convert_cvm_to_loops import ConvertCvmToLoopsPass, LowerConv2d
 from cvmc.passes.cvm_bufferize import CvmBufferizePass
 from cvmc.passes.cvm_fuse import CvmFusePass
+from cvmc.passes.cvm_fuse_packs import CvmFusePacksPass
 from cvmc.passes.cvm_mark_views import CvmMarkViewsPass
 from cvmc.passes.cvm_pack_operands import CvmPackOperandsPass
 from cvmc.passes.loops.target import Target
@@ -77,7 +78,7 @@ def _run(module: ModuleOp, x: np.ndarray) -> list[np.ndarray]:
 
 def _calls(module: ModuleOp) -> list[str]:
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-    return [op.callee.root_reference.data for op in main.body.block.ops if isinstance(op, func.CallOp)]
+    return [op.callee.root_reference.data for op in main.body.block.ops if isinstance(op, CallOp)]
 
 
 def _rand(shape, precision=8):
@@ -100,7 +101,7 @@ def _conv_chain():
 
 def test_the_pipeline_is_the_scheduling_passes_then_the_conversion():
     assert PIPELINES["cvm-to-loops"] == \
-        "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-bufferize,convert-cvm-to-loops"
+        "cvm-mark-views,cvm-pack-operands,cvm-fuse,cvm-fuse-packs,cvm-bufferize,convert-cvm-to-loops"
 
 
 def _kernel_texts(module: ModuleOp) -> list[str]:
@@ -140,9 +141,9 @@ def _context() -> Context:
 def test_each_stage_survives_a_printed_round_trip_and_lowers_the_same(case):
     """The scheduled IR and the bufferized IR survive printing and parsing, and lower as the pipeline does."""
     graph = _graph(case)
-    passes = [CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(), CvmBufferizePass()]
+    passes = [CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(), CvmFusePacksPass(), CvmBufferizePass()]
     whole = str(run_pipeline(graph_to_module(graph), "cvm-to-loops"))
-    scheduled = str(_apply(graph_to_module(graph), *passes[:3]))
+    scheduled = str(_apply(graph_to_module(graph), *passes[:4]))
     assert "cvm_sched.kernel" in scheduled
     parsed = Parser(_context(), scheduled).parse_module()
     assert str(parsed) == scheduled
@@ -179,7 +180,7 @@ def _bodies(module: ModuleOp) -> dict[str, list[str]]:
 def test_bufferize_outlines_each_kernel_and_makes_main_the_host():
     graph, x = _conv_chain()
     module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
-                    CvmBufferizePass(target="x86:avx2"))
+                    CvmBufferizePass())
     bodies = _bodies(module)
     load, store, ret = "cvm_sched.load", "cvm_sched.store", "func.return"
     # the conv2d's data and the dense's (a view of the relu's output) each packed by a kernel; the param weights
@@ -220,7 +221,7 @@ def test_an_illegal_kernel_fails_naming_the_op():
 def test_each_family_pattern_lowers_its_own_kernels_alone():
     graph, x = _conv_chain()
     module = _apply(graph_to_module(graph), CvmMarkViewsPass(), CvmPackOperandsPass(), CvmFusePass(),
-                    CvmBufferizePass(target="x86:avx2"))
+                    CvmBufferizePass())
     walker = PatternRewriteWalker(GreedyRewritePatternApplier([LowerConv2d(Target.parse("x86:avx2"))]),
                                   apply_recursively=False)
     walker.rewrite_module(module)

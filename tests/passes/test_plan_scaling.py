@@ -155,7 +155,7 @@ def _run(graph):
 def _kernel_calls(graph) -> list[str]:
     module = run_pipeline(graph_to_module(graph), "cvm-to-loops")
     main = next(op for op in module.ops if getattr(op, "sym_name", None) and op.sym_name.data == "main")
-    return [op.callee.string_value() for op in main.body.block.ops if op.name == "func.call"]
+    return [op.callee.string_value() for op in main.body.block.ops if op.name == "cvm_sched.call"]
 
 
 @pytest.mark.parametrize("n", [MAX_GROUP_OPS - 1, MAX_GROUP_OPS, MAX_GROUP_OPS + 1, 2 * MAX_GROUP_OPS + 1])

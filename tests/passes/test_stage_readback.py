@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects import get_all_dialects as xdsl_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
@@ -23,6 +22,7 @@ from xdsl.passes import ModulePass
 from cvmc.codegen.cuda import emit_cuda
 from cvmc.codegen.llvm import emit_llvm
 from cvmc.dialects import register_all_dialects
+from cvmc.dialects.cvm_sched import CallOp
 from cvmc.dialects.cvmc import DotU8S8Op, Dp4aOp, LoadWordOp, MmkI16Op, MmkU8S8Op, PackTileOp
 from cvmc.passes import get_all_passes
 from cvmc.passes.loops.target import Target, module_target
@@ -72,7 +72,7 @@ def _parse(text: str) -> ModuleOp:
 
 def _kernels(module: ModuleOp) -> ModuleOp:
     """The kernels, as `cvm-opt -t` prints them (a host function calling them set aside)."""
-    if any(isinstance(op, func.CallOp) for op in module.walk()):
+    if any(isinstance(op, CallOp) for op in module.walk()):
         return read_host(module)[1]
     return module
 

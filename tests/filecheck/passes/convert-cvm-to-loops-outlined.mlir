@@ -25,8 +25,8 @@ builtin.module attributes {cvmc.target = #cvmc.target<x86, tier = "avx2", mmk = 
     %3 = memref.view %arena[%2][] : memref<64xi8> to memref<4xi32>
     %4 = memref.reinterpret_cast %1 to offset: [0], sizes: [2, 4], strides: [4, 1] : memref<8xi32> to memref<2x4xi32>
     %5 = memref.reinterpret_cast %data to offset: [0], sizes: [2, 4], strides: [0, 1] : memref<4xi32> to memref<2x4xi32, strided<[0, 1]>>
-    func.call @relu_cvm_right_shift(%4, %5) {cvm.work = 16 : i64} : (memref<2x4xi32>, memref<2x4xi32, strided<[0, 1]>>) -> ()
-    func.call @sum(%3, %4) {cvm.work = 8 : i64} : (memref<4xi32>, memref<2x4xi32>) -> ()
+    cvm_sched.call @relu_cvm_right_shift(%4, %5) {work = 16 : i64} : memref<2x4xi32>, memref<2x4xi32, strided<[0, 1]>>
+    cvm_sched.call @sum(%3, %4) {work = 8 : i64} : memref<4xi32>, memref<2x4xi32>
     func.return %3 : memref<4xi32>
   }
 }
@@ -43,8 +43,8 @@ builtin.module attributes {cvmc.target = #cvmc.target<x86, tier = "avx2", mmk = 
 // CHECK:           scf.for
 // CHECK:           memref.store
 // CHECK-LABEL: func.func @main(%data: memref<4xi32>, %arena: memref<64xi8>) -> memref<4xi32> {
-// CHECK:         func.call @relu_cvm_right_shift(%4, %5) {cvm.work = 16 : i64}
-// CHECK-NEXT:    func.call @sum(%3, %4) {cvm.work = 8 : i64}
+// CHECK:         cvm_sched.call @relu_cvm_right_shift(%4, %5) {work = 16 : i64}
+// CHECK-NEXT:    cvm_sched.call @sum(%3, %4) {work = 8 : i64}
 // CHECK-NEXT:    func.return %3 : memref<4xi32>
 
 // -----
@@ -70,7 +70,7 @@ builtin.module {
     func.return
   }
   func.func @main(%data: memref<4xi32>, %arena: memref<64xi8>) {
-    func.call @k(%data, %data) : (memref<4xi32>, memref<4xi32>) -> ()
+    cvm_sched.call @k(%data, %data) {work = 0 : i64} : memref<4xi32>, memref<4xi32>
     func.return
   }
 }

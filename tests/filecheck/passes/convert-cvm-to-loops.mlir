@@ -33,7 +33,7 @@ func.func @main(%data: tensor<2x3x4xi32, #cvm.prec<8>>) -> tensor<2x3x4xi32, #cv
 // CHECK-NEXT:    %[[C0:.*]] = arith.constant 0 : index
 // CHECK-NEXT:    %[[BUF:.*]] = memref.view %arena[%[[C0]]][] : memref<128xi8> to memref<24xi32>
 // CHECK-NEXT:    %[[OUT:.*]] = memref.reinterpret_cast %data to offset: [0], sizes: [24], strides: [1]
-// CHECK:         func.call @elemwise_add_cvm_right_shift_relu(%[[BUF]], %[[OUT]], %{{.*}})
+// CHECK:         cvm_sched.call @elemwise_add_cvm_right_shift_relu(%[[BUF]], %[[OUT]], %{{.*}})
 // CHECK:         func.return %{{.*}} : memref<2x3x4xi32>
 
 // -----
@@ -58,7 +58,7 @@ func.func @main(%data: tensor<1x2x3x3xi32, #cvm.prec<8>>) -> tensor<3x2xi32, #cv
 // CHECK-LABEL: func.func @main(%data: memref<1x2x3x3xi32>, %arena: memref<64xi8>) -> memref<3x2xi32>
 // CHECK:         %[[IN:.*]] = memref.reinterpret_cast %data to offset: [1], sizes: [3, 2], strides: [3, 9] : memref<1x2x3x3xi32> to memref<3x2xi32, strided<[3, 9], offset: 1>>
 // CHECK-NEXT:    %[[B:.*]] = memref.reinterpret_cast %b to offset: [0], sizes: [3, 2], strides: [0, 1] : memref<2xi32> to memref<3x2xi32, strided<[0, 1]>>
-// CHECK-NEXT:    func.call @broadcast_add(%{{.*}}, %[[IN]], %[[B]])
+// CHECK-NEXT:    cvm_sched.call @broadcast_add(%{{.*}}, %[[IN]], %[[B]])
 
 // -----
 
@@ -101,14 +101,14 @@ func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2x4x4xi32,
 // CHECK:           memref.store %{{.*}}, %0[%{{.*}}, %{{.*}}, %[[OH]], %{{.*}}] : memref<1x2x4x4xi32>
 // CHECK-NOT:   func.func @conv2d_cvm_right_shift_1(
 // CHECK-LABEL: func.func @main(%data: memref<1x2x4x4xi32>, %arena: memref<320xi8>)
-// CHECK:         func.call @pack(
+// CHECK:         cvm_sched.call @pack(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @conv2d_cvm_right_shift(
+// CHECK-NEXT:    cvm_sched.call @conv2d_cvm_right_shift(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @pack(
+// CHECK-NEXT:    cvm_sched.call @pack(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @conv2d_cvm_right_shift(
+// CHECK-NEXT:    cvm_sched.call @conv2d_cvm_right_shift(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @pack(
+// CHECK-NEXT:    cvm_sched.call @pack(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @conv2d_cvm_right_shift(
+// CHECK-NEXT:    cvm_sched.call @conv2d_cvm_right_shift(

@@ -1,9 +1,10 @@
-// RUN: cvm-opt %s -p "cvm-mark-views,cvm-pack-operands{target=\"x86:avx2\"},cvm-fuse,cvm-bufferize{target=\"x86:avx2\"}" --split-input-file | filecheck %s
+// RUN: cvm-opt %s -p "cvm-mark-views,cvm-pack-operands{target=\"x86:avx2\"},cvm-fuse,cvm-fuse-packs{target=\"x86:avx2\"},cvm-bufferize" --split-input-file | filecheck %s
 
 // Three kernels, each an outlined function over memrefs whose body is still its cvm op, between a load of what it
 // reads and a store of what it writes; @main becomes the host: views of one byte arena, a call per kernel. %a
 // lives until the sum has read it, %c from the tile on: their lifetimes do not overlap, so they share bytes (one
-// shift); %b is live with both.
+// shift); %b is live with both. Each call carries its work (gas: 6 a relu element); the footprint is every
+// operator output's bytes (64 + 16 + 64 int32), what the arena's reuse is measured against.
 
 func.func @main(%data: tensor<4x16xi32, #cvm.prec<8>>) -> tensor<64xi32, #cvm.prec<11>> {
   %a = cvm.relu %data : (tensor<4x16xi32, #cvm.prec<8>>) -> tensor<4x16xi32, #cvm.prec<8>>
@@ -29,10 +30,11 @@ func.func @main(%data: tensor<4x16xi32, #cvm.prec<8>>) -> tensor<64xi32, #cvm.pr
 // CHECK-NEXT:    %4 = arith.constant [[A]] : index
 // CHECK-NEXT:    %5 = memref.view %arena[%4][]
 // CHECK-NEXT:    %6 = memref.reinterpret_cast %data
-// CHECK-NEXT:    func.call @relu(%1, %6)
+// CHECK-NEXT:    cvm_sched.call @relu(%1, %6)
 // CHECK-NEXT:    %7 = memref.reinterpret_cast %1
-// CHECK-NEXT:    func.call @sum(%3, %7)
-// CHECK-NEXT:    func.call @tile(%5, %3)
+// CHECK-NEXT:    cvm_sched.call @sum(%3, %7)
+// CHECK-NEXT:    cvm_sched.call @tile(%5, %3) {work = 384 : i64}
+// CHECK-NEXT:    cvm_sched.footprint {intermediate_bytes = 576 : i64}
 // CHECK-NEXT:    func.return %5 : memref<64xi32>
 
 // -----
@@ -76,13 +78,14 @@ func.func @main(%data: tensor<1x2x4x4xi32, #cvm.prec<8>>) -> tensor<1x2xi32, #cv
 // CHECK-NEXT:    cvm_sched.store
 // CHECK-LABEL: func.func @main(
 // CHECK:         %w_packed = memref.get_global @param_{{[0-9]+}}_w_packed : memref<1x9x32xi16>
-// CHECK:         func.call @pack(
+// CHECK:         cvm_sched.call @pack(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @conv2d_cvm_right_shift_relu({{.*}}, %w_packed)
-// CHECK:         func.call @negative(
-// CHECK:         func.call @pack_1(
-// CHECK:         func.call @pack_2(
-// CHECK:         func.call @dense_cvm_right_shift(
+// CHECK-NEXT:    cvm_sched.call @conv2d_cvm_right_shift_relu({{.*}}, %w_packed)
+// CHECK:         cvm_sched.call @negative(
+// CHECK:         cvm_sched.call @pack_1(
+// CHECK:         cvm_sched.call @pack_2(
+// CHECK:         cvm_sched.call @dense_cvm_right_shift(
+// CHECK-NEXT:    cvm_sched.footprint
 // CHECK-NEXT:    func.return
 
 // -----
@@ -108,6 +111,6 @@ func.func @main(%data: tensor<1x4x6xi32, #cvm.prec<8>>) -> tensor<1x4x6xi32, #cv
 // CHECK-NEXT:    cvm_sched.store %6, %0
 // CHECK-NEXT:    func.return
 // CHECK-LABEL: func.func @main(
-// CHECK:         func.call @get_valid_counts(
+// CHECK:         cvm_sched.call @get_valid_counts(
 // CHECK-NEXT:    memref.reinterpret_cast
-// CHECK-NEXT:    func.call @non_max_suppression(
+// CHECK-NEXT:    cvm_sched.call @non_max_suppression(

@@ -217,3 +217,40 @@ func.func @f(%v: tensor<4xi32>, %out: memref<4xf32>) {
   func.return
 }
 // CHECK: Operation does not verify: expected 'dest' of integer elements, got memref<4xf32>
+
+// -----
+
+// call: work >= 0
+func.func @f(%x: memref<4xi32>) {
+  cvm_sched.call @k(%x) {work = -1 : i64} : memref<4xi32>
+  func.return
+}
+// CHECK: Operation does not verify: expected 'work' >= 0, got -1
+
+// -----
+
+// call: views (memrefs) only
+func.func @f(%x: tensor<4xi32>) {
+  cvm_sched.call @k(%x) {work = 1 : i64} : tensor<4xi32>
+  func.return
+}
+// CHECK: memref
+
+// -----
+
+// footprint: bytes >= 0
+func.func @f() {
+  cvm_sched.footprint {intermediate_bytes = -1 : i64}
+  func.return
+}
+// CHECK: Operation does not verify: expected 'intermediate_bytes' >= 0, got -1
+
+// -----
+
+// view of a packed copy: only a copy holding the values themselves (no zero point)
+func.func @f(%x: tensor<1x1x2x2xi32, #cvm.prec<8>>) {
+  %p = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 0, 0>, zero_point = 128 : i64} : tensor<1x1x2x2xi32, #cvm.prec<8>> -> tensor<1x2x2x1xui8>
+  %v = cvm_sched.view %p {layout = strided<[4, 1, 2, 1]>} : tensor<1x2x2x1xui8> -> tensor<1x1x2x2xi32, #cvm.prec<8>>
+  func.return
+}
+// CHECK: Operation does not verify: expected a packed copy holding the values themselves (to = "nhwc", no zero point), got to = 'nhwc' with a zero point

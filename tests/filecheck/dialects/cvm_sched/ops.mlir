@@ -60,3 +60,24 @@ func.func @outlined(%out: memref<2x4xi32>, %x: memref<2x4xi32, strided<[0, 1]>>,
 // CHECK-NEXT:    %1 = cvm_sched.load %p {zero_point = 128 : i64} : memref<8xui8> -> tensor<8xui8>
 // CHECK-NEXT:    %2 = cvm.relu %0
 // CHECK-NEXT:    cvm_sched.store %2, %out : tensor<4xi32, #cvm.prec<8>>, memref<2x4xi32>
+
+// The host (cvm-bufferize): a call carries its work (0: the bound), the footprint its bytes (0: the bound).
+func.func @host(%data: memref<4xi32>, %arena: memref<64xi8>) {
+  cvm_sched.call @outlined(%data, %data) {work = 0 : i64} : memref<4xi32>, memref<4xi32>
+  cvm_sched.call @outlined(%data) {work = 9223372036854775807 : i64} : memref<4xi32>
+  cvm_sched.footprint {intermediate_bytes = 0 : i64}
+  func.return
+}
+// CHECK-LABEL: func.func @host
+// CHECK-NEXT:    cvm_sched.call @outlined(%data, %data) {work = 0 : i64} : memref<4xi32>, memref<4xi32>
+// CHECK-NEXT:    cvm_sched.call @outlined(%data) {work = 9223372036854775807 : i64} : memref<4xi32>
+// CHECK-NEXT:    cvm_sched.footprint {intermediate_bytes = 0 : i64}
+
+// A view of a packed copy (cvm-fuse-packs): the interior of a padded NHWC i16 copy, read back as its values.
+func.func @copy_view(%x: tensor<1x2x2x2xi32, #cvm.prec<8>>) -> tensor<1x2x2x2xi32, #cvm.prec<8>> {
+  %p = cvm_sched.pack %x {to = "nhwc", padding = array<i64: 1, 1>} : tensor<1x2x2x2xi32, #cvm.prec<8>> -> tensor<1x4x4x2xi16>
+  %v = cvm_sched.view %p {layout = strided<[32, 1, 8, 2], offset: 10>} : tensor<1x4x4x2xi16> -> tensor<1x2x2x2xi32, #cvm.prec<8>>
+  func.return %v : tensor<1x2x2x2xi32, #cvm.prec<8>>
+}
+// CHECK-LABEL: func.func @copy_view
+// CHECK:         cvm_sched.view %p {layout = strided<[32, 1, 8, 2], offset: 10>} : tensor<1x4x4x2xi16> -> tensor<1x2x2x2xi32, #cvm.prec<8>>
