@@ -44,8 +44,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cvmc.dialects.cvm import CvmOperator, PrecisionAttr, cvm_attrs
 from cvmc.dialects.cvm_sched import LoadOp, PackOp, StoreOp
 from cvmc.passes.loops import kernels
-from cvmc.passes.loops.kernels import KernelArg, KernelCall, KernelParts, kernel_parts
-from cvmc.passes.loops.plan import Group, Node, Step, op_kind
+from cvmc.passes.loops.kernels import Group, KernelArg, KernelCall, KernelParts, Node, Step, kernel_parts, op_kind
 from cvmc.passes.loops.target import Target, module_target
 from cvmc.passes.loops.views import layout_of
 
@@ -56,7 +55,7 @@ def _packed(t: object) -> bool:
 
 
 def kernel_kind(kernel: func.FuncOp) -> str | None:
-    """The kind of an outlined kernel (`loops.plan.Group.kind`, from its anchor: the first op after its loads), or
+    """The kind of an outlined kernel (`loops.kernels.Group.kind`, from its anchor: the first op after its loads), or
     None for a function that is no outlined kernel."""
     loads = False
     for op in kernel.body.block.ops:
@@ -79,7 +78,7 @@ def kernel_kind(kernel: func.FuncOp) -> str | None:
 
 def kernel_call(kernel: func.FuncOp) -> KernelCall | None:
     """What the loop builders take for an outlined kernel (None: `kernel` is no outlined kernel): its anchor and
-    epilogue as a `loops.plan.Group`, its arguments' layouts."""
+    epilogue as a `loops.kernels.Group`, its arguments' layouts."""
     kind = kernel_kind(kernel)
     if kind is None:
         return None
@@ -132,7 +131,7 @@ def kernel_call(kernel: func.FuncOp) -> KernelCall | None:
 
 @dataclass
 class LowerKernel(RewritePattern):
-    """An outlined kernel of the kinds `kinds` (`loops.plan.Group.kind`) gets its loop nest."""
+    """An outlined kernel of the kinds `kinds` (`loops.kernels.Group.kind`) gets its loop nest."""
 
     target: Target
     kinds = frozenset[str]()

@@ -278,11 +278,6 @@ class _Bufferizer:
         shape = _shape(v)
         return Ref(self._buffer("arena", prod(shape), _element(v.type)), Layout.contiguous(shape))
 
-    @staticmethod
-    def _source(v: SSAValue) -> SSAValue:
-        """What a reader of `v` reads: a packed operand's source."""
-        return v.owner.source if isinstance(v.owner, PackOp) else v
-
     def run(self) -> None:
         block = self.main.body.block
         live = _live(self.main)
@@ -661,10 +656,10 @@ def bufferize(main: func.FuncOp) -> list[Operation]:
 
 def _intermediate_bytes(main: func.FuncOp) -> int:
     """The bytes of every operator output of `@main` (what a plan without reuse would allocate): cvm operators'
-    and views' results, not packs'."""
+    and views' results, not packs' (nor a view reading a packed copy back: `cvm-fuse-packs`, no new output)."""
     total = 0
     for op in main.walk():
-        if isinstance(op, CvmOperator) or (isinstance(op, ViewOp) and not isinstance(op.source.owner, PackOp)):
+        if isinstance(op, CvmOperator) or (isinstance(op, ViewOp) and packing_of(op.source) is None):
             total += sum(prod(_shape(r)) * ELEMENT_BYTES["i32"] for r in op.results)
     return total
 

@@ -70,7 +70,7 @@ from cvmc.passes.loops.builder import (
     narrowed,
     unravel,
 )
-from cvmc.passes.loops.plan import Group
+from cvmc.passes.loops.kernels import Group
 from cvmc.passes.loops.views import Layout
 
 

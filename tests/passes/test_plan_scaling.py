@@ -26,9 +26,7 @@ from cvmc.passes.loops.plan import (
     MAX_CONCAT_INPUTS,
     MAX_GROUP_OPS,
     Buffer,
-    Group,
     Hints,
-    Node,
     _fit,
     _fit_by_scan,
     plan,
@@ -78,11 +76,9 @@ def test_occupancy_ranges_touching_are_free_overlapping_are_not():
 
 def test_kernel_names_take_the_lowest_free_counter():
     names = KernelNames()
-    relu = Group(Node("relu", {}, [0], [1]), "map")
-    assert [names.new(relu) for _ in range(3)] == ["relu", "relu_1", "relu_2"]
+    assert [names.new(["relu"]) for _ in range(3)] == ["relu", "relu_1", "relu_2"]
     names.taken.add("abs_1")
-    absolute = Group(Node("abs", {}, [0], [1]), "map")
-    assert [names.new(absolute) for _ in range(3)] == ["abs", "abs_2", "abs_3"]
+    assert [names.new(["abs"]) for _ in range(3)] == ["abs", "abs_2", "abs_3"]
 
 
 # ---- the work of planning, counted ---------------------------------------------------------------------
