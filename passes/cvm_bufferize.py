@@ -456,6 +456,7 @@ class _Arguments:
 
     args: list[KernelArg]
     key: tuple[object, ...]
+    nodes: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # its ops' names and attributes
 
 
 def _arguments(b: _Bufferizer, c: _Call) -> _Arguments:
@@ -464,7 +465,8 @@ def _arguments(b: _Bufferizer, c: _Call) -> _Arguments:
     reads them; a flat view where an op reads by flat index), its scratch; an elementwise kernel's over the
     collapsed index space of all its layouts."""
     out_shape = c.out_shape
-    anchor, attrs = c.anchor, _attrs(c.anchor)
+    every = [_attrs(op) for op in c.ops]
+    anchor, attrs = c.anchor, every[0]
     shift = 0
     written = b.written(c)
     if c.kind == "copy":
@@ -503,15 +505,18 @@ def _arguments(b: _Bufferizer, c: _Call) -> _Arguments:
         x = packing_of(c.inputs[0])
         assert x is not None
         zero_point = x.zero_point.value.data if x.zero_point is not None else 0
-    nodes = tuple((_op_name(op), _freeze(_attrs(op))) for op in c.ops)
+    nodes = tuple((_op_name(op), _freeze(a)) for op, a in zip(c.ops, every))
     steps = tuple(tuple(s) for s in c.sources)
     packs = tuple(_freeze(p.packing()) for p in c.packs)
     key = (c.kind, nodes, steps, tuple(a.type for a in args), packs, c.stores_output, out_shape, zero_point)
-    return _Arguments(args, key)
+    return _Arguments(args, key, nodes)
 
 
-def _work(c: _Call) -> int:
-    """The gas of a call's operators: how much work it does (a packed operand counted as its source)."""
+def _work(c: _Call, nodes: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...],
+          memo: dict[tuple[object, ...], int]) -> int:
+    """The gas of a call's operators: how much work it does (a packed operand counted as its source). `nodes`:
+    its ops' names and attributes (`_Arguments.nodes`); `memo`: the gas of an op by its attributes and operand
+    types, shared by the calls of one module (a model repeats its layers)."""
     if c.kind == "pack":
         return prod(_shape(c.inputs[0]))
     work = 0
@@ -521,16 +526,15 @@ def _work(c: _Call) -> int:
         if isinstance(parent, KernelOp):
             outside = dict(zip(parent.body.block.args, parent.inputs))
     for k, op in enumerate(c.ops):
-        assert isinstance(op, CvmOperator)
-        if k == 0:
-            values = list(c.inputs)
-        else:
-            values = [outside.get(v, v) for v in op.operands]
+        values = list(c.inputs) if k == 0 else [outside.get(v, v) for v in op.operands]
         packs = [packing_of(v) for v in values]
         values = [v if p is None else p.source for v, p in zip(values, packs)]
-        shapes = [_shape(v) for v in values]
-        precs = [tensor_precision(v.type) or 0 for v in values]  # every cvm tensor has one (the verifier)
-        work += rules.node_gas(rules.infer(op.op_name, cvm_attrs(op), shapes, precs))
+        key = (nodes[k], *(v.type for v in values))
+        if key not in memo:
+            shapes = [_shape(v) for v in values]
+            precs = [tensor_precision(v.type) or 0 for v in values]  # every cvm tensor has one (the verifier)
+            memo[key] = rules.node_gas(rules.infer(nodes[k][0], dict(nodes[k][1]), shapes, precs))
+        work += memo[key]
     return work
 
 
@@ -599,6 +603,7 @@ def bufferize(main: func.FuncOp) -> list[Operation]:
     arena_bytes = b.place()
     arguments = [_arguments(b, c) for c in b.calls]
     kernels: dict[tuple[object, ...], str] = {}
+    gas: dict[tuple[object, ...], int] = {}
     names = KernelNames()
     out: list[Operation] = []
     for c, a in zip(b.calls, arguments):
@@ -646,7 +651,7 @@ def bufferize(main: func.FuncOp) -> list[Operation]:
             host.add(shift)
             host.roots[bid] = host.add(view)
     for c, a in zip(b.calls, arguments):
-        host.block.add_op(_call(kernels[a.key], [host.view(x) for x in a.args], _work(c)))
+        host.block.add_op(_call(kernels[a.key], [host.view(x) for x in a.args], _work(c, a.nodes, gas)))
     results = [host.view(KernelArg(b.refs[v].buffer, b.refs[v].layout)) for v in b.heads]
     host.block.add_op(FootprintOp(_intermediate_bytes(main)))
     host.block.add_op(func.ReturnOp(*results))
