@@ -37,7 +37,8 @@ def module_of(model: Any) -> ModuleOp:
     return model if isinstance(model, ModuleOp) else graph_to_module(model)
 
 
-def _run(model: Any, target: Target | str | None, through_bufferize: bool) -> ModuleOp:
+def run_passes(model: Any, target: Target | str | None = None, through_bufferize: bool = True) -> ModuleOp:
+    """The passes of `cvm-to-loops` on the model's module, through `cvm-bufferize` or up to it (not verified)."""
     module = module_of(model)
     module_target(module, str(detect_target() if target is None else target))
     ctx = Context()
@@ -53,7 +54,7 @@ def _run(model: Any, target: Target | str | None, through_bufferize: bool) -> Mo
 
 def scheduled(model: Any, target: Target | str | None = None) -> ModuleOp:
     """The module after every pass of `cvm-to-loops` before `cvm-bufferize` (views, packs, kernels), verified."""
-    module = _run(model, target, through_bufferize=False)
+    module = run_passes(model, target, through_bufferize=False)
     module.verify()
     return module
 
@@ -166,7 +167,7 @@ class Bufferized:
 
 def bufferized(model: Any, target: Target | str | None = None) -> Bufferized:
     """The module after `cvm-to-loops` up to `cvm-bufferize` included, verified, read as its host program."""
-    module = _run(model, target, through_bufferize=True)
+    module = run_passes(model, target, through_bufferize=True)
     module.verify()
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     program, _ = read_host(module.clone())
