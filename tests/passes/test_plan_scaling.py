@@ -20,10 +20,9 @@ from cvmc import CvmBuilder
 from cvmc.dialects.cvm import Cvm
 from cvmc.dialects.cvm_sched import CvmSched, KernelOp
 from cvmc.passes.cvm_bufferize import CvmBufferizePass
-from cvmc.passes.cvm_fuse import CvmFusePass
+from cvmc.passes.cvm_fuse import MAX_CONCAT_INPUTS, MAX_GROUP_OPS, CvmFusePass
 from cvmc.passes.loops.arena import Occupancy, disjoint
 from cvmc.passes.loops.kernels import KernelNames
-from cvmc.passes.loops.plan import MAX_CONCAT_INPUTS, MAX_GROUP_OPS
 from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
 from cvmc.runtime.references.cvm import run_graph
