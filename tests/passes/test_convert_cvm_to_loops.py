@@ -1,22 +1,22 @@
 """convert-cvm-to-loops: strided views, fusion, buffer planning, the loop-level contract, and bit-exact kernels."""
 
+from math import prod
+
 import numpy as np
 import pytest
+from scheduled import Bufferized, bufferized, element, pack_elements, packed_params, scheduled
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
 
 from cvmc import CvmBuilder
-from cvmc.dialects.cvm_sched import CallOp
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan
+from cvmc.dialects.cvm_sched import CallOp, ViewOp
 from cvmc.passes.loops.views import Layout, collapse
 from cvmc.passes.pipelines import run_pipeline
 from cvmc.runtime.devices.cpu import compile_graph
-from cvmc.runtime.driver.target import detect_target
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
 from cvmc.runtime.references.cvm import run_graph
 
-# The plans follow the host's tier (`detect_target`): every test here runs on the `host` fixture's host
+# The kernels follow the host's tier (`detect_target`): every test here runs on the `host` fixture's host
 # (`make test-hosts`: each simulated one; a native run of a tier this CPU lacks skips).
 pytestmark = pytest.mark.hosts
 RNG = np.random.default_rng(7)
@@ -42,10 +42,14 @@ def _name(op) -> str:
     return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
 
 
-def _plan(builder, outputs):
-    """The plan as the runtime makes it here (`detect_target`: the host's tier and $CVMC_VNNI)."""
-    net, _ = net_from_function(graph_to_module(builder.graph(outputs)).body.block.first_op)
-    return plan(net, target=detect_target())
+def _bufferized(builder, outputs) -> Bufferized:
+    """The bufferized module as the runtime lowers it here (`detect_target`: the host's tier and $CVMC_VNNI)."""
+    return bufferized(builder.graph(outputs))
+
+
+def _kernels(builder, outputs) -> list[list[str]]:
+    """The ops of each call's kernel, in order."""
+    return [k.ops for k in _bufferized(builder, outputs).kernels]
 
 
 def _lowered(builder, outputs) -> ModuleOp:
@@ -100,7 +104,7 @@ def test_collapse_merges_dims_every_operand_walks_contiguously():
     assert collapse([out.permute((0, 1, 2)), Layout.contiguous((2, 3, 4)).broadcast_to((2, 3, 4))])[0].shape == (24,)
 
 
-# ---- planning ----------------------------------------------------------------------------------------------
+# ---- scheduling and buffers -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("vnni", ["0", "1"])
@@ -111,17 +115,18 @@ def test_requantization_chain_fuses_into_the_conv(monkeypatch, vnni):
     w = b.create_param(_rand((4, 3, 3, 3)), 8)
     y = b.relu(b.cvm_right_shift(b.conv2d(x, w, channels=4, kernel_size=(3, 3), padding=(1, 1), use_bias=False),
                                  precision=8, shift_bit=5))
-    p = _plan(b, [y])
-    assert [[n.op for n in g.nodes] for g in p.groups] == [["pack"], ["conv2d", "cvm_right_shift", "relu"]]
-    arena = [(buf.element, buf.elements) for buf in p.buffers if buf.kind == "arena"]
-    weight = [t for t in p.tensors if t.pack is not None and t.kind == "param"]
+    low = _bufferized(b, [y])
+    assert [k.ops for k in low.kernels] == [["pack"], ["conv2d", "cvm_right_shift", "relu"]]
+    arena = [(element(t), prod(t.get_shape())) for k in low.kernels for t in k.stored_types]  # what each writes
+    assert all(v.root == "arena" for k in low.kernels for v in k.written)
+    weight = [(e, shape) for e, shape, _ in packed_params(scheduled(b.graph([y])))]  # packed when compiling
     if vnni == "1":  # u8 (x + 128) x s8 in the VNNI micro-kernel: 27 taps padded to 28 (quads), 16 lanes
         assert arena == [("u8", 10 * 10 * 3), ("i32", 4 * 8 * 8)]
-        assert [(t.kind, t.element, t.shape) for t in weight] == [("param", "i8", (1, 7, 64))]
+        assert weight == [("i8", (1, 7, 64))]
     else:
         assert arena == [("i16", 10 * 10 * 3), ("i32", 4 * 8 * 8)]  # the padded NHWC input, the output
         # 27 taps, padded to 28 (pairs), in one block of 16 output channels (`cvmc.mmk_i16`)
-        assert [(t.kind, t.element, t.shape) for t in weight] == [("param", "i16", (1, 14, 32))]
+        assert weight == [("i16", (1, 14, 32))]
 
 
 def test_an_understated_precision_reaches_every_consumer():
@@ -133,8 +138,8 @@ def test_an_understated_precision_reaches_every_consumer():
     t = b.take(w, b.create_param(np.array([[0, 5], [7, 23], [2, 2]]), 8))
     y = b.dense(b.broadcast_max(t, t), b.create_param(_rand((3, 2), 2), 2), units=3, use_bias=False)
     assert (w.precision, t.precision) == (2, 2)  # the values are up to 31 bits
-    p = _plan(b, [y])
-    assert {buf.element for buf in p.buffers if buf.kind == "arena"} == {"i32"}
+    assert pack_elements(scheduled(b.graph([y]))) == []  # every packed operand int32
+    assert {v.element for v in _bufferized(b, [y]).arena_views()} == {"i32"}
     _check_bit_exact(b, [y], RNG.integers(-(1 << 30), 1 << 30, size=(6, 4)).astype(np.int32))
 
 
@@ -152,10 +157,12 @@ def test_conv_whose_im2col_row_is_too_large_takes_the_direct_loop_nest(monkeypat
                  use_bias=False)
     x0 = _rand((1, 8, 6, 6))
     monkeypatch.setattr(cvm_loops_ops, "IM2COL_LIMIT", row_bytes - 1)
-    assert [g.kind for g in _plan(b, [y]).groups] == ["compute"]
+    assert _kernels(b, [y]) == [["conv2d"]]  # no pack: the direct loop nest reads the operands as they are
+    (conv,) = _bufferized(b, [y]).kernels
+    assert [element(a) for a in conv.fn.function_type.inputs.data] == ["i32"] * 3
     _check_bit_exact(b, [y], x0)
     monkeypatch.setattr(cvm_loops_ops, "IM2COL_LIMIT", row_bytes)
-    assert [g.kind for g in _plan(b, [y]).groups] == ["pack", "conv2d"]
+    assert _kernels(b, [y]) == [["pack"], ["conv2d"]]
     _check_bit_exact(b, [y], x0)
 
 
@@ -168,8 +175,8 @@ def test_conv_operands_wider_than_16_bits_stay_int32():
     assert data.precision == 2
     w = b.create_param(_rand((3, 2, 3, 3)), 8)
     y = b.conv2d(data, w, channels=3, kernel_size=(3, 3), use_bias=False)
-    p = _plan(b, [y])
-    assert {buf.element for buf in p.buffers if buf.kind == "arena"} == {"i32"}
+    assert pack_elements(scheduled(b.graph([y]))) == []
+    assert {v.element for v in _bufferized(b, [y]).arena_views()} == {"i32"}
     _check_bit_exact(b, [y], _rand((1, 2, 5, 5)))
 
 
@@ -180,11 +187,14 @@ def test_residual_add_fuses_with_its_other_operand_as_an_extra_input():
     conv = b.conv2d(x, w, channels=4, kernel_size=(3, 3), padding=(1, 1), use_bias=False)
     y = b.relu(b.cvm_right_shift(b.elemwise_add(b.cvm_right_shift(conv, precision=8, shift_bit=8), x),
                                  precision=8, shift_bit=1))
-    p = _plan(b, [y])
-    assert len(p.groups) == 2
-    group = p.groups[1]
-    assert [n.op for n in group.nodes] == ["conv2d", "cvm_right_shift", "elemwise_add", "cvm_right_shift", "relu"]
-    assert group.epilogue[1].sources == [None, 0]  # add(running value, extra 0 = the input)
+    kernels = _bufferized(b, [y]).kernels
+    assert len(kernels) == 2
+    conv = kernels[1]
+    assert conv.ops == ["conv2d", "cvm_right_shift", "elemwise_add", "cvm_right_shift", "relu"]
+    add = conv.body[2]
+    # add(the running value, an extra argument: the input, or its packed copy read through a view)
+    assert add.operands[0].owner is conv.body[1] and conv.source(add.operands[0]) is None
+    assert conv.source(add.operands[1]) is not None
     _check_bit_exact(b, [y], _rand((1, 4, 6, 6)))
 
 
@@ -195,8 +205,14 @@ def test_views_make_no_kernel_and_a_shared_tensor_is_not_fused():
     t = b.flatten(b.transpose(b.reshape(a, shape=(2, 3, 2, 2)), axes=(1, 0, 2, 3)))  # a copy only at flatten
     s = b.strided_slice(a, begin=(0, 1, 0), end=(2, 3, 4), stride=(1, 1, 2))
     u = b.abs(a)  # `a` has three consumers: it is materialized, abs is its own group
-    p = _plan(b, [t, s, u])
-    assert [g.kind for g in p.groups] == ["map", "copy", "map"]
+    module = scheduled(b.graph([t, s, u]))
+    views = [op for op in module.walk() if isinstance(op, ViewOp)]
+    assert len(views) == 3  # the reshape, the transpose (over a's buffer) and the slice
+    kernels = _bufferized(b, [t, s, u]).kernels
+    assert [k.ops for k in kernels] == [["relu"], ["flatten"], ["abs"]]
+    copy = kernels[1]  # the flatten of a transposed view: a copy of its strided layout
+    (read,) = [copy.source(v) for op in copy.body for v in op.operands]
+    assert read is not None and not read[0].identity and read[0].root == kernels[0].written[0].root
     _check_bit_exact(b, [t, s, u], _rand((2, 3, 4)))
 
 
@@ -205,8 +221,7 @@ def test_a_head_is_materialized_before_its_consumers_run():
     x = b.create_input([8], 8)
     h = b.negative(x)
     y = b.relu(h)
-    p = _plan(b, [h, y])
-    assert len(p.groups) == 2
+    assert _kernels(b, [h, y]) == [["negative"], ["relu"]]
     _check_bit_exact(b, [h, y], _rand((8,)))
 
 
@@ -219,11 +234,11 @@ def test_buffers_are_reused_once_their_last_reader_has_run(monkeypatch):
         w = b.create_param(_rand((4, 4, 3, 3)), 8, name=f"w{i}")
         conv = b.conv2d(y, w, channels=4, kernel_size=(3, 3), padding=(1, 1), use_bias=False)
         y = b.cvm_right_shift(conv, precision=8, shift_bit=8)
-    p = _plan(b, [y])
+    program = _bufferized(b, [y]).program
     one, packed = 4 * 16 * 16 * 4, 4 * 18 * 18 * 2  # an output; a padded int16 input
-    assert p.intermediate_bytes == 12 * one
+    assert program.intermediate_bytes == 12 * one
     # each output lives from its conv to the next pack, each packed input from its pack to its conv
-    assert p.arena_bytes == one + -(-packed // 64) * 64
+    assert program.arena_bytes == one + -(-packed // 64) * 64
 
 
 # ---- the lowered module ------------------------------------------------------------------------------------

@@ -4,11 +4,9 @@ and the host has AVX512-VNNI, int16 one bit past, and bit-exact with the referen
 import hosts
 import numpy as np
 import pytest
+from scheduled import pack_elements, scheduled
 
 from cvmc import CvmBuilder
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan
-from cvmc.passes.loops.target import Target
 from cvmc.runtime.devices.cpu import compile_graph
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
 from cvmc.runtime.references.cvm import run_graph
@@ -28,8 +26,8 @@ def _extremes(shape, bound):
 
 def _data(b, shape, bits):
     """An input whose values reach `bits` bits (|x| <= 2^(bits-1) - 1) and whose declared precision is 8: for
-    bits 9 a `where` that takes its condition's precision (the values stay within 9 bits: a sound bound the plan
-    finds by `value_bits`). Returns the tensor and the input it reads."""
+    bits 9 a `where` that takes its condition's precision (the values stay within 9 bits: a sound bound
+    `cvm_value_bits` finds). Returns the tensor and the input it reads."""
     x = b.create_input(list(shape), 8)
     if bits == 8:
         return x, x
@@ -54,8 +52,8 @@ def _dense(bits):
 
 
 def _elements(b, y, target):
-    net, _ = net_from_function(graph_to_module(b.graph([y])).body.block.first_op)
-    return sorted({t.element for t in plan(net, target=Target.parse(target)).tensors} - {"i32"})  # packed operands'
+    """The element types of the operands cvm-pack-operands packs, i32 left out."""
+    return pack_elements(scheduled(b.graph([y]), target))
 
 
 CASES = [(_conv, 8, ["i8", "u8"]), (_conv, 9, ["i16"]), (_dense, 8, ["i8", "u8"]), (_dense, 9, ["i16"])]

@@ -1,26 +1,24 @@
 """A blocked conv2d whose output only the next conv2d reads writes that conv's padded NHWC input in its epilogue
-(`_Planner._pack_in_epilogue`, `loops.x86.conv2d_packing`): no pack kernel runs between them and the int32
-output is not stored. The rule's bound is the pack being the output's one reader: with a second reader (an
-elementwise op, a head) the output is stored and a pack kernel runs. Bit-exact with the reference on every edge:
-paddings (none, symmetric, one side wider), a partial block of output channels, pixels past the last block of
-rows, a batch, strides, a fused residual add in the producer, int16 and u8 x s8 data, 1 and 2 threads."""
+(its outlined kernel ends in the `cvm_sched.pack`, `loops.x86.conv2d_packing`): no pack kernel runs between them
+and the int32 output is not stored. The rule's bound is the pack being the output's one reader: with a second
+reader (an elementwise op, a head) the output is stored and a pack kernel runs. Bit-exact with the reference on
+every edge: paddings (none, symmetric, one side wider), a partial block of output channels, pixels past the last
+block of rows, a batch, strides, a fused residual add in the producer, int16 and u8 x s8 data, 1 and 2 threads."""
 
 import numpy as np
 import pytest
+from scheduled import Kernel, bufferized, element, op_name
 
 from cvmc import CvmBuilder
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import GPU, Target
 from cvmc.runtime.devices.cpu import compile_graph, lower_graph
 from cvmc.runtime.driver.target import detect_target
-from cvmc.runtime.frontend.cvm_ir import graph_to_module
 from cvmc.runtime.references.cvm import run_graph
 
 RNG = np.random.default_rng(31)
 
 
-# The plans follow the host's tier (`detect_target`): every test here runs on the `host` fixture's host
+# The kernels follow the host's tier (`detect_target`): every test here runs on the `host` fixture's host
 # (`make test-hosts`: each simulated one).
 pytestmark = pytest.mark.hosts
 
@@ -62,10 +60,9 @@ def _two_convs(x_shape=(1, 8, 7, 9), mid=20, out=16, padding=(1, 1), strides=(1,
     return b.graph(heads)
 
 
-def _plan(graph, target=None):
-    """The plan for `target`, else as the runtime makes it here (`detect_target`)."""
-    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    return plan(net, target=detect_target() if target is None else target)
+def _kernels(graph, target=None) -> list[Kernel]:
+    """The calls of the bufferized module for `target`, else as the runtime lowers it here (`detect_target`)."""
+    return bufferized(graph, target).kernels
 
 
 def _check(graph, threads=1):
@@ -78,35 +75,48 @@ def _check(graph, threads=1):
         np.testing.assert_array_equal(g, w)
 
 
-def _packs(p):
-    """Per group: its ops, the packs its epilogue writes, whether it stores its output."""
-    return [([n.op for n in g.nodes], len(g.packed), g.stores_output) for g in p.groups]
+def _packs(kernels: list[Kernel]):
+    """Per call: its ops (a pack kernel: ["pack"]), the packs its epilogue writes, whether it stores its output."""
+    out = []
+    for k in kernels:
+        if k.ops == ["pack"]:
+            out.append((["pack"], 0, True))
+        else:
+            out.append(([o for o in k.ops if o != "pack"], k.stored.count("pack"), any(s != "pack" for s in k.stored)))
+    return out
 
 
 @pytest.mark.parametrize("relu", [True, False])  # u8 x s8 data, int16 data
 def test_the_one_reader_bound_and_one_past(relu):
-    one = _packs(_plan(_two_convs(relu=relu)))
+    one = _packs(_kernels(_two_convs(relu=relu)))
     first = ["conv2d", "cvm_right_shift", "relu"] if relu else ["conv2d", "cvm_right_shift"]
     assert one[-3:] == [(["pack"], 0, True), (first, 1, False), (["conv2d", "cvm_right_shift"], 0, True)]
-    two = _packs(_plan(_two_convs(relu=relu, reader="relu")))  # a second reader: stored, then a pack kernel
+    two = _packs(_kernels(_two_convs(relu=relu, reader="relu")))  # a second reader: stored, then a pack kernel
     assert [g for g in two if g[0] == ["pack"]] and (first, 0, True) in two
-    head = _packs(_plan(_two_convs(relu=relu, head=True)))  # a head: stored, then a pack kernel
+    head = _packs(_kernels(_two_convs(relu=relu, head=True)))  # a head: stored, then a pack kernel
     assert [g for g in head if g[0] == ["pack"]] and (first, 0, True) in head
 
 
+def _int32_views(graph, elements):
+    """The views of the arena of `elements` int32 values that the host passes or returns."""
+    return [v for v in bufferized(graph).arena_views() if v.element == "i32" and np.prod(v.shape) == elements]
+
+
 def test_the_dropped_output_takes_no_arena_space():
-    p = _plan(_two_convs())
-    assert [b.kind for b in p.buffers].count("unused") == 1
-    unused = next(b for b in p.buffers if b.kind == "unused")
-    assert unused.elements == 20 * 7 * 9
-    stored = _plan(_two_convs(head=True))
-    assert "unused" not in [b.kind for b in stored.buffers]
+    """The first conv's int32 output (20 x 7 x 9) has no buffer: no call writes or reads it, the arena holds none;
+    stored when it is a head (then also returned)."""
+    assert _int32_views(_two_convs(), 20 * 7 * 9) == []
+    assert _int32_views(_two_convs(head=True), 20 * 7 * 9)
+
+
+def _epilogue_packs(kernels: list[Kernel]) -> int:
+    return sum(n for _, n, _ in _packs(kernels))
 
 
 def test_no_epilogue_pack_without_the_blocked_kernel_nor_on_the_gpu():
-    assert all(not g.packed for g in _plan(_two_convs(), GPU).groups)
-    assert all(not g.packed for g in _plan(_two_convs(), Target("avx2", mmk=False)).groups)
-    assert any(g.packed for g in _plan(_two_convs(), Target("avx2")).groups)
+    assert _epilogue_packs(_kernels(_two_convs(), GPU)) == 0
+    assert _epilogue_packs(_kernels(_two_convs(), Target("avx2", mmk=False))) == 0
+    assert _epilogue_packs(_kernels(_two_convs(), Target("avx2"))) == 1
 
 
 def test_the_producer_keeps_its_accumulators_pixel_major():
@@ -156,23 +166,39 @@ def _block(x_shape=(1, 16, 6, 7), relu=True, late_pack=False, kernel=(3, 3)):
     return b.graph([conv(y, "w2")])
 
 
+def _add_extras(kernels: list[Kernel]):
+    """The first kernel with an elemwise_add in its epilogue: for each operand of the add that it reads from an
+    argument (not computed by its own ops), what the last call before it wrote to those bytes: the element type
+    of the value it stored there, and whether that value was a packed copy (a pack in its epilogue)."""
+    at, add = next((i, k) for i, k in enumerate(kernels) if "elemwise_add" in k.ops[1:])
+    op = next(o for o in add.body if op_name(o) == "elemwise_add")
+    out = []
+    for v in op.operands:
+        source = add.source(v)
+        if source is not None:
+            view = source[0]
+            stored = next((element(t), s == "pack") for k in reversed(kernels[:at])
+                          for w, s, t in zip(k.written, k.stored, k.stored_types)
+                          if (w.root, w.shift) == (view.root, view.shift))
+            assert view.element[1:] == stored[0][1:]  # read as it was written: bytes, int16 or int32
+            out.append(stored)
+    return out
+
+
 @pytest.mark.parametrize("relu", [True, False])  # u8 x s8, int16
 def test_a_shortcut_is_read_from_the_next_convs_packed_input(relu):
     """The add reads a from the pack written before it: a is not stored, and no pack kernel runs for it."""
-    p = _plan(_block(relu=relu))
-    kinds = [([n.op for n in g.nodes], len(g.packed), g.stores_output) for g in p.groups]
+    kernels = _kernels(_block(relu=relu))
+    kinds = _packs(kernels)
     assert sum(1 for k in kinds if k[0] == ["pack"]) == 1  # the input's alone
-    add = next(g for g in p.groups if any(n.op == "elemwise_add" for n in g.nodes))
     u8 = relu and detect_target().has("avx2")  # u8 x s8 on AVX2 and up; int16 on a generic host
-    assert [p.tensors[t].element for t in add.extras] == ["u8" if u8 else "i16"]
+    assert _add_extras(kernels) == [("u8" if u8 else "i16", True)]  # a strided view of the packed copy
     convs = [k for k in kinds if k[0][0] == "conv2d"]
     assert [(n, stored) for _, n, stored in convs] == [(1, False), (1, False), (0, True)]
 
 
 def test_a_shortcut_read_before_its_pack_is_written_stays_int32():
-    p = _plan(_block(late_pack=True))
-    first_add = next(g for g in p.groups if any(n.op == "elemwise_add" for n in g.nodes))
-    assert [p.tensors[t].element for t in first_add.extras] == ["i32"]
+    assert _add_extras(_kernels(_block(late_pack=True))) == [("i32", False)]
 
 
 @pytest.mark.parametrize("threads", [1, 2])

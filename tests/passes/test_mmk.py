@@ -7,10 +7,9 @@ the int16 bound (sums that wrap int32), one bit past each taking the next wider 
 import hosts
 import numpy as np
 import pytest
+from scheduled import packed_params, scheduled
 
 from cvmc import CvmBuilder
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import Target
 from cvmc.runtime.devices.cpu import compile_graph, lower_graph
 from cvmc.runtime.driver import target as runtime_target
@@ -40,7 +39,7 @@ def _rand(shape, precision=8):
 
 def _conv(x_shape, oc, kernel=(3, 3), bits=8, bias=True, residual=False, relu=False, weight=None, **attrs):
     """A conv2d of an input of `bits` bits: past 8, through a `where` that declares its condition's precision
-    (the conv's data must declare at most 8; the plan bounds it by the values', `value_bits`); with `relu`, of
+    (the conv's data must declare at most 8; `cvm_value_bits` bounds it by the values'); with `relu`, of
     its relu (values >= 0)."""
     b = CvmBuilder()
     x = data = b.create_input(list(x_shape), bits)
@@ -59,9 +58,8 @@ def _conv(x_shape, oc, kernel=(3, 3), bits=8, bias=True, residual=False, relu=Fa
 
 
 def _weights(graph, target="x86:avx2"):
-    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    return [(t.element, t.shape, t.pack["to"]) for t in plan(net, target=Target.parse(target)).tensors
-            if t.pack is not None and t.kind == "param"]
+    """(element, shape, packing) of the packed param weights (`cvm_sched.pack`s of params)."""
+    return packed_params(scheduled(graph, target))
 
 
 def _check(graph, x):

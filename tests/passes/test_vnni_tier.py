@@ -11,10 +11,10 @@ import re
 import hosts
 import numpy as np
 import pytest
+from scheduled import bufferized, element, packed_params, packs, scheduled
 
 from cvmc import CvmBuilder
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan
+from cvmc.dialects.cvm import ParamOp
 from cvmc.passes.loops.target import Target
 from cvmc.runtime.devices.cpu import compile_graph, lower_graph
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
@@ -60,9 +60,8 @@ def _conv(x_shape, oc, kernel=(3, 3), bits=8, relu=True, bias=True, weight=None,
 
 
 def _weights(graph, target):
-    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    return [(t.element, t.shape, t.pack["to"]) for t in plan(net, target=target).tensors
-            if t.pack is not None and t.kind == "param"]
+    """(element, shape, packing) of the packed param weights (`cvm_sched.pack`s of params)."""
+    return packed_params(scheduled(graph, target))
 
 
 @pytest.mark.parametrize(("oc", "blocks", "lanes"), [(16, 1, 16), (17, 1, 32), (64, 1, 64), (65, 2, 64)])
@@ -106,9 +105,10 @@ def test_the_bounds_that_pick_the_tier():
     for relu in (True, False):
         assert _weights(_conv((1, 4, 6, 6), 20, relu=relu), VNNI) == [("i8", (1, 9, 128), "conv_weight_blocked")]
         assert _weights(_conv((1, 4, 6, 6), 20, relu=relu, bits=9), VNNI)[0][0] == "i16"
-        net, _ = net_from_function(graph_to_module(_conv((1, 4, 6, 6), 20, relu=relu)).body.block.first_op)
-        (x,) = [t for t in plan(net, target=VNNI).tensors if t.pack is not None and t.kind == "op"]
-        assert (x.element, x.pack.get("zero_point", 0)) == ("u8", 0 if relu else 128)
+        (x,) = [p for p in packs(scheduled(_conv((1, 4, 6, 6), 20, relu=relu), VNNI))
+                if not isinstance(p.source.owner, ParamOp)]
+        zero_point = 0 if x.zero_point is None else x.zero_point.value.data
+        assert (element(x.result.type), zero_point) == ("u8", 0 if relu else 128)
     assert _weights(_conv((1, 4, 6, 6), 20, relu=False), Target("avx2"))[0][0] == "i16"  # vpmaddubsw saturates
     grouped = _conv((1, 4, 6, 6), 20, groups=2)  # the micro-kernel takes one group only
     assert _weights(grouped, VNNI) == [("i8", (20, 64), "conv_weight")]  # one group only
@@ -158,8 +158,8 @@ def test_bit_exact_on_the_edges_of_the_blocking(target, relu, x_shape, oc, kerne
                                                              ((1, 8, 16, 16), 16, 8, False)])  # 8x8 tiled pack
 def test_bit_exact_writing_the_next_convs_packed_input(target, threads, x_shape, mid, then, relu):
     graph = _conv(x_shape, mid, padding=(1, 1), then=then, relu=relu)
-    assert any(g.packed for g in plan(net_from_function(graph_to_module(graph).body.block.first_op)[0],
-                                      target=target).groups)
+    # the first conv's kernel writes the second's packed input
+    assert any(k.ops[0] == "conv2d" and "pack" in k.stored for k in bufferized(graph, target).kernels)
     _check(graph, target, threads=threads)
 
 

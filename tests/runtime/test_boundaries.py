@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cuda_host import HostDevice, host_compiler
+from scheduled import bufferized, element, main_of, packs, scheduled
 
 import cvmc.runtime.devices.cuda as rc
 from cvmc import CvmBuilder, CVMLogicError, CVMRuntimeError
 from cvmc.dialects import cvm_rules as rules
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan, value_bits
+from cvmc.passes.cvm_value_bits import ValueBits
+from cvmc.passes.loops.target import DEFAULT
 from cvmc.runtime.devices.cpu import compile_graph
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
 from cvmc.runtime.references.cvm import run_graph
@@ -133,13 +134,14 @@ def _int16_graph(bits: int, weight_side: bool = False):
 
 
 def _packed_elements(b: CvmBuilder, outputs) -> set[str]:
-    """The element types of the operands conv2d and dense read packed (params packed at compile time and the
-    pack kernels' arena buffers)."""
-    net, _ = net_from_function(graph_to_module(b.graph(outputs)).body.block.first_op)
-    assert max(value_bits(net)) >= 16
-    p = plan(net)
-    return {t.element for t in p.tensors if t.pack is not None} | {buf.element for buf in p.buffers
-                                                                    if buf.kind == "arena"}
+    """The element types of the operands conv2d and dense read packed (the `cvm_sched.pack`s, params packed at
+    compile time and the pack kernels' outputs) and of the arena's buffers, for the default target."""
+    graph = b.graph(outputs)
+    main = main_of(graph_to_module(graph))
+    bits = ValueBits.of(main)
+    assert max(bits.bits(r) for op in main.walk() for r in op.results) >= 16
+    packed = {element(p.result.type) for p in packs(scheduled(graph, DEFAULT))}
+    return packed | {v.element for v in bufferized(graph, DEFAULT).arena_views()}
 
 
 @pytest.mark.compiled

@@ -12,14 +12,13 @@ from math import prod
 import numpy as np
 import pytest
 from cuda_host import HostDevice, host_compiler
+from scheduled import pack_elements, scheduled
 
 from cvmc import CvmBuilder
 from cvmc.codegen.cuda import emit_cuda
 from cvmc.codegen.cuda_launch import kernel_specs
 from cvmc.errors import CVMRuntimeError
 from cvmc.passes.loops.gpu import BLOCK, split, tile
-from cvmc.passes.loops.ir import net_from_function
-from cvmc.passes.loops.plan import plan
 from cvmc.passes.loops.target import GPU
 from cvmc.runtime.devices import cuda as rc
 from cvmc.runtime.frontend.cvm_ir import graph_to_module
@@ -63,7 +62,7 @@ def _values(shape, bits):
 
 def _data(b, shape, bits):
     """An input of precision 8 whose values, for `bits` > 8, are shifted left into `bits` bits (|x| <= 2^(bits-1)
-    - 1) by a `where` that takes its condition's precision: a sound bound the plan finds by `value_bits`."""
+    - 1) by a `where` that takes its condition's precision: a sound bound `cvm_value_bits` finds."""
     x = b.create_input(list(shape), 8)
     if bits == 8:
         return x
@@ -127,9 +126,7 @@ def check(graph, grids=((2, 3), (1, 5), (3, 256))):
 @pytest.mark.parametrize(("make", "name"), [(conv, n) for n in CONVS] + [(dense, n) for n in DENSES])
 def test_packed_elements_on_the_gpu(make, name):
     graph, bits = make(name)
-    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    elements = sorted({t.element for t in plan(net, target=GPU).tensors} - {"i32"})
-    assert elements == (["i8"] if bits <= 8 else ["i16"] if bits <= 16 else [])
+    assert pack_elements(scheduled(graph, GPU)) == (["i8"] if bits <= 8 else ["i16"] if bits <= 16 else [])
 
 
 @needs_host_compiler
