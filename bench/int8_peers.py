@@ -358,30 +358,46 @@ def macs(graph) -> dict[str, int]:
 
 
 def conv_kernels(graph, target) -> dict[str, tuple[str, str]]:
-    """Each conv2d layer's kernel in cvmc's plan for `target`, by name: (what it is, the limit it runs against:
-    the instruction of `limit_kinds` it is made of)."""
-    from cvmc.passes.loops.ir import net_from_function
-    from cvmc.passes.loops.plan import plan
+    """Each conv2d layer's kernel as the scheduling passes chose it for `target` (the packs of its operands), by
+    name: (what it is, the limit it runs against: the instruction of `limit_kinds` it is made of)."""
+    from xdsl.context import Context
+
+    from cvmc.dialects.cvm import CvmOperator
+    from cvmc.dialects.cvm_sched import KernelOp, packing_of, ui8
+    from cvmc.passes.loops.target import module_target
+    from cvmc.passes.pipelines import PIPELINES, pipeline_passes
     from cvmc.runtime.frontend.cvm_ir import graph_to_module
 
-    net, _ = net_from_function(graph_to_module(graph).body.block.first_op)
-    p = plan(net, target=target)
-    groups = [g for g in p.groups if g.kind == "conv2d"]
+    module = graph_to_module(graph)
+    module_target(module, str(target))
+    names = PIPELINES["cvm-to-loops"].split(",")
+    for p in pipeline_passes("cvm-to-loops")[:names.index("cvm-bufferize")]:  # the scheduled level
+        p.apply(Context(), module)
+    main = module.body.block.first_op
+    convs = []  # (data element, weight packing) of each conv2d kernel, in order
+    for k in main.body.block.ops:
+        anchor = k.body.block.first_op if isinstance(k, KernelOp) else None
+        if isinstance(anchor, CvmOperator) and anchor.op_name == "conv2d":
+            outside = dict(zip(k.body.block.args, k.inputs))
+            x, w = (packing_of(outside[v]) for v in anchor.operands[:2])
+            element = "i32" if x is None else "u8" if x.result.type.element_type == ui8 else \
+                f"i{x.result.type.element_type.bitwidth}"
+            convs.append((element, None if w is None else w.packing()))
     names = [n.name for n in graph.nodes if n.op == "conv2d"]
     out = {}
-    for name, g in zip(names, groups):
-        x, w = (p.tensors[t] for t in g.inputs[:2])
-        blocked = w.pack is not None and w.pack["to"] == "conv_weight_blocked"
-        if x.element == "u8" and blocked and target.has("amx"):
+    for name, (element, pack) in zip(names, convs):
+        blocked = pack is not None and pack["to"] == "conv_weight_blocked"
+        if element == "u8" and blocked and target.has("amx"):
             out[name] = ("mmk_u8s8 amx (16 x 16 tiles)", "vpdpbusd")  # no tile limit measured: against vpdpbusd's
-        elif x.element == "u8" and blocked and target.has("avx512-vnni"):
-            out[name] = (f"mmk_u8s8 avx512-vnni ({w.pack['lanes']} lanes)", "vpdpbusd")
-        elif x.element == "u8" and blocked:
+        elif element == "u8" and blocked and target.has("avx512-vnni"):
+            assert pack is not None
+            out[name] = (f"mmk_u8s8 avx512-vnni ({pack['lanes']} lanes)", "vpdpbusd")
+        elif element == "u8" and blocked:
             out[name] = ("mmk_u8s8 avx2", "vpmaddubsw")
-        elif x.element == "u8":
+        elif element == "u8":
             out[name] = ("dot_u8s8 (im2col, vpdpbusd)", "vpdpbusd")
         else:
-            out[name] = (("mmk_" if blocked else "im2col ") + x.element, "vpmaddwd")
+            out[name] = (("mmk_" if blocked else "im2col ") + element, "vpmaddwd")
     return out
 
 

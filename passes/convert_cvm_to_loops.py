@@ -1,3 +1,4 @@
+# pyright: basic
 """`convert-cvm-to-loops`: each outlined kernel of a bufferized module (`cvm-bufferize`) gets its loop nest.
 
 An outlined kernel is a `func.func` over memrefs whose body is still cvm ops on tensors, between the

@@ -1,3 +1,4 @@
+# pyright: basic
 """`cvm-bufferize`: every tensor of `@main` in a buffer, each kernel an outlined function, `@main` the host.
 
 The scheduled `@main` (`cvm_sched.view`, `cvm_sched.pack`, `cvm_sched.kernel` over cvm operators) becomes:

@@ -1,3 +1,4 @@
+# pyright: basic
 """`cvm-fuse-packs`: where the register-blocked conv2d of a host target (`Target.blocked`) keeps its operands
 packed between kernels, so that an int32 tensor that is only packed again need not be stored.
 

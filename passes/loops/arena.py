@@ -1,4 +1,4 @@
-"""Which arena bytes are taken when: the occupancy the buffer planner asks before placing a buffer by first fit.
+"""Which arena bytes are taken when: the occupancy `cvm-bufferize` asks before placing a buffer by first fit.
 
 A placed buffer is a rectangle: the steps it is live (`first` to `last`, both included) by its bytes (`lo` to
 `hi`, half-open). `Occupancy` answers, for a new lifetime, the lowest offset where `size` bytes are free at every

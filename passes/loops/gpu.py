@@ -1,3 +1,4 @@
+# pyright: basic
 """The GPU schedule of conv2d, dense and their packing: loop-level kernels for the CUDA printer (issue 15).
 
 Built instead of the CPU's kernels of these groups when lowering for a GPU target (`loops.target.Target.gpu`) (what

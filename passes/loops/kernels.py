@@ -1,3 +1,4 @@
+# pyright: basic
 """One loop-level kernel per planned group: a `func.func` over memrefs whose body is the group's loop nest.
 
 A kernel's arguments are, in order: the group's outputs (fresh contiguous buffers), what it reads (views with
@@ -59,7 +60,7 @@ class Group:
     members: list[int] = field(default_factory=list)  # indices in `net.nodes` of its operators (a pack: none)
     part: int | None = None  # a concatenate in parts: where its slice of the output starts along the axis
     # packed copies of the output that the epilogue writes (a blocked conv2d's, for the next conv2d: no pack
-    # kernel runs between them; see `_Planner._pack_in_epilogue`), and whether the output itself is stored (not
+    # kernel runs between them; see `cvm-fuse-packs`), and whether the output itself is stored (not
     # when such a pack is its one reader)
     packed: list[tuple[int, Attrs]] = field(default_factory=list)  # (tensor id, how: the `pack` node's attributes)
     stores_output: bool = True

@@ -499,7 +499,7 @@ def non_max_suppression(k: KernelBuilder, a: Attrs, outs: list[Arg], ins: list[A
 # channel in the same (kh, kw, c) order, padded with zeros to a multiple of 16. Every product of two int16
 # values fits int32 exactly and the int32 accumulation wraps like the reference's, in any order.
 #
-# Three element types, chosen by the plan from the operands' value bounds (`loops.plan.value_bits`):
+# Three element types, chosen by `cvm-pack-operands` from the operands' value bounds (`cvm_value_bits`):
 # - "u8" x "i8" when both fit int8 (|x| <= 127) and the target has AVX512-VNNI (`Target.has`): the input is
 #   packed as x + 128 in an unsigned byte (padding too: the padding 0 becomes 128), the weight as a signed byte;
 #   the dot product is the loop-level op `cvmc.dot_u8s8` (printed as `vpdpbusd`, 64 byte pairs per step), and

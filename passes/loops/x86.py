@@ -1,9 +1,10 @@
+# pyright: basic
 """The x86 micro-kernel schedules of conv2d and dense: the loop-level ops `cvmc.dot_u8s8`, `cvmc.mmk_i16`,
 `cvmc.mmk_u8s8` and `cvmc.pack_tile` (printed by `codegen.llvm_x86`), the tier each takes on a target (AVX2,
 AVX512-VNNI, AMX, or their portable lowering) and the register-blocked conv2d built on them.
 
 The operators' semantics (what each computes, bit for bit the reference) stay in `loops.ops`, which calls these
-schedules where the plan chose a packed byte or blocked operand (`loops.plan`).
+schedules where `cvm-pack-operands` chose a packed byte or blocked operand (`cvm_sched.pack`).
 """
 
 from __future__ import annotations
