@@ -3,7 +3,7 @@
     lowered = lower(graph, target)               # graph -> cvm IR -> `cvm-to-loops` for target -> host + kernels
     ir_text, specs = llvm_kernels(lowered)       # the cpu JIT and `cvm-aot` (LLVM IR headed by the target)
     source, specs = cuda_kernels(lowered)        # the cuda device (CUDA C for NVRTC)
-    dump_stages(graph, "out/", "cpu")            # every stage as a file: 00-import.mlir ... 07-kernels.s
+    dump_stages(graph, "out/", "cpu")            # every stage as a file: 00-import.mlir ... 09-kernels.s
     kernels = lower_cinn(function, target)       # a cinn program through `cinn-to-loops` (CinnBuilder's devices)
     kernels = lower_taskgraph(module)            # a Task IR graph through `taskgraph-to-loops` (its JIT)
     ir_text, specs = llvm_module(kernels)        # any loop-level module as LLVM IR (`jit.compile_module`)

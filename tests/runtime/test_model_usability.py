@@ -140,19 +140,20 @@ def test_dump_writes_every_stage(device, tail, tmp_path):
     paths = dump_stages(load_graph(DIGITS.graph, DIGITS.params), tmp_path, device)
     names = [p.split("/")[-1] for p in paths]
     stages = ["import"] if device == "reference" else \
-        ["import", "cvm-mark-views", "cvm-pack-operands", "cvm-fuse", "cvm-bufferize", "convert-cvm-to-loops"]
+        ["import", "cvm-mark-views", "cvm-pack-operands", "cvm-fuse", "cvm-fuse-packs", "cvm-bufferize",
+         "convert-cvm-to-loops"]
     assert names == [f"{i:02d}-{s}" + ("" if "." in s else ".mlir") for i, s in enumerate(stages + tail)]
     assert sorted(p.name for p in tmp_path.iterdir()) == names
     if device == "cpu":
-        assert "define" in (tmp_path / "06-kernels.ll").read_text()
-        assert (tmp_path / "08-kernels.s").read_text().strip()
+        assert "define" in (tmp_path / "07-kernels.ll").read_text()
+        assert (tmp_path / "09-kernels.s").read_text().strip()
     if device != "reference":
         assert "cvm_sched.kernel" in (tmp_path / "03-cvm-fuse.mlir").read_text()
 
 
 def test_load_model_dump(tmp_path):
     m = cvmc.load_model(DIGITS.graph, DIGITS.params, dump=tmp_path / "d")
-    assert m.gas == 39850 and (tmp_path / "d" / "07-kernels.O3.ll").is_file()
+    assert m.gas == 39850 and (tmp_path / "d" / "08-kernels.O3.ll").is_file()
 
 
 def test_cvm_run_batch(tmp_path, test_set, capsys):
